@@ -1,0 +1,351 @@
+/* loader/io.c — the backend-independent half of the reader: open (O_DIRECT probe, buffers),
+ * request/wait/release bookkeeping, synchronous reads, the read loop every pread path uses, error
+ * lines, stats.  The backends (io_pread.c, io_mmap.c, io_uring.c) only move bytes.
+ */
+#include "loader/io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *sl_io_backend_name(sl_io_backend b) {
+    switch (b) {
+    case SL_IO_PREAD: return "pread";
+    case SL_IO_MMAP:  return "mmap";
+    case SL_IO_URING: return "uring";
+    }
+    return "?";
+}
+
+/* Parse a backend name as the CLI spells it.  0, or -EINVAL leaving *out alone. */
+int sl_io_backend_parse(const char *s, sl_io_backend *out) {
+    static const sl_io_backend all[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (s && strcmp(s, sl_io_backend_name(all[i])) == 0) { *out = all[i]; return 0; }
+    return -EINVAL;
+}
+
+/* Write the standard error line for a failed read of [off, off+len): file, range, cause.
+ * `what` overrides the errno text (e.g. for end of file); err is a negative errno. */
+void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, size_t len, int err,
+                    const char *what) {
+    snprintf(msg, msglen, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", io->path, len, off,
+             what ? what : strerror(-err));
+}
+
+/* Drop the page cache of [off, off+len) rounded out to whole pages.  The kernel only drops pages lying
+ * entirely inside the range, so without rounding the two edge pages of every piece would stay cached
+ * and the cache would grow with the file.  Neighbouring pieces that share an edge page lose nothing
+ * but a re-read of one page.  No-op for O_DIRECT (nothing was cached). */
+void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len) {
+    if (io->direct || len == 0) return;
+    uint64_t pg = 4096, a = sl_io_align_down(off, pg), e = sl_io_align_up(off + len, pg);
+    (void)posix_fadvise(io->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_DONTNEED);
+}
+
+/* Read file bytes [start, start+need) into buf, issuing reads of at most io->chunk bytes and up to
+ * `total` bytes in all (total >= need; under O_DIRECT start and total are block multiples and the
+ * bytes past `need` are alignment padding that may lie past end of file).  EINTR/EAGAIN are retried,
+ * short reads resumed.  Returns 0 once `need` bytes are in, else a negative errno with `msg` set
+ * (end of file before `need` is -EIO).  Safe on any thread: touches only buf, msg and atomics. */
+int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, size_t need,
+                      char *msg, size_t msglen) {
+    size_t done = 0;
+    while (done < need) {
+        size_t want = total - done < io->chunk ? total - done : io->chunk;
+        ssize_t n = sl_io__pread(io, buf + done, want, start + done);
+        if (n < 0) {
+            int e = errno;
+            if (e == EINTR || e == EAGAIN) { SL_IO_ADD(io, retries, 1); continue; }
+            sl_io__fmt_err(io, msg, msglen, start + done, want, -e, NULL);
+            return -e;
+        }
+        done += (size_t)n;
+        /* A short O_DIRECT read that ends off a block boundary can only mean end of file. */
+        bool eof = n == 0 || (io->direct && done < need && done % io->align != 0);
+        if (eof && done < need) {
+            struct stat st;
+            char what[128];
+            long long now = fstat(io->fd, &st) == 0 ? (long long)st.st_size : -1;
+            snprintf(what, sizeof what, "unexpected end of file (file is %lld bytes now, %" PRIu64
+                     " at open)", now, io->size);
+            sl_io__fmt_err(io, msg, msglen, start + done, need - done, -EIO, what);
+            return -EIO;
+        }
+        if (done < need && (size_t)n < want) SL_IO_ADD(io, retries, 1);
+    }
+    return 0;
+}
+
+/* Open the file descriptor: with O_DIRECT unless refused (or not wanted), then prove O_DIRECT works
+ * with one real aligned read (some filesystems accept the flag and fail every read). */
+static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
+    io->fd = -1;
+    if (want_direct) {
+        io->fd = open(io->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        if (io->fd >= 0) io->direct = true;
+        else if (errno != EINVAL) {
+            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
+            return -errno;
+        }
+    }
+    if (io->fd < 0) {
+        io->fd = open(io->path, O_RDONLY | O_CLOEXEC);
+        if (io->fd < 0) {
+            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
+            return -errno;
+        }
+    }
+    struct stat st;
+    if (fstat(io->fd, &st) != 0) {
+        snprintf(err, errlen, "%s: fstat: %s", io->path, strerror(errno));
+        return -errno;
+    }
+    io->size = (uint64_t)st.st_size;
+    io->align = 4096;
+#ifdef STATX_DIOALIGN
+    struct statx sx;
+    if (io->direct && statx(io->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+        (sx.stx_mask & STATX_DIOALIGN)) {
+        if (sx.stx_dio_offset_align > io->align) io->align = sx.stx_dio_offset_align;
+        if (sx.stx_dio_mem_align > io->align) io->align = sx.stx_dio_mem_align;
+    }
+#endif
+    if (io->direct && io->size > 0) {
+        void *probe = NULL;
+        ssize_t n = -1;
+        if (posix_memalign(&probe, io->align, io->align) == 0) {
+            do n = pread(io->fd, probe, io->align, 0); while (n < 0 && errno == EINTR);
+            free(probe);
+        }
+        if (n < 0) {
+            snprintf(io->notice, sizeof io->notice, "O_DIRECT read failed (%s): using buffered reads",
+                     strerror(errno));
+            close(io->fd);
+            io->direct = false;
+            return open_fd(io, false, err, errlen);
+        }
+    } else if (want_direct && !io->direct) {
+        snprintf(io->notice, sizeof io->notice, "filesystem refuses O_DIRECT: using buffered reads");
+    }
+    return 0;
+}
+
+/* Allocate the slot buffers (and the bounce buffer for O_DIRECT sync reads) and touch them, so that
+ * mem_bytes is real RSS from the start and tools like valgrind see the kernel-written bytes as
+ * initialised. */
+static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
+    if (io->active == SL_IO_MMAP) {
+        io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * 4096);
+        return 0;
+    }
+    io->bufsize = sl_io_align_up(io->max_piece, io->align) + io->align;
+    for (int i = 0; i < io->nslots; i++) {
+        void *p = NULL;
+        if (posix_memalign(&p, io->align, io->bufsize) != 0) {
+            snprintf(err, errlen, "%s: cannot allocate %d slot buffers of %zu bytes", io->path,
+                     io->nslots, io->bufsize);
+            return -ENOMEM;
+        }
+        memset(p, 0, io->bufsize);
+        io->slot[i].buf = p;
+    }
+    io->mem_bytes = (size_t)io->nslots * io->bufsize;
+    if (io->direct) {
+        void *p = NULL;
+        io->bounce_size = io->chunk;
+        if (posix_memalign(&p, io->align, io->bounce_size) != 0) {
+            snprintf(err, errlen, "%s: cannot allocate the %zu-byte bounce buffer", io->path,
+                     io->bounce_size);
+            return -ENOMEM;
+        }
+        memset(p, 0, io->bounce_size);
+        io->bounce = p;
+        io->mem_bytes += io->bounce_size;
+    }
+    return 0;
+}
+
+static void free_io(sl_io *io) {
+    if (io->fd >= 0) close(io->fd);
+    for (int i = 0; i < SL_IO_MAX_SLOTS; i++) free(io->slot[i].buf);
+    free(io->bounce);
+    free(io->path);
+    free(io);
+}
+
+/* See io.h.  Order: validate, pick the backend, open + probe, buffers, backend start (uring may still
+ * fall back to pread there). */
+int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, size_t errlen) {
+    if (!path || !o || !out || o->slots < 1 || o->slots > SL_IO_MAX_SLOTS || o->max_piece == 0 ||
+        o->max_piece > SIZE_MAX / 4 || o->backend < SL_IO_PREAD || o->backend > SL_IO_URING) {
+        snprintf(err, errlen, "%s: bad reader options (slots 1..%d, max_piece > 0)",
+                 path ? path : "(null)", SL_IO_MAX_SLOTS);
+        return -EINVAL;
+    }
+    sl_io *io = calloc(1, sizeof *io);
+    if (!io || !(io->path = strdup(path))) {
+        free(io);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    io->fd = -1;
+    io->nslots = o->slots;
+    io->max_piece = o->max_piece;
+    io->asked = io->active = o->backend;
+    int r = 0;
+    if (o->fault) io->fault = *o->fault;
+    else if (getenv("SLUICE_IO_FAULT")) r = sl_io_fault_parse(getenv("SLUICE_IO_FAULT"), &io->fault, err, errlen);
+    if (r == 0 && io->fault.eintr_every == 1) {
+        snprintf(err, errlen, "%s: fault eintr=1 would retry forever (use K >= 2)", path);
+        r = -EINVAL;
+    }
+    if (r) { free_io(io); return r; }
+    io->faulty = io->fault.eintr_every || io->fault.short_max || io->fault.eio || io->fault.cqe_err_every;
+
+    char why[160] = "";
+    if (io->asked == SL_IO_URING && !sl_io__uring_probe(why, sizeof why)) io->active = SL_IO_PREAD;
+    r = open_fd(io, io->active != SL_IO_MMAP && !o->no_direct, err, errlen);
+    if (r) { free_io(io); return r; }
+    io->chunk = sl_io_align_up(o->chunk ? o->chunk : SL_IO_DEFAULT_CHUNK, io->align);
+    r = alloc_buffers(io, err, errlen);
+    if (r) { free_io(io); return r; }
+
+    io->ops = io->active == SL_IO_MMAP ? &sl_io__mmap_ops
+            : io->active == SL_IO_URING ? &sl_io__uring_ops : &sl_io__pread_ops;
+    r = io->ops->start(io, err, errlen);
+    if (r && io->active == SL_IO_URING) {   /* ring setup failed after the probe passed */
+        snprintf(why, sizeof why, "%s", err);
+        io->active = SL_IO_PREAD;
+        io->ops = &sl_io__pread_ops;
+        r = io->ops->start(io, err, errlen);
+    }
+    if (r) { free_io(io); return r; }
+    if (io->asked != io->active) {
+        char prev[SL_IO_MSGLEN];
+        snprintf(prev, sizeof prev, "%s", io->notice);
+        snprintf(io->notice, sizeof io->notice, "io_uring unavailable (%.150s): using pread%s%.120s",
+                 why, prev[0] ? "; " : "", prev);
+    }
+    *out = io;
+    return 0;
+}
+
+/* See io.h.  Finds a free slot, records the range and hands it to the backend. */
+int sl_io_request(sl_io *io, uint64_t offset, size_t len) {
+    if (len == 0 || len > io->max_piece || offset > io->size || len > io->size - offset) {
+        snprintf(io->errmsg, sizeof io->errmsg, "%s: bad request of %zu bytes at offset %" PRIu64
+                 " (file %" PRIu64 " bytes, max piece %zu)", io->path, len, offset, io->size,
+                 io->max_piece);
+        return -EINVAL;
+    }
+    int id = -1;
+    for (int i = 0; i < io->nslots && id < 0; i++)
+        if (!io->slot[i].held) id = i;
+    if (id < 0) return -EBUSY;
+    sl_io_slot *s = &io->slot[id];
+    s->held = true;
+    s->off = offset;
+    s->len = len;
+    s->seq = io->next_seq++;
+    s->err = 0;
+    s->data = NULL;
+    s->msg[0] = 0;
+    SL_IO_ADD(io, requests, 1);
+    SL_IO_ADD(io, bytes_requested, len);
+    io->ops->request(io, s);
+    return id;
+}
+
+/* See io.h. */
+int sl_io_wait(sl_io *io, int slot, const void **data) {
+    if (data) *data = NULL;
+    if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return -EINVAL;
+    sl_io_slot *s = &io->slot[slot];
+    uint64_t t0 = now_ns();
+    io->ops->wait(io, s);
+    SL_IO_ADD(io, wait_ns, now_ns() - t0);
+    SL_IO_ADD(io, waits, 1);
+    if (s->err) {
+        snprintf(io->errmsg, sizeof io->errmsg, "%s", s->msg);
+        return s->err;
+    }
+    if (data) *data = s->data;
+    return 0;
+}
+
+/* See io.h. */
+void sl_io_release(sl_io *io, int slot) {
+    if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return;
+    sl_io_slot *s = &io->slot[slot];
+    io->ops->cancel(io, s);
+    sl_io__drop_cache(io, s->off, s->len);
+    s->state = SL_S_FREE;
+    s->held = false;
+    s->data = NULL;
+}
+
+/* See io.h.  Buffered: read straight into dst, then drop the cache.  O_DIRECT: read block-aligned
+ * chunks into the bounce buffer and copy the wanted part out. */
+int sl_io_read(sl_io *io, uint64_t offset, size_t len, void *dst) {
+    if (len == 0) return 0;
+    if (offset > io->size || len > io->size - offset) {
+        snprintf(io->errmsg, sizeof io->errmsg, "%s: read of %zu bytes at offset %" PRIu64
+                 " is past the end of the file (%" PRIu64 " bytes)", io->path, len, offset, io->size);
+        return -EINVAL;
+    }
+    SL_IO_ADD(io, sync_reads, 1);
+    int r = 0;
+    if (!io->direct) {
+        r = sl_io__read_range(io, dst, offset, len, len, io->errmsg, sizeof io->errmsg);
+        sl_io__drop_cache(io, offset, len);
+    } else {
+        uint64_t end = offset + len, pos = offset;
+        while (r == 0 && pos < end) {
+            uint64_t a = sl_io_align_down(pos, io->align);
+            uint64_t total = sl_io_align_up(end, io->align) - a;
+            if (total > io->chunk) total = io->chunk;
+            uint64_t upto = a + total < end ? a + total : end;
+            r = sl_io__read_range(io, io->bounce, a, total, upto - a, io->errmsg, sizeof io->errmsg);
+            if (r == 0) memcpy((uint8_t *)dst + (pos - offset), io->bounce + (pos - a), upto - pos);
+            pos = upto;
+        }
+    }
+    if (r) SL_IO_ADD(io, errors, 1);
+    else SL_IO_ADD(io, sync_bytes, len);
+    return r;
+}
+
+const char *sl_io_errmsg(const sl_io *io) { return io->errmsg; }
+const char *sl_io_notice(const sl_io *io) { return io->notice; }
+sl_io_backend sl_io_backend_active(const sl_io *io) { return io->active; }
+bool sl_io_is_direct(const sl_io *io) { return io->direct; }
+uint64_t sl_io_file_size(const sl_io *io) { return io->size; }
+size_t sl_io_mem_bytes(const sl_io *io) { return io->mem_bytes; }
+
+void sl_io_get_stats(const sl_io *io, sl_io_stats *st) {
+#define LD(f) st->f = atomic_load_explicit(&((sl_io *)io)->st.f, memory_order_relaxed)
+    LD(requests); LD(bytes_requested); LD(bytes_read); LD(reads_issued); LD(retries); LD(errors);
+    LD(waits); LD(wait_ns); LD(sync_reads); LD(sync_bytes);
+#undef LD
+}
+
+/* See io.h. */
+void sl_io_close(sl_io *io) {
+    if (!io) return;
+    for (int i = 0; i < io->nslots; i++) sl_io_release(io, i);
+    io->ops->stop(io);
+    free_io(io);
+}

@@ -1,0 +1,35 @@
+/* runtime/cli/cli.h — shared pieces of the sluice command-line program. */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+int cmd_run(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+/* One clear line on stderr, prefixed "sluice: ". */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parse helpers: on a malformed value print an error naming the flag and return false. */
+bool cli_int(const char *flag, const char *s, long lo, long hi, long *out);
+bool cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+/* "96M", "1.5G", "2GiB", "4096" (bytes); K/M/G/T are binary (1024) multiples. */
+bool cli_size(const char *flag, const char *s, uint64_t *out);
+/* Fetch the value of a flag that takes one: advances *i; false (with a message) when missing. */
+bool cli_val(int argc, char **argv, int *i, const char **out);
+
+/* The bundled model used when -m is not given. */
+const char *cli_default_model(void);
+
+/* Write s[0..n) as a JSON string literal (with quotes). */
+void json_str(FILE *f, const char *s, size_t n);
+
+/* Peak resident set size (VmHWM) and current RSS of this process, in bytes (0 if unknown). */
+uint64_t peak_rss_bytes(void);
+uint64_t now_ns(void);
+
+#endif

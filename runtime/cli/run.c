@@ -1,0 +1,269 @@
+/* runtime/cli/run.c — `sluice run`: prompt in, text out. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/cli/cli.h"
+#include "runtime/forward.h"
+#include "runtime/model.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer.h"
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    if (g_interrupted) _exit(128 + sig);   /* second signal: leave at once */
+    g_interrupted = sig;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice run [-m MODEL] -p PROMPT [options]\n"
+            "  -m, --model FILE        GGUF model (default: the bundled stories260K)\n"
+            "  -p, --prompt TEXT       prompt text\n"
+            "  -f, --file FILE         read the prompt from a file\n"
+            "  -n, --n-predict N       tokens to generate (default 128; stops early at end-of-text)\n"
+            "  -c, --ctx N             context length (default min(model context, 4096))\n"
+            "  -b, --batch N           prompt positions per forward batch (default 512)\n"
+            "  -t, --threads N         threads (default: number of CPUs)\n"
+            "      --temp T            temperature (default 0.8; 0 = greedy)\n"
+            "      --top-k K           (default 40; 0 = off)\n"
+            "      --top-p P           (default 0.95; 1 = off)\n"
+            "      --min-p P           (default 0.05; 0 = off)\n"
+            "      --repeat-penalty R  (default 1.0 = off)\n"
+            "      --seed S            random seed (default 0x5eed)\n"
+            "      --kv f16|f32        KV cache precision (default f16)\n"
+            "      --special           recognise special-token texts in the prompt\n"
+            "      --stats             print load time, tok/s and peak RSS to stderr\n"
+            "      --json              one JSON object per generated token on stdout\n"
+            "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
+            "      --quiet             no prompt echo\n");
+}
+
+typedef struct run_opts {
+    const char *model, *prompt, *prompt_file;
+    long n_predict, n_ctx, n_batch, threads, top_logits;
+    int kv_type;
+    bool stats, json, special, quiet;
+    sl_sampler_params sp;
+} run_opts;
+
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+    *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16 };
+    o->sp = sl_sampler_defaults();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        double d;
+        long l;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!cli_val(argc, argv, &i, &o->model)) return -1; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { if (!cli_val(argc, argv, &i, &o->prompt)) return -1; }
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { if (!cli_val(argc, argv, &i, &o->prompt_file)) return -1; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1 << 24, &o->n_predict)) return -1; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 22, &o->n_ctx)) return -1; }
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 16, &o->n_batch)) return -1; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 256, &o->threads)) return -1; }
+        else if (!strcmp(a, "--temp")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
+        else if (!strcmp(a, "--top-k")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1 << 30, &l)) return -1; o->sp.top_k = (int)l; }
+        else if (!strcmp(a, "--top-p")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
+        else if (!strcmp(a, "--min-p")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
+        else if (!strcmp(a, "--repeat-penalty")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.01, 100, &d)) return -1; o->sp.repeat_penalty = (float)d; }
+        else if (!strcmp(a, "--seed")) {
+            char *end;
+            if (!cli_val(argc, argv, &i, &v)) return -1;
+            errno = 0;
+            o->sp.seed = strtoull(v, &end, 0);
+            if (errno || *end || end == v) { cli_err("--seed: '%s' is not an unsigned integer", v); return -1; }
+        }
+        else if (!strcmp(a, "--kv")) {
+            if (!cli_val(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "f16")) o->kv_type = SL_KV_F16;
+            else if (!strcmp(v, "f32")) o->kv_type = SL_KV_F32;
+            else { cli_err("--kv: '%s' is not f16 or f32", v); return -1; }
+        }
+        else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
+        else if (!strcmp(a, "--stats")) o->stats = true;
+        else if (!strcmp(a, "--json")) o->json = true;
+        else if (!strcmp(a, "--special")) o->special = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
+        else { cli_err("run: unknown option '%s' (see sluice run --help)", a); return -1; }
+    }
+    if (o->prompt && o->prompt_file) { cli_err("run: give -p or -f, not both"); return -1; }
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { cli_err("cannot open prompt file %s: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += r;
+        if (n == cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+    }
+    if (!buf || ferror(f)) { cli_err("cannot read prompt file %s", path); free(buf); buf = NULL; }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Print the k best logits as [[id, logit], ...]. */
+static void json_top(FILE *f, const float *logits, int n, int k)
+{
+    int *best = malloc((size_t)k * sizeof *best);
+    int m = 0;
+    if (!best) return;
+    for (int i = 0; i < n; i++) {
+        if (m < k) best[m++] = i;
+        else if (logits[i] > logits[best[m - 1]]) best[m - 1] = i;
+        else continue;
+        for (int j = m - 1; j > 0 && (logits[best[j]] > logits[best[j - 1]] ||
+                                      (logits[best[j]] == logits[best[j - 1]] && best[j] < best[j - 1])); j--) {
+            int t = best[j]; best[j] = best[j - 1]; best[j - 1] = t;
+        }
+    }
+    fputs(",\"top\":[", f);
+    for (int i = 0; i < m; i++) fprintf(f, "%s[%d,%.6f]", i ? "," : "", best[i], logits[best[i]]);
+    fputc(']', f);
+    free(best);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    int pr = parse_args(argc, argv, &o);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (!o.model) o.model = cli_default_model();
+    size_t plen = 0;
+    char *ptext = NULL;
+    if (o.prompt_file) {
+        if (!(ptext = read_file(o.prompt_file, &plen))) return 1;
+    } else {
+        const char *p = o.prompt ? o.prompt : "";
+        plen = strlen(p);
+        ptext = strdup(p);
+    }
+    char err[SL_ERRLEN] = "";
+    int status = 1;
+    sl_model *m = NULL;
+    sl_vocab *voc = NULL;
+    sl_pool *pool = NULL;
+    sl_ctx *ctx = NULL;
+    sl_sampler *smp = NULL;
+    int32_t *toks = NULL;
+    uint64_t t0 = now_ns();
+
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    if (sl_model_open(o.model, &m, err, sizeof err)) { cli_err("%s", err); goto done; }
+    if (sl_vocab_load(m->gguf, &voc, err, sizeof err)) { cli_err("%s: %s", o.model, err); goto done; }
+    if (sl_vocab_n_tokens(voc) != m->cfg.vocab) {
+        cli_err("%s: vocabulary has %d tokens but the embedding table has %d rows", o.model, sl_vocab_n_tokens(voc), m->cfg.vocab);
+        goto done;
+    }
+    long n_ctx = o.n_ctx ? o.n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
+    if (o.n_ctx > m->cfg.ctx_train)
+        fprintf(stderr, "sluice: warning: -c %ld is larger than the model's trained context %d\n", o.n_ctx, m->cfg.ctx_train);
+    if (sl_model_load_resident(m, err, sizeof err)) { cli_err("%s", err); goto done; }
+    pool = sl_pool_create(o.threads ? (int)o.threads : sl_ncpu());
+    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type };
+    if (!pool || sl_ctx_create(m, &cp, pool, &ctx, err, sizeof err)) { cli_err("%s", pool ? err : "out of memory"); goto done; }
+    ctx->cancel = &g_interrupted;
+
+    int64_t nt = sl_tokenize(voc, ptext, plen, true, o.special, NULL, 0);
+    if (nt < 0) { cli_err("tokenizing the prompt failed: %s", strerror((int)-nt)); goto done; }
+    if (nt == 0) { cli_err("the prompt is empty and the model adds no BOS token: nothing to evaluate"); goto done; }
+    if (nt + o.n_predict > n_ctx && nt > n_ctx) {
+        cli_err("the prompt has %" PRId64 " tokens, more than the context of %ld (raise -c)", nt, n_ctx);
+        goto done;
+    }
+    toks = malloc((size_t)(nt + o.n_predict + 1) * sizeof *toks);
+    if (!toks) { cli_err("out of memory"); goto done; }
+    sl_tokenize(voc, ptext, plen, true, o.special, toks, nt);
+    smp = sl_sampler_create(&o.sp, m->cfg.vocab);
+    if (!smp) { cli_err("out of memory"); goto done; }
+    uint64_t t_load = now_ns();
+
+    sl_utf8_stream us = { 0 };
+    char piece[512], outb[512 + 8];
+    if (!o.quiet && !o.json) {
+        /* echo the prompt as the model sees it (detokenized), so output reads as one text */
+        for (int64_t i = 0; i < nt; i++) {
+            int pl = sl_token_piece(voc, toks[i], piece, sizeof piece);
+            if (pl > (int)sizeof piece) pl = sizeof piece;
+            if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
+        }
+        fflush(stdout);
+    }
+    int rc = sl_eval(ctx, toks, (int)nt);
+    uint64_t t_prompt = now_ns();
+    int64_t n_gen = 0;
+    uint64_t t_first = 0;
+    while (rc == 0 && n_gen < o.n_predict) {
+        int32_t next = sl_sample(smp, ctx->logits, toks, (int)(nt + n_gen));
+        if (o.json) {
+            int pl = sl_token_piece(voc, next, piece, sizeof piece);
+            if (pl > (int)sizeof piece) pl = sizeof piece;
+            if (pl < 0) pl = 0;
+            printf("{\"id\":%d,\"text\":", next);
+            json_str(stdout, piece, (size_t)pl);
+            if (o.top_logits) json_top(stdout, ctx->logits, m->cfg.vocab, (int)o.top_logits);
+            printf("}\n");
+        }
+        toks[nt + n_gen++] = next;
+        if (sl_vocab_is_eog(voc, next)) break;
+        if (!o.json) {
+            int pl = sl_token_piece(voc, next, piece, sizeof piece);
+            if (pl > (int)sizeof piece) pl = sizeof piece;
+            if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
+        }
+        fflush(stdout);
+        if (n_gen == o.n_predict) break;
+        if (ctx->n_past >= ctx->n_ctx) { fprintf(stderr, "\nsluice: context full (-c %d)\n", ctx->n_ctx); break; }
+        if (n_gen == 1) t_first = now_ns();
+        rc = sl_eval(ctx, &next, 1);
+    }
+    if (!o.json) {
+        fwrite(outb, 1, sl_utf8_stream_flush(&us, outb), stdout);
+        printf("\n");
+    }
+    fflush(stdout);
+    uint64_t t_end = now_ns();
+    if (rc == -ECANCELED) {
+        fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", n_gen);
+        status = g_interrupted == SIGTERM ? 143 : 130;
+    } else if (rc) {
+        cli_err("%s", ctx->err);
+        status = 1;
+    } else {
+        status = 0;
+    }
+    if (o.stats) {
+        double load_s = (t_load - t0) / 1e9, pp_s = (t_prompt - t_load) / 1e9;
+        int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
+        double dec_s = t_first && n_dec ? (t_end - t_first) / 1e9 : 0;
+        fprintf(stderr, "sluice: load %.3f s | prompt %" PRId64 " tok in %.3f s (%.2f tok/s) | decode %" PRId64
+                " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
+                load_s, nt, pp_s, pp_s > 0 ? nt / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
+                peak_rss_bytes() / 1048576.0);
+    }
+done:
+    free(toks);
+    sl_sampler_free(smp);
+    sl_ctx_free(ctx);
+    sl_pool_free(pool);
+    sl_vocab_free(voc);
+    sl_model_free(m);
+    free(ptext);
+    return status;
+}

@@ -1,0 +1,32 @@
+/* runtime/main.c — `sluice COMMAND [options]`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice COMMAND [options]\n"
+            "\n"
+            "commands:\n"
+            "  run       generate text from a prompt          (sluice run -p \"Once upon a time\")\n"
+            "  inspect   show a model's hyperparameters, tensors and sizes\n"
+            "  tokenize  print the token ids of a text\n"
+            "\n"
+            "`sluice COMMAND --help` lists a command's options.  With no -m, the bundled\n"
+            "stories260K model is used.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    const char *c = argv[1];
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) { usage(stdout); return 0; }
+    if (!strcmp(c, "--version")) { printf("sluice 0.1.0\n"); return 0; }
+    if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "inspect")) return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    cli_err("unknown command '%s' (try: sluice --help)", c);
+    return 2;
+}

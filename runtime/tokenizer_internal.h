@@ -1,0 +1,128 @@
+/* runtime/tokenizer_internal.h — the vocabulary's in-memory layout, shared by tokenizer.c
+ * (loading, special tokens, pieces), tokenizer_spm.c, tokenizer_bpe.c and tokenizer_pre.c.
+ *
+ * Memory layout (compact: Llama 3's 128k tokens + 280k merges take ~10 MB):
+ *   - every string (token texts, then merge halves that are not tokens) lives in one arena;
+ *   - `strs` describes each string; ids 0..n_tokens-1 are the tokens, ids above are merge-only
+ *     strings ("extras") that exist so a merge keyed by two strings can be keyed by two ids;
+ *   - an open-addressing hash table maps text -> string id;
+ *   - merges are three int32 arrays indexed by rank (left id, right id, id of left+right or -1)
+ *     and a hash table of ranks keyed by (left id, right id).
+ */
+#ifndef SL_RUNTIME_TOKENIZER_INTERNAL_H
+#define SL_RUNTIME_TOKENIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/tokenizer.h"
+
+/* Token attributes: llama.cpp's llama_token_attr bit values. */
+enum {
+    SL_ATTR_UNDEFINED    = 0,
+    SL_ATTR_UNKNOWN      = 1 << 0,
+    SL_ATTR_UNUSED       = 1 << 1,
+    SL_ATTR_NORMAL       = 1 << 2,
+    SL_ATTR_CONTROL      = 1 << 3,
+    SL_ATTR_USER_DEFINED = 1 << 4,
+    SL_ATTR_BYTE         = 1 << 5,
+    SL_ATTR_LSTRIP       = 1 << 7,
+    SL_ATTR_RSTRIP       = 1 << 8,
+};
+
+enum sl_vocab_type { SL_VOCAB_SPM = 1, SL_VOCAB_BPE = 2 };
+
+/* Pre-tokenizer rule sets (each is llama.cpp's list of regexes for the named tokenizer.ggml.pre
+ * values, see tokenizer_pre.c). */
+enum sl_pre {
+    SL_PRE_DEFAULT = 0,      /* "default" or no key */
+    SL_PRE_LLAMA3,           /* llama3, llama-v3, llama-bpe, falcon3, dbrx, smaug-bpe, chatglm-bpe */
+    SL_PRE_DEEPSEEK_LLM,
+    SL_PRE_DEEPSEEK_CODER,
+    SL_PRE_FALCON,
+    SL_PRE_STARCODER,        /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b */
+    SL_PRE_GPT2,             /* gpt-2, mpt, olmo, jais, phi-2, jina-*, gigachat, roberta-bpe */
+};
+
+typedef struct sl_vstr {
+    uint32_t off;    /* into arena */
+    uint32_t len;
+    float    score;
+    uint32_t attr;   /* SL_ATTR_* (0 for extras) */
+} sl_vstr;
+
+struct sl_vocab {
+    int      type;                 /* enum sl_vocab_type */
+    int      pre;                  /* enum sl_pre */
+    char     pre_name[40];
+    int32_t  n_tokens;
+    int32_t  n_strs;               /* tokens + extras */
+    sl_vstr *strs;
+    char    *arena;
+    size_t   arena_len, arena_cap;
+
+    uint32_t hmask;                /* string table: capacity - 1 (power of two) */
+    int32_t *hslot;                /* string id or -1 */
+    uint32_t *hhash;               /* hash of the string in that slot */
+
+    int32_t  n_merges;             /* ranks 0..n_merges-1 (ill-formed merge lines keep their rank) */
+    int32_t *m_left, *m_right, *m_result;
+    uint32_t mmask;
+    int32_t *mslot;                /* rank or -1 */
+
+    int32_t bos, eos, eot, eom, unk, sep, pad, mask, nl;
+    int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
+    bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
+
+    int32_t *special;              /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
+    int32_t  n_special;
+    int32_t *eog;                  /* end-of-generation ids, ascending */
+    int32_t  n_eog;
+
+    int32_t byte_tok[256];         /* SPM byte fallback: <0xNN> or the 1-byte token, else -1 */
+    int32_t byte_sym[256];         /* BPE: string id of the byte-level character of each byte */
+    int32_t single_tok[256];       /* BPE: token whose whole text is this single byte, else -1 */
+    unsigned char byte_chr[256][2];/* BPE: UTF-8 of the byte-level character (1 or 2 bytes) */
+    unsigned char byte_chr_len[256];
+    int16_t chr_byte[324];         /* BPE: inverse, code point (< 324) -> byte, or -1 */
+
+    size_t mem;                    /* heap bytes owned */
+};
+
+/* Growable int32 vector (token output). */
+typedef struct sl_ivec { int32_t *v; size_t n, cap; } sl_ivec;
+int sl_ivec_push(sl_ivec *a, int32_t x);
+
+/* Growable size_t vector (pre-token lengths). */
+typedef struct sl_zvec { size_t *v; size_t n, cap; } sl_zvec;
+int sl_zvec_push(sl_zvec *a, size_t x);
+
+/* String table lookup: id of the string s[0..n) (token or extra), or -1. */
+uint32_t sl_vocab_hash(const void *s, size_t n);
+int32_t  sl_vocab_find(const sl_vocab *v, const char *s, size_t n);
+int32_t  sl_vocab_find_h(const sl_vocab *v, const char *s, size_t n, uint32_t h);
+static inline const char *sl_vstr_text(const sl_vocab *v, int32_t id) { return v->arena + v->strs[id].off; }
+
+/* Rank of merge (left id, right id) or -1. */
+int32_t sl_merge_rank(const sl_vocab *v, int32_t left, int32_t right);
+
+/* Build the BPE merge tables from tokenizer.ggml.merges (tokenizer_bpe.c). */
+int sl_bpe_load_merges(sl_vocab *v, const sl_gguf *g, char *err, size_t errlen);
+/* Fill byte_chr/chr_byte/byte_sym/single_tok (tokenizer_bpe.c). */
+void sl_bpe_init_bytes(sl_vocab *v);
+
+/* Tokenize one raw-text fragment, appending ids to out.  0 or -errno. */
+int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_prefix, sl_ivec *out);
+int sl_bpe_tokenize(const sl_vocab *v, const char *text, size_t len, sl_ivec *out);
+
+/* Split code points into pre-tokens following rule set `pre`; appends pre-token lengths (in code
+ * points, summing to n) to out.  fl[i] = sl_uc_flags(cpt[i]).  0 or -ENOMEM. */
+int sl_pretokenize(int pre, const uint32_t *cpt, const uint16_t *fl, size_t n, sl_zvec *out);
+
+/* BPE detokenization of one NORMAL token text (llama.cpp llama_decode_text); appends to buf. */
+typedef struct sl_bytes { char *p; size_t n, cap; } sl_bytes;
+int sl_bytes_append(sl_bytes *b, const void *s, size_t n);
+int sl_bpe_decode_text(const sl_vocab *v, const char *text, size_t len, sl_bytes *out);
+
+#endif

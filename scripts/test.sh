@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Build and run the whole test suite: the normal build, then the ASan+UBSan build.
+# This is the README's test command and what CI runs.  SKIP_SANITIZE=1 runs only the normal build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+BUILD_DIR=build bash scripts/build.sh
+ctest --test-dir build --output-on-failure -j2
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DSL_SANITIZE=ON
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j2
+fi
