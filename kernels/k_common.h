@@ -11,6 +11,16 @@
 #ifndef SL_KERNELS_K_COMMON_H
 #define SL_KERNELS_K_COMMON_H
 
+/* Every kernel result is specified as separately rounded f32 operations (ggml's reference order).
+ * Forbid contracting a*b+c into a fused multiply-add, which gcc does by default whenever the
+ * target has FMA (SL_NATIVE, aarch64): quantizer output then stays byte-identical to
+ * llama-quantize's and dot results do not depend on build flags.  Include this header first. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>

@@ -47,12 +47,38 @@ void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, siz
 
 /* Drop the page cache of [off, off+len) rounded out to whole pages.  The kernel only drops pages lying
  * entirely inside the range, so without rounding the two edge pages of every piece would stay cached
- * and the cache would grow with the file.  Neighbouring pieces that share an edge page lose nothing
- * but a re-read of one page.  No-op for O_DIRECT (nothing was cached). */
+ * and the cache would grow with the file.  No-op for O_DIRECT (nothing was cached). */
 void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len) {
     if (io->direct || len == 0) return;
-    uint64_t pg = 4096, a = sl_io_align_down(off, pg), e = sl_io_align_up(off + len, pg);
+    uint64_t a = sl_io_align_down(off, SL_IO_PAGE), e = sl_io_align_up(off + len, SL_IO_PAGE);
     (void)posix_fadvise(io->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_DONTNEED);
+}
+
+/* On release of slot s: drop from the page cache the pages of its range, except pages
+ * that another held slot's range also touches (typically one shared edge page) — that slot may still
+ * be mapping or reading them, and dropping them would make the kernel read them again.  Such a page
+ * goes when the last slot touching it is released. */
+static void drop_slot_pages(sl_io *io, const sl_io_slot *s) {
+    if (io->direct) return;
+    uint64_t oa[SL_IO_MAX_SLOTS], oe[SL_IO_MAX_SLOTS];
+    int n = 0;
+    for (int i = 0; i < io->nslots; i++) {      /* other held ranges, sorted by start */
+        const sl_io_slot *o = &io->slot[i];
+        if (o == s || !o->held) continue;
+        uint64_t a = sl_io_align_down(o->off, SL_IO_PAGE), e = sl_io_align_up(o->off + o->len, SL_IO_PAGE);
+        int j = n++;
+        while (j > 0 && oa[j - 1] > a) { oa[j] = oa[j - 1]; oe[j] = oe[j - 1]; j--; }
+        oa[j] = a;
+        oe[j] = e;
+    }
+    uint64_t cur = sl_io_align_down(s->off, SL_IO_PAGE), end = sl_io_align_up(s->off + s->len, SL_IO_PAGE);
+    for (int k = 0; k <= n && cur < end; k++) {
+        uint64_t stop = k < n && oa[k] < end ? oa[k] : end;
+        if (stop > cur) {
+            (void)posix_fadvise(io->fd, (off_t)cur, (off_t)(stop - cur), POSIX_FADV_DONTNEED);
+        }
+        if (k < n && oe[k] > cur) cur = oe[k];
+    }
 }
 
 /* Read file bytes [start, start+need) into buf, issuing reads of at most io->chunk bytes and up to
@@ -148,7 +174,7 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
  * initialised. */
 static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
     if (io->active == SL_IO_MMAP) {
-        io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * 4096);
+        io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * SL_IO_PAGE);
         return 0;
     }
     io->bufsize = sl_io_align_up(io->max_piece, io->align) + io->align;
@@ -291,7 +317,7 @@ void sl_io_release(sl_io *io, int slot) {
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return;
     sl_io_slot *s = &io->slot[slot];
     io->ops->cancel(io, s);
-    sl_io__drop_cache(io, s->off, s->len);
+    drop_slot_pages(io, s);
     s->state = SL_S_FREE;
     s->held = false;
     s->data = NULL;

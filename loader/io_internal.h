@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #define SL_IO_MSGLEN 320
+#define SL_IO_PAGE   4096u   /* page size assumed for cache dropping and mmap ranges */
 
 /* Backend-side state of a slot.  Worker backends (pread, mmap) change it under io->mu. */
 enum sl_io_sstate { SL_S_FREE, SL_S_QUEUED, SL_S_RUNNING, SL_S_DONE };
@@ -29,7 +30,8 @@ typedef struct sl_io_slot {
     const uint8_t *data;  /* first byte of the range once DONE and ok */
     int       err;        /* 0 or negative errno once DONE */
     char      msg[SL_IO_MSGLEN];   /* error line written by whoever failed the read */
-    void     *be;         /* backend per-slot state (uring ops) */
+    uint8_t  *map;        /* mmap backend: this piece's own mapping of [align_down(off), align_up(end)) */
+    size_t    maplen;
 } sl_io_slot;
 
 struct sl_io;
@@ -75,7 +77,6 @@ struct sl_io {
     int              qlen;
     int            (*fill)(struct sl_io *io, sl_io_slot *s);   /* runs on the worker, unlocked */
     /* mmap */
-    uint8_t         *map;
     bool             populate_ok;
     /* uring */
     void            *uring;

@@ -1,12 +1,15 @@
-/* loader/io_mmap.c — the mmap backend: pieces are views into a read-only mapping of the file.
+/* loader/io_mmap.c — the mmap backend: pieces are views into read-only mappings of the file.
  *
- * A request checks the file size (fstat) and queues a page-in job for the shared worker thread
- * (io_pread.c): POSIX_FADV_WILLNEED starts large readahead I/O for the range, then
- * MADV_POPULATE_READ maps the pages, waiting for them.  Populate reports a page that cannot be read
- * (I/O error, file shrunk) as an error instead of the SIGBUS a plain touch would raise.  Release
- * unmaps the pages (MADV_DONTNEED) and drops them from the page cache, so neither RSS nor page cache
- * grows with the file.  What remains unprotected: a file that shrinks after wait returned still
- * raises SIGBUS when the caller touches the bytes — use pread/uring for files that may change.
+ * Each piece gets its own mapping of its page range.  (One mapping of the whole file would let fault-
+ * around map neighbouring pieces' pages as a side effect, and mapped pages cannot be dropped from the
+ * page cache, so released pieces would linger.)  A request checks the file size (fstat) and queues a
+ * page-in job for the shared worker thread (io_pread.c): mmap, POSIX_FADV_WILLNEED to start large
+ * readahead I/O for the range, then MADV_POPULATE_READ to map the pages, waiting for them.  Populate
+ * reports a page that cannot be read (I/O error, file shrunk) as an error instead of the SIGBUS a
+ * plain touch would raise.  Release unmaps the piece and drops its pages from the page cache, so
+ * neither RSS nor page cache grows with the file.  What remains unprotected: a file that shrinks
+ * after wait returned still raises SIGBUS when the caller touches the bytes — use pread/uring for
+ * files that may change.
  */
 #include "loader/io_internal.h"
 
@@ -22,8 +25,6 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22   /* Linux 5.14 */
 #endif
-
-#define PG 4096u
 
 /* Fail early, with a message, if [off, off+len) is no longer inside the file or is set to fail by
  * the eio fault.  0 or -EIO. */
@@ -48,29 +49,41 @@ static int check_range(sl_io *io, sl_io_slot *s) {
     return 0;
 }
 
-/* Worker job: read ahead and map the pages of the range, in chunks so reads_issued shows progress. */
+/* Worker job: map the piece's pages, read them ahead, then populate (map) them, in chunks so
+ * reads_issued shows progress. */
 static int mmap_fill(sl_io *io, sl_io_slot *s) {
     int r = check_range(io, s);
     if (r) return r;
-    uint64_t a = sl_io_align_down(s->off, PG), e = sl_io_align_up(s->off + s->len, PG);
+    uint64_t a = sl_io_align_down(s->off, SL_IO_PAGE), e = sl_io_align_up(s->off + s->len, SL_IO_PAGE);
+    void *m = mmap(NULL, e - a, PROT_READ, MAP_SHARED, io->fd, (off_t)a);
+    if (m == MAP_FAILED) {
+        int err = errno;
+        sl_io__fmt_err(io, s->msg, sizeof s->msg, s->off, s->len, -err, NULL);
+        return -err;
+    }
+    s->map = m;
+    s->maplen = e - a;
+    /* No read-around on faults: the range is read ahead exactly here, and a page dropped by a
+     * neighbour's release must not make a fault re-read megabytes around it. */
+    (void)madvise(s->map, s->maplen, MADV_RANDOM);
     (void)posix_fadvise(io->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_WILLNEED);
-    for (uint64_t p = a; p < e;) {
-        size_t n = e - p < io->chunk ? (size_t)(e - p) : io->chunk;
+    for (size_t p = 0; p < s->maplen;) {
+        size_t n = s->maplen - p < io->chunk ? s->maplen - p : io->chunk;
         SL_IO_ADD(io, reads_issued, 1);
         if (!io->populate_ok) {          /* kernel < 5.14: readahead only, pages fault in on use */
-            (void)madvise(io->map + p, n, MADV_WILLNEED);
-        } else if (madvise(io->map + p, n, MADV_POPULATE_READ) != 0) {
+            (void)madvise(s->map + p, n, MADV_WILLNEED);
+        } else if (madvise(s->map + p, n, MADV_POPULATE_READ) != 0) {
             int err = errno;
             if (err == EINTR || err == EAGAIN) { SL_IO_ADD(io, retries, 1); continue; }
-            if (err == EINVAL && p == a) { io->populate_ok = false; continue; }
+            if (err == EINVAL && p == 0) { io->populate_ok = false; continue; }
             const char *what = err == EFAULT ? "page-in failed (I/O error, or the file shrank)" : NULL;
-            sl_io__fmt_err(io, s->msg, sizeof s->msg, p, n, err == EFAULT ? -EIO : -err, what);
+            sl_io__fmt_err(io, s->msg, sizeof s->msg, a + p, n, err == EFAULT ? -EIO : -err, what);
             return err == EFAULT ? -EIO : -err;
         }
         SL_IO_ADD(io, bytes_read, n);
         p += n;
     }
-    s->data = io->map + s->off;
+    s->data = s->map + (s->off - a);
     return 0;
 }
 
@@ -86,34 +99,19 @@ static void mmap_request(sl_io *io, sl_io_slot *s) {
     sl_io__worker_request(io, s);
 }
 
-/* Stop the page-in if queued or wait it out, then unmap the range's pages from this process (the
- * common release then drops them from the page cache). */
+/* Stop the page-in if queued or wait it out, then unmap the piece (its pages leave this process's
+ * RSS; the common release then drops them from the page cache). */
 static void mmap_cancel(sl_io *io, sl_io_slot *s) {
     sl_io__worker_cancel(io, s);
-    uint64_t a = sl_io_align_down(s->off, PG), e = sl_io_align_up(s->off + s->len, PG);
-    if (e > a) (void)madvise(io->map + a, e - a, MADV_DONTNEED);
+    if (s->map) munmap(s->map, s->maplen);
+    s->map = NULL;
+    s->maplen = 0;
 }
 
 static int mmap_start(sl_io *io, char *err, size_t errlen) {
     io->populate_ok = true;
     io->fill = mmap_fill;
-    if (io->size > 0) {
-        void *m = mmap(NULL, io->size, PROT_READ, MAP_SHARED, io->fd, 0);
-        if (m == MAP_FAILED) {
-            snprintf(err, errlen, "%s: mmap of %" PRIu64 " bytes: %s", io->path, io->size, strerror(errno));
-            return -errno;
-        }
-        io->map = m;
-    }
-    int r = sl_io__worker_start(io, err, errlen);
-    if (r && io->map) { munmap(io->map, io->size); io->map = NULL; }
-    return r;
-}
-
-static void mmap_stop(sl_io *io) {
-    sl_io__worker_stop(io);
-    if (io->map) munmap(io->map, io->size);
-    io->map = NULL;
+    return sl_io__worker_start(io, err, errlen);
 }
 
 const sl_io_ops sl_io__mmap_ops = {
@@ -121,5 +119,5 @@ const sl_io_ops sl_io__mmap_ops = {
     .request = mmap_request,
     .wait = sl_io__worker_wait,
     .cancel = mmap_cancel,
-    .stop = mmap_stop,
+    .stop = sl_io__worker_stop,
 };

@@ -99,7 +99,9 @@ static int wmat(sl_ctx *c, const sl_weight *w, const float *x, int nb, float *ou
         snprintf(c->err, sizeof c->err, "forward: weight %s is not resident and no stream is attached", w->name);
         return -EINVAL;
     }
-    return c->src->matmul(c->src->self, w, x, nb, out, stride);
+    int rc = c->src->matmul(c->src->self, w, x, nb, out, stride);
+    if (rc) snprintf(c->err, sizeof c->err, "%s", c->src->errmsg(c->src->self));
+    return rc;
 }
 
 static int embed(sl_ctx *c, int32_t tok, float *out)
@@ -117,7 +119,9 @@ static int embed(sl_ctx *c, int32_t tok, float *out)
         snprintf(c->err, sizeof c->err, "forward: embedding table is not resident and no stream is attached");
         return -EINVAL;
     }
-    return c->src->row(c->src->self, w, tok, out);
+    int rc = c->src->row(c->src->self, w, tok, out);
+    if (rc) snprintf(c->err, sizeof c->err, "%s", c->src->errmsg(c->src->self));
+    return rc;
 }
 
 /* ---- attention -------------------------------------------------------------------------------- */

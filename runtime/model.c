@@ -287,6 +287,21 @@ fail:
     return rc;
 }
 
+void sl_model_set_streaming(sl_model *m, bool all, bool lm_head)
+{
+    if (all) {
+        for (int l = 0; l < m->cfg.n_layers; l++) {
+            sl_weight *w[7];
+            for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) w[i]->stream = true;
+        }
+        m->tok_embd.stream = true;
+    }
+    if (all || lm_head) {
+        m->output.stream = true;
+        if (m->tied) m->tok_embd.stream = true;
+    }
+}
+
 int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
 {
     sl_weight *all[7 * 1024 + 2];
@@ -294,6 +309,10 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
     all[n++] = &m->tok_embd;
     for (int l = 0; l < m->cfg.n_layers; l++) n += sl_layer_weights(&m->layers[l], all + n);
     if (!m->tied) all[n++] = &m->output;
+    if (m->tied) m->tok_embd.stream = m->tok_embd.stream || m->output.stream;
+    int k = 0;
+    for (int i = 0; i < n; i++) if (!all[i]->stream) all[k++] = all[i];
+    n = k;
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (all[i]->nbytes + 63) & ~(size_t)63;
     unsigned char *blob = NULL;
@@ -323,7 +342,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         all[i]->data = blob + at;
         at += (all[i]->nbytes + 63) & ~(size_t)63;
     }
-    if (m->tied) m->output.data = m->tok_embd.data;
+    if (m->tied) { m->output.data = m->tok_embd.data; m->output.stream = m->tok_embd.stream; }
     close(fd);
     m->resident = blob;
     m->resident_bytes = total;

@@ -38,6 +38,7 @@ typedef struct sl_weight {
     uint64_t offset;      /* absolute file offset */
     uint64_t nbytes;
     const void *data;     /* resident copy, or NULL when the weight streams */
+    bool     stream;      /* set before sl_model_load_resident: leave this weight on disk */
 } sl_weight;
 
 typedef struct sl_layer {
@@ -72,8 +73,12 @@ typedef struct sl_model {
 int  sl_model_open(const char *path, sl_model **out, char *err, size_t errlen);
 void sl_model_free(sl_model *m);
 
-/* Read every matrix into one allocation (resident mode).  0 or -errno. */
+/* Read every matrix whose `stream` flag is clear into one allocation.  0 or -errno. */
 int  sl_model_load_resident(sl_model *m, char *err, size_t errlen);
+
+/* Mark weights to stream: every matrix (all = true), or only the LM head (for a tied model that is
+ * the embedding table, which then also streams its rows). */
+void sl_model_set_streaming(sl_model *m, bool all, bool lm_head);
 
 /* All matrices of block l in forward order (wq wk wv wo w_gate w_up w_down), for streaming. */
 int  sl_layer_weights(sl_layer *L, sl_weight **out7);

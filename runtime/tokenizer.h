@@ -39,12 +39,20 @@ int64_t sl_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_sp
  * control tokens give ""; byte tokens <0xNN> give that byte; SPM '▁' becomes ' ').  Writes up to
  * buflen bytes, returns the piece's length (may exceed buflen), or -EINVAL for a bad id. */
 int  sl_token_piece(const sl_vocab *v, int32_t id, char *buf, size_t buflen);
+/* The same with llama_token_to_piece's `special` flag: when true, control and unknown tokens give
+ * their text (e.g. "<s>") instead of "". */
+int  sl_token_piece_ex(const sl_vocab *v, int32_t id, bool special, char *buf, size_t buflen);
 
 /* The token's text exactly as stored in the vocabulary (for display and tests). */
 const char *sl_vocab_text(const sl_vocab *v, int32_t id, size_t *len);
 
 /* Detokenize a whole sequence as llama.cpp's llama_detokenize(remove_special=false,
- * unparse_special=false) does (SPM: a leading space after BOS is removed).  Returns length or -errno. */
+ * unparse_special=false) does: pieces concatenated; when the vocabulary adds a space prefix (SPM)
+ * one leading space of the FIRST piece is dropped (if the first token is BOS its empty piece uses
+ * up that rule, as in llama.cpp); BPE vocabularies with clean_up_tokenization_spaces then get
+ * llama.cpp's three clean-up passes (" ." -> ".", " 's" -> "'s", ...).  Writes up to buflen bytes
+ * and returns the full length (may exceed buflen: call again with a larger buffer), or -EINVAL
+ * (bad id or arguments) / -ENOMEM. */
 int64_t sl_detokenize(const sl_vocab *v, const int32_t *ids, int64_t n, char *buf, size_t buflen);
 
 /* Streaming output: feed pieces, get back only complete UTF-8 (never a broken character). */

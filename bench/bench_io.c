@@ -1,0 +1,190 @@
+/* bench/bench_io.c — how fast can the disk deliver a model file, and how close does each read backend
+ * get?
+ *
+ *   bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] [--chunk MiB]
+ *
+ * First the raw ceiling: sequential O_DIRECT pread of the whole file in piece-sized reads, one at a
+ * time (what a single reader thread can get).  Then each backend (O_DIRECT and buffered variants)
+ * streams the file in pieces with `slots` requests in flight, the way the layer loader does, and sums
+ * every byte (a stand-in for compute touching the weights; the sums must agree across backends).
+ * The file's page cache is dropped before every run, and the fraction of the file left in the page
+ * cache afterwards is printed to show the reader keeps it bounded.
+ */
+#include "loader/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void drop_cache(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Fraction of the file's pages in the page cache. */
+static double resident(const char *path) {
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) { if (fd >= 0) close(fd); return 0; }
+    size_t pages = ((size_t)st.st_size + 4095) / 4096, n = 0;
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *v = malloc(pages);
+    if (m != MAP_FAILED && v && mincore(m, (size_t)st.st_size, v) == 0)
+        for (size_t i = 0; i < pages; i++) n += v[i] & 1;
+    free(v);
+    if (m != MAP_FAILED) munmap(m, (size_t)st.st_size);
+    close(fd);
+    return (double)n / (double)pages;
+}
+
+static uint64_t byte_sum(const uint8_t *p, size_t n) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++) s += p[i];
+    return s;
+}
+
+/* Raw sequential O_DIRECT read, one read of `piece` bytes at a time.  GB/s, or -1. */
+static double raw_direct(const char *path, size_t piece, uint64_t *bytes) {
+    int fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0) return -1;
+    void *buf = NULL;
+    if (posix_memalign(&buf, 4096, piece) != 0) { close(fd); return -1; }
+    memset(buf, 0, piece);
+    uint64_t off = 0;
+    double t0 = now_s();
+    for (;;) {
+        ssize_t n = pread(fd, buf, piece, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        off += (uint64_t)n;
+    }
+    double dt = now_s() - t0;
+    free(buf);
+    close(fd);
+    *bytes = off;
+    return (double)off / dt / 1e9;
+}
+
+typedef struct result { double gbs, wait_frac; uint64_t sum, reads; size_t mem; double cached; bool ok; } result;
+
+/* Stream the whole file through one backend configuration. */
+static result run(const char *path, sl_io_backend b, bool no_direct, int slots, size_t piece, size_t chunk,
+                  char *note, size_t notelen) {
+    result res = { 0 };
+    sl_io_opts o = { .backend = b, .slots = slots, .max_piece = piece, .no_direct = no_direct, .chunk = chunk };
+    sl_io *io = NULL;
+    char err[256];
+    drop_cache(path);
+    if (sl_io_open(path, &o, &io, err, sizeof err) != 0) {
+        snprintf(note, notelen, "%s", err);
+        return res;
+    }
+    snprintf(note, notelen, "%s", sl_io_notice(io));
+    uint64_t size = sl_io_file_size(io), next = 0, done = 0;
+    int q[SL_IO_MAX_SLOTS];
+    size_t ql[SL_IO_MAX_SLOTS];
+    int head = 0, n = 0;
+    double t0 = now_s();
+    while (done < size) {
+        while (n < slots && next < size) {
+            size_t len = size - next < piece ? (size_t)(size - next) : piece;
+            int s = sl_io_request(io, next, len);
+            if (s < 0) { snprintf(note, notelen, "request: %s", sl_io_errmsg(io)); goto out; }
+            q[(head + n) % SL_IO_MAX_SLOTS] = s;
+            ql[(head + n) % SL_IO_MAX_SLOTS] = len;
+            n++;
+            next += len;
+        }
+        const void *p;
+        if (sl_io_wait(io, q[head], &p) != 0) { snprintf(note, notelen, "%s", sl_io_errmsg(io)); goto out; }
+        res.sum += byte_sum(p, ql[head]);
+        sl_io_release(io, q[head]);
+        done += ql[head];
+        head = (head + 1) % SL_IO_MAX_SLOTS;
+        n--;
+    }
+    double dt = now_s() - t0;
+    sl_io_stats st;
+    sl_io_get_stats(io, &st);
+    res.gbs = (double)size / dt / 1e9;
+    res.wait_frac = (double)st.wait_ns * 1e-9 / dt;
+    res.reads = st.reads_issued;
+    res.mem = sl_io_mem_bytes(io);
+    res.ok = true;
+out:
+    sl_io_close(io);
+    res.cached = resident(path);
+    return res;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] "
+                    "[--chunk MiB]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    const char *path = NULL, *backend = "all";
+    double piece_mib = 64, chunk_mib = 0;
+    int slots = 3;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
+        else if (!strcmp(argv[i], "--piece") && i + 1 < argc) piece_mib = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk_mib = atof(argv[++i]);
+        else if (argv[i][0] == '-' || path) usage();
+        else path = argv[i];
+    }
+    if (!path || piece_mib <= 0 || slots < 1 || slots > SL_IO_MAX_SLOTS) usage();
+    size_t piece = (size_t)(piece_mib * 1048576), chunk = (size_t)(chunk_mib * 1048576);
+    sl_io_backend only = SL_IO_PREAD;
+    bool all = !strcmp(backend, "all");
+    if (!all && sl_io_backend_parse(backend, &only) != 0) usage();
+
+    uint64_t bytes = 0;
+    drop_cache(path);
+    double raw = raw_direct(path, piece, &bytes);
+    printf("file %s: %.2f GB, piece %.1f MiB, %d slots, chunk %s\n", path, (double)bytes / 1e9, piece_mib,
+           slots, chunk ? "custom" : "4 MiB");
+    if (raw < 0) printf("raw O_DIRECT sequential read: not possible here (%s)\n", strerror(errno));
+    else printf("raw O_DIRECT sequential pread, %.1f MiB reads, 1 at a time: %.2f GB/s\n", piece_mib, raw);
+
+    printf("\n%-8s %-9s %8s %8s %9s %9s %9s  %s\n", "backend", "mode", "GB/s", "wait%", "reads", "mem MiB",
+           "cached%", "byte sum");
+    struct { sl_io_backend b; bool nd; } cfg[] = {
+        { SL_IO_PREAD, false }, { SL_IO_PREAD, true }, { SL_IO_MMAP, true },
+        { SL_IO_URING, false }, { SL_IO_URING, true },
+    };
+    uint64_t first_sum = 0;
+    bool have_sum = false, mismatch = false;
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        if (!all && cfg[c].b != only) continue;
+        char note[320];
+        result r = run(path, cfg[c].b, cfg[c].nd, slots, piece, chunk, note, sizeof note);
+        const char *mode = cfg[c].b == SL_IO_MMAP ? "mapped" : cfg[c].nd ? "buffered" : "direct";
+        if (!r.ok) { printf("%-8s %-9s failed: %s\n", sl_io_backend_name(cfg[c].b), mode, note); continue; }
+        printf("%-8s %-9s %8.2f %8.1f %9llu %9.1f %9.2f  %llu%s%s\n", sl_io_backend_name(cfg[c].b), mode,
+               r.gbs, r.wait_frac * 100, (unsigned long long)r.reads, (double)r.mem / 1048576.0,
+               r.cached * 100, (unsigned long long)r.sum, note[0] ? "  note: " : "", note);
+        if (have_sum && r.sum != first_sum) mismatch = true;
+        first_sum = r.sum;
+        have_sum = true;
+    }
+    if (mismatch) { printf("ERROR: backends disagree on the file's bytes\n"); return 1; }
+    return 0;
+}

@@ -1,0 +1,670 @@
+/* runtime/tokenizer.c — vocabulary loading from GGUF metadata (llama.cpp llama_vocab::load rules),
+ * the string table, special-token bookkeeping and the small public accessors.
+ *
+ * Tokenizing and detokenizing live in tokenizer_text.c, the SentencePiece merge loop in
+ * tokenizer_spm.c, byte-level BPE in tokenizer_bpe.c and its pre-tokenizer in tokenizer_pre.c.
+ */
+#include "runtime/tokenizer_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Write one formatted line to err (if any) and return rc. */
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+int sl_ivec_push(sl_ivec *a, int32_t x)
+{
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 64;
+        int32_t *p = realloc(a->v, nc * sizeof *p);
+        if (!p) return -ENOMEM;
+        a->v = p;
+        a->cap = nc;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+int sl_zvec_push(sl_zvec *a, size_t x)
+{
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 64;
+        size_t *p = realloc(a->v, nc * sizeof *p);
+        if (!p) return -ENOMEM;
+        a->v = p;
+        a->cap = nc;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+int sl_bytes_append(sl_bytes *b, const void *s, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n) nc *= 2;
+        char *p = realloc(b->p, nc);
+        if (!p) return -ENOMEM;
+        b->p = p;
+        b->cap = nc;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- string table */
+
+/* FNV-1a: simple, and good enough for short token texts. */
+uint32_t sl_vocab_hash(const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+int32_t sl_vocab_find_h(const sl_vocab *v, const char *s, size_t n, uint32_t h)
+{
+    for (uint32_t i = h & v->hmask;; i = (i + 1) & v->hmask) {
+        int32_t id = v->hslot[i];
+        if (id < 0)
+            return -1;
+        if (v->hhash[i] == h && v->strs[id].len == n && memcmp(v->arena + v->strs[id].off, s, n) == 0)
+            return id;
+    }
+}
+
+int32_t sl_vocab_find(const sl_vocab *v, const char *s, size_t n)
+{
+    return sl_vocab_find_h(v, s, n, sl_vocab_hash(s, n));
+}
+
+/* Insert string id (its text already in the arena) into a table of capacity mask+1 with no
+ * duplicate check. */
+static void table_put(int32_t *slot, uint32_t *hash, uint32_t mask, int32_t id, uint32_t h)
+{
+    uint32_t i = h & mask;
+    while (slot[i] >= 0)
+        i = (i + 1) & mask;
+    slot[i] = id;
+    hash[i] = h;
+}
+
+/* (Re)size the string table to hold at least `want` entries at load <= 3/4 (linear probing stays
+ * short at that load; a lower one would double the table for Llama 3's 128k tokens). */
+static int table_resize(sl_vocab *v, size_t want)
+{
+    size_t cap = 64;
+    while (cap < want + want / 3) cap *= 2;
+    if (cap > (1u << 31)) return -ENOMEM;
+    int32_t *slot = malloc(cap * sizeof *slot);
+    uint32_t *hash = malloc(cap * sizeof *hash);
+    if (!slot || !hash) { free(slot); free(hash); return -ENOMEM; }
+    memset(slot, 0xFF, cap * sizeof *slot);
+    for (int32_t id = 0; id < v->n_strs; id++) {
+        const sl_vstr *s = &v->strs[id];
+        table_put(slot, hash, (uint32_t)cap - 1, id, sl_vocab_hash(v->arena + s->off, s->len));
+    }
+    if (v->hslot) v->mem -= (size_t)(v->hmask + 1) * (sizeof *slot + sizeof *hash);
+    free(v->hslot);
+    free(v->hhash);
+    v->hslot = slot;
+    v->hhash = hash;
+    v->hmask = (uint32_t)cap - 1;
+    v->mem += cap * (sizeof *slot + sizeof *hash);
+    return 0;
+}
+
+/* Append a new string (not yet present) and return its id, or -ENOMEM / -E2BIG. */
+static int32_t str_add(sl_vocab *v, const char *s, size_t n, size_t *strs_cap)
+{
+    if (v->arena_len + n > UINT32_MAX || v->n_strs == INT32_MAX)
+        return -E2BIG;
+    if (v->arena_len + n > v->arena_cap) {
+        size_t nc = v->arena_cap ? v->arena_cap : 4096;
+        while (nc < v->arena_len + n) nc *= 2;
+        char *p = realloc(v->arena, nc);
+        if (!p) return -ENOMEM;
+        v->mem += nc - v->arena_cap;
+        v->arena = p;
+        v->arena_cap = nc;
+    }
+    if ((size_t)v->n_strs == *strs_cap) {
+        size_t nc = *strs_cap ? *strs_cap * 2 : 1024;
+        sl_vstr *p = realloc(v->strs, nc * sizeof *p);
+        if (!p) return -ENOMEM;
+        v->mem += (nc - *strs_cap) * sizeof *p;
+        v->strs = p;
+        *strs_cap = nc;
+    }
+    if (4 * ((size_t)v->n_strs + 1) > 3 * ((size_t)v->hmask + 1)) {
+        int rc = table_resize(v, 2 * ((size_t)v->n_strs + 1));
+        if (rc) return rc;
+    }
+    int32_t id = v->n_strs++;
+    memcpy(v->arena + v->arena_len, s, n);
+    v->strs[id] = (sl_vstr){ .off = (uint32_t)v->arena_len, .len = (uint32_t)n, .score = 0.0f, .attr = 0 };
+    v->arena_len += n;
+    table_put(v->hslot, v->hhash, v->hmask, id, sl_vocab_hash(s, n));
+    return id;
+}
+
+/* Id of string s, adding it as an extra if absent (used for merge halves).  id or -errno. */
+static int32_t str_intern(sl_vocab *v, const char *s, size_t n, size_t *strs_cap)
+{
+    int32_t id = sl_vocab_find(v, s, n);
+    return id >= 0 ? id : str_add(v, s, n, strs_cap);
+}
+
+/* ---------------------------------------------------------------- merges */
+
+int32_t sl_merge_rank(const sl_vocab *v, int32_t left, int32_t right)
+{
+    if (!v->mslot || left < 0 || right < 0)
+        return -1;
+    uint32_t h = (uint32_t)left * 2654435761u ^ ((uint32_t)right * 2246822519u + 0x9E3779B9u);
+    for (uint32_t i = (h ^ (h >> 15)) & v->mmask;; i = (i + 1) & v->mmask) {
+        int32_t r = v->mslot[i];
+        if (r < 0)
+            return -1;
+        if (v->m_left[r] == left && v->m_right[r] == right)
+            return r;
+    }
+}
+
+/* Read tokenizer.ggml.merges ("left right" per rank, split at the first space after the first byte
+ * as llama.cpp does).  Lines without such a space, or with an empty half, can never match a symbol
+ * pair, so they keep their rank but get no table entry; a repeated pair keeps its first rank. */
+int sl_bpe_load_merges(sl_vocab *v, const sl_gguf *g, char *err, size_t errlen)
+{
+    int et = -1;
+    uint64_t n = 0;
+    if (!sl_gguf_get_arr(g, "tokenizer.ggml.merges", &et, &n))
+        return fail(err, errlen, -EINVAL, "vocab: gpt2 tokenizer without tokenizer.ggml.merges");
+    if (et != SL_GGUF_STRING)
+        return fail(err, errlen, -EINVAL, "vocab: tokenizer.ggml.merges is not a string array");
+    if (n > (uint64_t)INT32_MAX / 2)
+        return fail(err, errlen, -EINVAL, "vocab: %llu merges is too many", (unsigned long long)n);
+    int64_t kv = sl_gguf_arr_kv(g, "tokenizer.ggml.merges");
+    size_t strs_cap = (size_t)v->n_strs;   /* strs was allocated exactly for the tokens */
+
+    v->n_merges = (int32_t)n;
+    size_t nm = n ? (size_t)n : 1;
+    v->m_left = malloc(nm * sizeof(int32_t));
+    v->m_right = malloc(nm * sizeof(int32_t));
+    v->m_result = malloc(nm * sizeof(int32_t));
+    size_t cap = 64;
+    while (cap < nm + nm / 3) cap *= 2;     /* load <= 3/4 */
+    v->mslot = malloc(cap * sizeof(int32_t));
+    if (!v->m_left || !v->m_right || !v->m_result || !v->mslot)
+        return fail(err, errlen, -ENOMEM, "vocab: out of memory for %llu merges", (unsigned long long)n);
+    v->mmask = (uint32_t)cap - 1;
+    memset(v->mslot, 0xFF, cap * sizeof(int32_t));
+    v->mem += 3 * nm * sizeof(int32_t) + cap * sizeof(int32_t);
+
+    char *cat = NULL;
+    size_t catcap = 0;
+    int rc = 0;
+    for (uint64_t r = 0; r < n; r++) {
+        sl_str s = sl_gguf_arr_str(g, kv, r);
+        v->m_left[r] = v->m_right[r] = v->m_result[r] = -1;
+        const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
+        if (!sp || (uint64_t)(sp - s.ptr) + 1 >= s.len)
+            continue;
+        size_t ll = (size_t)(sp - s.ptr), rl = s.len - ll - 1;
+        int32_t a = str_intern(v, s.ptr, ll, &strs_cap);
+        int32_t b = a >= 0 ? str_intern(v, sp + 1, rl, &strs_cap) : a;
+        if (a < 0 || b < 0) { rc = a < 0 ? a : b; break; }
+        if (sl_merge_rank(v, a, b) >= 0)
+            continue;                                   /* duplicate pair: first rank wins */
+        if (ll + rl > catcap) {
+            catcap = 2 * (ll + rl);
+            char *p = realloc(cat, catcap);
+            if (!p) { rc = -ENOMEM; break; }
+            cat = p;
+        }
+        memcpy(cat, s.ptr, ll);
+        memcpy(cat + ll, sp + 1, rl);
+        v->m_left[r] = a;
+        v->m_right[r] = b;
+        v->m_result[r] = sl_vocab_find(v, cat, ll + rl);
+        uint32_t h = (uint32_t)a * 2654435761u ^ ((uint32_t)b * 2246822519u + 0x9E3779B9u);
+        uint32_t i = (h ^ (h >> 15)) & v->mmask;
+        while (v->mslot[i] >= 0) i = (i + 1) & v->mmask;
+        v->mslot[i] = (int32_t)r;
+    }
+    free(cat);
+    if (rc)
+        return fail(err, errlen, rc, "vocab: cannot build merge table (%s)", strerror(-rc));
+    /* A merge whose result was only added later as an extra (a half of a later merge) must see it. */
+    for (int32_t r = 0; r < v->n_merges; r++) {
+        if (v->m_left[r] < 0 || v->m_result[r] >= 0) continue;
+        const sl_vstr *a = &v->strs[v->m_left[r]], *b = &v->strs[v->m_right[r]];
+        char small[512];
+        char *buf = (size_t)a->len + b->len <= sizeof small ? small : malloc((size_t)a->len + b->len);
+        if (!buf) return fail(err, errlen, -ENOMEM, "vocab: out of memory");
+        memcpy(buf, v->arena + a->off, a->len);
+        memcpy(buf + a->len, v->arena + b->off, b->len);
+        v->m_result[r] = sl_vocab_find(v, buf, (size_t)a->len + b->len);
+        if (buf != small) free(buf);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* tokenizer.ggml.pre value -> rule set and the flags llama.cpp ties to it.  -1 if unsupported. */
+static int pre_lookup(const char *name, sl_vocab *v)
+{
+    static const struct { const char *name; int pre; int clean; int llama3; } map[] = {
+        { "default", SL_PRE_DEFAULT, 1, 0 },
+        { "llama3", SL_PRE_LLAMA3, 1, 1 }, { "llama-v3", SL_PRE_LLAMA3, 1, 1 },
+        { "llama-bpe", SL_PRE_LLAMA3, 1, 1 }, { "falcon3", SL_PRE_LLAMA3, 1, 1 },
+        { "dbrx", SL_PRE_LLAMA3, 1, 0 }, { "smaug-bpe", SL_PRE_LLAMA3, 1, 0 },
+        { "chatglm-bpe", SL_PRE_LLAMA3, 1, 0 },
+        { "deepseek-llm", SL_PRE_DEEPSEEK_LLM, 0, 0 },
+        { "deepseek-coder", SL_PRE_DEEPSEEK_CODER, 0, 0 },
+        { "falcon", SL_PRE_FALCON, 1, 0 },
+        { "mpt", SL_PRE_GPT2, 1, 0 }, { "olmo", SL_PRE_GPT2, 1, 0 }, { "jais", SL_PRE_GPT2, 1, 0 },
+        { "gpt-2", SL_PRE_GPT2, 1, 0 }, { "phi-2", SL_PRE_GPT2, 1, 0 }, { "jina-es", SL_PRE_GPT2, 1, 0 },
+        { "jina-de", SL_PRE_GPT2, 1, 0 }, { "gigachat", SL_PRE_GPT2, 1, 0 },
+        { "jina-v1-en", SL_PRE_GPT2, 1, 0 }, { "jina-v2-es", SL_PRE_GPT2, 1, 0 },
+        { "jina-v2-de", SL_PRE_GPT2, 1, 0 }, { "jina-v2-code", SL_PRE_GPT2, 1, 0 },
+        { "roberta-bpe", SL_PRE_GPT2, 1, 0 },
+        { "starcoder", SL_PRE_STARCODER, 1, 0 }, { "refact", SL_PRE_STARCODER, 1, 0 },
+        { "command-r", SL_PRE_STARCODER, 0, 0 }, { "smollm", SL_PRE_STARCODER, 0, 0 },
+        { "codeshell", SL_PRE_STARCODER, 1, 0 }, { "exaone", SL_PRE_STARCODER, 1, 0 },
+        { "minerva-7b", SL_PRE_STARCODER, 1, 0 },
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (strcmp(map[i].name, name) != 0) continue;
+        v->pre = map[i].pre;
+        v->clean_spaces = map[i].clean;
+        if (map[i].llama3) { v->ignore_merges = true; v->add_bos = true; }
+        if (strcmp(name, "chatglm-bpe") == 0) v->bos = -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* Copy the token texts into the arena and fill the string table (duplicates are an error:
+ * llama.cpp asserts on them).  An empty text becomes "[EMPTY_<id>]" as in llama.cpp. */
+static int load_tokens(sl_vocab *v, const sl_gguf *g, int64_t kv, uint64_t n, char *err, size_t errlen)
+{
+    size_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        sl_str s = sl_gguf_arr_str(g, kv, i);
+        total += s.len ? s.len : 32;
+        if (total > UINT32_MAX)
+            return fail(err, errlen, -E2BIG, "vocab: token texts exceed 4 GiB");
+    }
+    v->arena_cap = total + 1;
+    v->arena = malloc(v->arena_cap);
+    v->strs = malloc((size_t)n * sizeof *v->strs);
+    if (!v->arena || !v->strs)
+        return fail(err, errlen, -ENOMEM, "vocab: out of memory for %llu tokens", (unsigned long long)n);
+    v->mem += v->arena_cap + (size_t)n * sizeof *v->strs;
+    int rc = table_resize(v, (size_t)n + n / 16);  /* room for a few merge-only strings */
+    if (rc) return fail(err, errlen, rc, "vocab: out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        sl_str s = sl_gguf_arr_str(g, kv, i);
+        char tmp[32];
+        const char *p = s.ptr;
+        size_t len = s.len;
+        if (len == 0) {
+            len = (size_t)snprintf(tmp, sizeof tmp, "[EMPTY_%llu]", (unsigned long long)i);
+            p = tmp;
+        }
+        uint32_t h = sl_vocab_hash(p, len);
+        int32_t dup = sl_vocab_find_h(v, p, len, h);
+        if (dup >= 0)
+            return fail(err, errlen, -EINVAL, "vocab: token %llu duplicates the text of token %d",
+                        (unsigned long long)i, dup);
+        memcpy(v->arena + v->arena_len, p, len);
+        v->strs[i] = (sl_vstr){ .off = (uint32_t)v->arena_len, .len = (uint32_t)len,
+                                .score = 0.0f, .attr = SL_ATTR_NORMAL };
+        v->arena_len += len;
+        v->n_strs = (int32_t)i + 1;
+        table_put(v->hslot, v->hhash, v->hmask, (int32_t)i, h);
+    }
+    return 0;
+}
+
+/* Scores (optional, float array) and token types (optional, integer array): when present they
+ * must have one entry per token — llama.cpp would read past the end otherwise. */
+static int load_scores_types(sl_vocab *v, const sl_gguf *g, uint64_t n, char *err, size_t errlen)
+{
+    int et;
+    uint64_t m;
+    if (sl_gguf_get_arr(g, "tokenizer.ggml.scores", &et, &m)) {
+        if (et != SL_GGUF_F32 && et != SL_GGUF_F64)
+            return fail(err, errlen, -EINVAL, "vocab: tokenizer.ggml.scores is not a float array");
+        if (m != n)
+            return fail(err, errlen, -EINVAL, "vocab: %llu scores for %llu tokens",
+                        (unsigned long long)m, (unsigned long long)n);
+        int64_t kv = sl_gguf_arr_kv(g, "tokenizer.ggml.scores");
+        for (uint64_t i = 0; i < n; i++)
+            if (!sl_gguf_arr_f32(g, kv, i, &v->strs[i].score))
+                return fail(err, errlen, -EINVAL, "vocab: unreadable score %llu", (unsigned long long)i);
+    }
+    if (sl_gguf_get_arr(g, "tokenizer.ggml.token_type", &et, &m)) {
+        if (et == SL_GGUF_STRING || et == SL_GGUF_F32 || et == SL_GGUF_F64 || et == SL_GGUF_ARRAY ||
+            et == SL_GGUF_BOOL)
+            return fail(err, errlen, -EINVAL, "vocab: tokenizer.ggml.token_type is not an integer array");
+        if (m != n)
+            return fail(err, errlen, -EINVAL, "vocab: %llu token types for %llu tokens",
+                        (unsigned long long)m, (unsigned long long)n);
+        int64_t kv = sl_gguf_arr_kv(g, "tokenizer.ggml.token_type");
+        /* llama_token_type -> llama_token_attr; unknown values are UNDEFINED as in llama.cpp. */
+        static const uint32_t attr_of[7] = { SL_ATTR_UNDEFINED, SL_ATTR_NORMAL, SL_ATTR_UNKNOWN,
+            SL_ATTR_CONTROL, SL_ATTR_USER_DEFINED, SL_ATTR_UNUSED, SL_ATTR_BYTE };
+        for (uint64_t i = 0; i < n; i++) {
+            int64_t t = -1;
+            if (!sl_gguf_arr_i64(g, kv, i, &t))
+                return fail(err, errlen, -EINVAL, "vocab: unreadable token type %llu", (unsigned long long)i);
+            v->strs[i].attr = (t >= 0 && t < 7) ? attr_of[t] : SL_ATTR_UNDEFINED;
+        }
+    }
+    return 0;
+}
+
+/* Token id of an exact text, or -1. */
+static int32_t tok_by_text(const sl_vocab *v, const char *s)
+{
+    int32_t id = sl_vocab_find(v, s, strlen(s));
+    return id < v->n_tokens ? id : -1;
+}
+
+/* Special ids: metadata overrides the family defaults when in range (else llama.cpp warns and
+ * keeps the default); then the text-based detection of EOT/EOM/FIM tokens, which also forces
+ * those tokens to CONTROL (changing how text is split), and the end-of-generation set. */
+static int setup_special(sl_vocab *v, const sl_gguf *g)
+{
+    struct { const char *key; int32_t *id; } keys[] = {
+        { "tokenizer.ggml.bos_token_id", &v->bos }, { "tokenizer.ggml.eos_token_id", &v->eos },
+        { "tokenizer.ggml.eot_token_id", &v->eot }, { "tokenizer.ggml.eom_token_id", &v->eom },
+        { "tokenizer.ggml.unknown_token_id", &v->unk }, { "tokenizer.ggml.seperator_token_id", &v->sep },
+        { "tokenizer.ggml.padding_token_id", &v->pad }, { "tokenizer.ggml.mask_token_id", &v->mask },
+        { "tokenizer.ggml.fim_pre_token_id", &v->fim_pre }, { "tokenizer.ggml.fim_suf_token_id", &v->fim_suf },
+        { "tokenizer.ggml.fim_mid_token_id", &v->fim_mid }, { "tokenizer.ggml.fim_pad_token_id", &v->fim_pad },
+        { "tokenizer.ggml.fim_rep_token_id", &v->fim_rep }, { "tokenizer.ggml.fim_sep_token_id", &v->fim_sep },
+        { "tokenizer.ggml.prefix_token_id", &v->fim_pre }, { "tokenizer.ggml.suffix_token_id", &v->fim_suf },
+        { "tokenizer.ggml.middle_token_id", &v->fim_mid },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        uint32_t id;
+        if (sl_gguf_get_u32(g, keys[i].key, &id) && id < (uint32_t)v->n_tokens)
+            *keys[i].id = (int32_t)id;
+    }
+    /* A default that does not exist in this vocabulary means "none" (llama.cpp would crash later). */
+    int32_t *all[] = { &v->bos, &v->eos, &v->eot, &v->eom, &v->unk, &v->sep, &v->pad, &v->mask,
+                       &v->fim_pre, &v->fim_suf, &v->fim_mid, &v->fim_pad, &v->fim_rep, &v->fim_sep };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (*all[i] >= v->n_tokens) *all[i] = -1;
+
+    bool b;
+    if (sl_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b)) v->add_bos = b;
+    if (sl_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &b)) v->add_eos = b;
+
+    /* Text-based detection, first match in id order (llama.cpp walks a hash map). */
+    static const char *const eot_txt[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+        "<|endoftext|>", "<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", NULL };
+    static const char *const eom_txt[] = { "<|eom_id|>", NULL };
+    static const char *const pre_txt[] = { "<|fim_prefix|>", "<fim-prefix>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>", NULL };
+    static const char *const suf_txt[] = { "<|fim_suffix|>", "<fim-suffix>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>", "<SUF>", NULL };
+    static const char *const mid_txt[] = { "<|fim_middle|>", "<fim-middle>",
+        "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>", NULL };
+    static const char *const pad_txt[] = { "<|fim_pad|>", "<fim-pad>", "<PAD>", NULL };
+    static const char *const rep_txt[] = { "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL };
+    static const char *const sep_txt[] = { "<|file_sep|>", NULL };
+    struct { const char *const *txt; int32_t *id; } det[] = {
+        { eot_txt, &v->eot }, { eom_txt, &v->eom }, { pre_txt, &v->fim_pre }, { suf_txt, &v->fim_suf },
+        { mid_txt, &v->fim_mid }, { pad_txt, &v->fim_pad }, { rep_txt, &v->fim_rep }, { sep_txt, &v->fim_sep },
+    };
+    for (size_t d = 0; d < sizeof det / sizeof det[0]; d++) {
+        if (*det[d].id >= 0) continue;
+        int32_t best = -1;
+        for (const char *const *t = det[d].txt; *t; t++) {
+            int32_t id = tok_by_text(v, *t);
+            if (id >= 0 && (best < 0 || id < best)) best = id;
+        }
+        if (best >= 0) {
+            *det[d].id = best;
+            if (!(v->strs[best].attr & SL_ATTR_CONTROL)) v->strs[best].attr = SL_ATTR_CONTROL;
+        }
+    }
+
+    static const char *const eog_txt[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+        "<|endoftext|>", "<|eom_id|>", "<EOT>" };
+    int32_t cand[16];
+    int nc = 0;
+    int32_t fixed[] = { v->fim_pad, v->fim_rep, v->fim_sep, v->eos, v->eot, v->eom };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (fixed[i] >= 0) cand[nc++] = fixed[i];
+    for (size_t i = 0; i < sizeof eog_txt / sizeof eog_txt[0]; i++) {
+        int32_t id = tok_by_text(v, eog_txt[i]);
+        if (id < 0) continue;
+        if (!(v->strs[id].attr & SL_ATTR_CONTROL)) v->strs[id].attr = SL_ATTR_CONTROL;
+        cand[nc++] = id;
+    }
+    /* Sort and dedupe (at most 13 entries). */
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0 && cand[j - 1] > cand[j]; j--) {
+            int32_t t = cand[j]; cand[j] = cand[j - 1]; cand[j - 1] = t;
+        }
+    v->eog = malloc(sizeof(int32_t) * (nc ? (size_t)nc : 1));
+    if (!v->eog) return -ENOMEM;
+    v->mem += sizeof(int32_t) * (nc ? (size_t)nc : 1);
+    for (int i = 0; i < nc; i++)
+        if (v->n_eog == 0 || v->eog[v->n_eog - 1] != cand[i]) v->eog[v->n_eog++] = cand[i];
+    return 0;
+}
+
+/* Sort keys for the special-token cache: longest text first, equal lengths by id.  llama.cpp uses
+ * std::sort here (unspecified order among equal lengths); that order only matters when two
+ * equal-length special texts overlap in the input. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Special-token cache (CONTROL, USER_DEFINED, UNKNOWN) and llama.cpp's per-model strip attributes. */
+static int setup_cache(sl_vocab *v, const sl_gguf *g)
+{
+    int32_t n = 0;
+    for (int32_t id = 0; id < v->n_tokens; id++)
+        if (v->strs[id].attr & (SL_ATTR_CONTROL | SL_ATTR_USER_DEFINED | SL_ATTR_UNKNOWN)) n++;
+    v->special = malloc(sizeof(int32_t) * (n ? (size_t)n : 1));
+    if (!v->special) return -ENOMEM;
+    v->mem += sizeof(int32_t) * (n ? (size_t)n : 1);
+    uint64_t *keys = malloc(sizeof(uint64_t) * (n ? (size_t)n : 1));
+    if (!keys) return -ENOMEM;
+    for (int32_t id = 0; id < v->n_tokens; id++)
+        if (v->strs[id].attr & (SL_ATTR_CONTROL | SL_ATTR_USER_DEFINED | SL_ATTR_UNKNOWN))
+            keys[v->n_special++] = ((uint64_t)(UINT32_MAX - v->strs[id].len) << 32) | (uint32_t)id;
+    qsort(keys, (size_t)v->n_special, sizeof(uint64_t), cmp_u64);
+    for (int32_t i = 0; i < v->n_special; i++)
+        v->special[i] = (int32_t)(uint32_t)keys[i];
+    free(keys);
+
+    sl_str name = { 0 };
+    char lname[256] = { 0 };
+    if (sl_gguf_get_str(g, "general.name", &name)) {
+        size_t k = name.len < sizeof lname - 1 ? (size_t)name.len : sizeof lname - 1;
+        for (size_t i = 0; i < k; i++) {
+            char c = name.ptr[i];
+            lname[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+        }
+    }
+    if (strstr(v->pre_name, "jina-v2-de") || strstr(v->pre_name, "jina-v2-es") ||
+        strstr(v->pre_name, "jina-v2-code")) {
+        int32_t id = tok_by_text(v, "<mask>");
+        if (id >= 0) v->strs[id].attr |= SL_ATTR_LSTRIP;
+    } else if (strstr(lname, "phi-3") || strstr(lname, "phi3")) {
+        for (int32_t i = 0; i < v->n_special; i++) v->strs[v->special[i]].attr |= SL_ATTR_RSTRIP;
+        int32_t id = tok_by_text(v, "</s>");
+        if (id >= 0) v->strs[id].attr |= SL_ATTR_RSTRIP;
+        static const char *const no[] = { "<unk>", "<s>", "<|endoftext|>" };
+        for (size_t i = 0; i < 3; i++)
+            if ((id = tok_by_text(v, no[i])) >= 0) v->strs[id].attr &= ~(uint32_t)SL_ATTR_RSTRIP;
+    }
+    return 0;
+}
+
+/* SPM byte fallback table: "<0xNN>" (upper-case hex, as llama.cpp formats it), else the token
+ * whose text is that single byte, else none. */
+static void setup_spm_bytes(sl_vocab *v)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (int b = 0; b < 256; b++) {
+        char buf[6] = { '<', '0', 'x', hex[b >> 4], hex[b & 15], '>' };
+        int32_t id = sl_vocab_find(v, buf, 6);
+        if (id < 0 || id >= v->n_tokens) {
+            char c = (char)b;
+            id = sl_vocab_find(v, &c, 1);
+        }
+        v->byte_tok[b] = (id >= 0 && id < v->n_tokens) ? id : -1;
+    }
+}
+
+int sl_vocab_load(const sl_gguf *g, sl_vocab **out, char *err, size_t errlen)
+{
+    if (!g || !out)
+        return fail(err, errlen, -EINVAL, "vocab: NULL argument");
+    *out = NULL;
+    sl_str model;
+    if (!sl_gguf_get_str(g, "tokenizer.ggml.model", &model))
+        return fail(err, errlen, -EINVAL, "vocab: missing tokenizer.ggml.model");
+
+    sl_vocab *v = calloc(1, sizeof *v);
+    if (!v) return fail(err, errlen, -ENOMEM, "vocab: out of memory");
+    v->mem = sizeof *v;
+    v->eot = v->eom = v->sep = v->pad = v->mask = v->nl = -1;
+    v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
+    strcpy(v->pre_name, "default");
+    int rc;
+
+    if (sl_str_eq(model, "llama")) {
+        v->type = SL_VOCAB_SPM;
+        v->bos = 1; v->eos = 2; v->unk = 0;
+        v->add_space_prefix = true;
+        v->add_bos = true;
+    } else if (sl_str_eq(model, "gpt2")) {
+        v->type = SL_VOCAB_BPE;
+        v->bos = 11; v->eos = 11; v->unk = -1;
+        v->clean_spaces = true;
+        sl_str pre;
+        if (sl_gguf_get_str(g, "tokenizer.ggml.pre", &pre) && pre.len > 0) {
+            size_t k = pre.len < sizeof v->pre_name - 1 ? (size_t)pre.len : sizeof v->pre_name - 1;
+            memcpy(v->pre_name, pre.ptr, k);
+            v->pre_name[k] = 0;
+            if (pre.len >= sizeof v->pre_name || memchr(pre.ptr, 0, pre.len) || pre_lookup(v->pre_name, v) < 0) {
+                rc = fail(err, errlen, -ENOTSUP, "vocab: unsupported pre-tokenizer '%.*s'",
+                          (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+                goto out;
+            }
+        } else {
+            pre_lookup("default", v);
+        }
+    } else {
+        rc = fail(err, errlen, -ENOTSUP, "vocab: unsupported tokenizer model '%.*s'",
+                  (int)(model.len > 64 ? 64 : model.len), model.ptr);
+        goto out;
+    }
+    bool b;
+    if (sl_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &b)) v->add_space_prefix = b;
+
+    int et = -1;
+    uint64_t n = 0;
+    if (!sl_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n) || et != SL_GGUF_STRING) {
+        rc = fail(err, errlen, -EINVAL, "vocab: missing or non-string tokenizer.ggml.tokens");
+        goto out;
+    }
+    if (n == 0 || n > (uint64_t)INT32_MAX / 2) {
+        rc = fail(err, errlen, -EINVAL, "vocab: bad token count %llu", (unsigned long long)n);
+        goto out;
+    }
+    v->n_tokens = (int32_t)n;
+    if ((rc = load_tokens(v, g, sl_gguf_arr_kv(g, "tokenizer.ggml.tokens"), n, err, errlen))) goto out;
+    if ((rc = load_scores_types(v, g, n, err, errlen))) goto out;
+    if (v->type == SL_VOCAB_BPE) {
+        if ((rc = sl_bpe_load_merges(v, g, err, errlen))) goto out;
+        sl_bpe_init_bytes(v);
+    } else {
+        setup_spm_bytes(v);
+        v->nl = v->byte_tok['\n'];
+    }
+    if ((rc = setup_special(v, g)) || (rc = setup_cache(v, g))) {
+        fail(err, errlen, rc, "vocab: out of memory");
+        goto out;
+    }
+    if (v->type == SL_VOCAB_BPE) {
+        sl_ivec ids = { 0 };
+        if (sl_bpe_tokenize(v, "\n", 1, &ids) == 0 && ids.n > 0) v->nl = ids.v[0];
+        else v->nl = v->pad;
+        free(ids.v);
+    }
+    *out = v;
+    return 0;
+out:
+    sl_vocab_free(v);
+    return rc;
+}
+
+void sl_vocab_free(sl_vocab *v)
+{
+    if (!v) return;
+    free(v->strs);
+    free(v->arena);
+    free(v->hslot);
+    free(v->hhash);
+    free(v->m_left);
+    free(v->m_right);
+    free(v->m_result);
+    free(v->mslot);
+    free(v->special);
+    free(v->eog);
+    free(v);
+}
+
+int32_t sl_vocab_n_tokens(const sl_vocab *v) { return v->n_tokens; }
+int32_t sl_vocab_bos(const sl_vocab *v) { return v->bos; }
+int32_t sl_vocab_eos(const sl_vocab *v) { return v->eos; }
+int32_t sl_vocab_eot(const sl_vocab *v) { return v->eot; }
+size_t  sl_vocab_mem_bytes(const sl_vocab *v) { return v->mem; }
+const char *sl_vocab_family(const sl_vocab *v) { return v->type == SL_VOCAB_SPM ? "llama" : "gpt2"; }
+const char *sl_vocab_pre(const sl_vocab *v) { return v->pre_name; }
+
+bool sl_vocab_is_eog(const sl_vocab *v, int32_t id)
+{
+    for (int32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == id) return true;
+    return false;
+}
+
+const char *sl_vocab_text(const sl_vocab *v, int32_t id, size_t *len)
+{
+    if (id < 0 || id >= v->n_tokens) {
+        if (len) *len = 0;
+        return NULL;
+    }
+    if (len) *len = v->strs[id].len;
+    return v->arena + v->strs[id].off;
+}

@@ -1,0 +1,146 @@
+/* runtime/tokenizer_spm.c — SentencePiece BPE ("llama" family), as llama.cpp's llm_tokenizer_spm.
+ *
+ * The fragment (prefixed with a space when asked) has every ' ' replaced by U+2581 '▁'.  It starts
+ * as one symbol per UTF-8 character (length taken from the lead byte alone, so invalid bytes are
+ * symbols too).  Repeatedly, the adjacent pair whose concatenation is a vocabulary entry with the
+ * highest score (ties: leftmost) is merged.  Every final symbol is then a token, or — never merged
+ * and not in the vocabulary — is written as byte tokens <0xNN>.
+ *
+ * llama.cpp's "resegment" step also consults a map from merged texts to the pair that produced
+ * them; a final symbol can only miss the vocabulary if it was never merged (every merge produces a
+ * vocabulary entry), and a single character's text can never equal the text of a merged pair
+ * (the pair's first symbol would start with the same lead byte and so span the whole character),
+ * so that lookup always misses and the byte fallback is all that remains of it.
+ */
+#include "runtime/tokenizer_internal.h"
+#include "runtime/unicode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sym { int32_t prev, next; uint32_t off, n; } sym;
+typedef struct bigram { float score; int32_t left, right; uint32_t size; } bigram;
+
+/* Higher priority: higher score, then leftmost (llama.cpp's llm_bigram_spm::comparator). */
+static inline bool before(const bigram *a, const bigram *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+typedef struct heap { bigram *a; size_t n, cap; } heap;
+
+static int heap_push(heap *h, bigram x)
+{
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 256;
+        bigram *p = realloc(h->a, nc * sizeof *p);
+        if (!p) return -ENOMEM;
+        h->a = p;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!before(&x, &h->a[up])) break;
+        h->a[i] = h->a[up];
+        i = up;
+    }
+    h->a[i] = x;
+    return 0;
+}
+
+static bigram heap_pop(heap *h)
+{
+    bigram top = h->a[0], x = h->a[--h->n];
+    size_t i = 0, n = h->n;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= n) break;
+        if (k + 1 < n && before(&h->a[k + 1], &h->a[k])) k++;
+        if (!before(&h->a[k], &x)) break;
+        h->a[i] = h->a[k];
+        i = k;
+    }
+    if (n) h->a[i] = x;
+    return top;
+}
+
+/* Token id of text t[0..n), or -1 (extras never exist in SPM vocabularies). */
+static inline int32_t tok(const sl_vocab *v, const char *t, size_t n)
+{
+    int32_t id = sl_vocab_find(v, t, n);
+    return id < v->n_tokens ? id : -1;
+}
+
+/* Queue the pair (l, r) if its concatenation is a token. */
+static int try_bigram(const sl_vocab *v, const char *text, const sym *s, heap *h, int32_t l, int32_t r)
+{
+    if (l < 0 || r < 0) return 0;
+    uint32_t size = s[l].n + s[r].n;
+    int32_t id = tok(v, text + s[l].off, size);
+    if (id < 0) return 0;
+    return heap_push(h, (bigram){ v->strs[id].score, l, r, size });
+}
+
+int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_prefix, sl_ivec *out)
+{
+    /* Escape: optional leading space, then ' ' -> "\xE2\x96\x81". */
+    size_t nsp = add_prefix ? 1 : 0;
+    for (size_t i = 0; i < len; i++) nsp += text[i] == ' ';
+    size_t elen = len + (add_prefix ? 1 : 0) + 2 * nsp;
+    if (elen == 0) return 0;
+    if (elen > UINT32_MAX / 2) return -E2BIG;
+    char *e = malloc(elen);
+    sym *s = malloc(elen * sizeof *s);
+    heap h = { 0 };
+    int rc = 0;
+    if (!e || !s) { rc = -ENOMEM; goto out; }
+    size_t k = 0;
+    if (add_prefix) { memcpy(e, "\xE2\x96\x81", 3); k = 3; }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') { memcpy(e + k, "\xE2\x96\x81", 3); k += 3; }
+        else e[k++] = text[i];
+    }
+
+    int32_t ns = 0;
+    for (size_t off = 0; off < elen; ns++) {
+        size_t cl = sl_utf8_len((unsigned char)e[off]);
+        if (cl > elen - off) cl = elen - off;
+        s[ns] = (sym){ ns - 1, off + cl < elen ? ns + 1 : -1, (uint32_t)off, (uint32_t)cl };
+        off += cl;
+    }
+    for (int32_t i = 1; i < ns && rc == 0; i++)
+        rc = try_bigram(v, e, s, &h, i - 1, i);
+    while (h.n > 0 && rc == 0) {
+        bigram bg = heap_pop(&h);
+        int32_t l = bg.left, r = bg.right;
+        if (s[l].n == 0 || s[r].n == 0 || s[l].n + s[r].n != bg.size)
+            continue;                                   /* one side already merged elsewhere */
+        s[l].n += s[r].n;
+        s[r].n = 0;
+        s[l].next = s[r].next;
+        if (s[r].next >= 0) s[s[r].next].prev = l;
+        rc = try_bigram(v, e, s, &h, s[l].prev, l);
+        if (rc == 0) rc = try_bigram(v, e, s, &h, l, s[l].next);
+    }
+    for (int32_t i = 0; i >= 0 && rc == 0; i = s[i].next) {
+        int32_t id = tok(v, e + s[i].off, s[i].n);
+        if (id >= 0) {
+            rc = sl_ivec_push(out, id);
+            continue;
+        }
+        for (uint32_t j = 0; j < s[i].n && rc == 0; j++) {
+            /* llama.cpp throws when a byte has no token; the unknown token is the closest
+             * faithful choice, and nothing is emitted if there is none either. */
+            int32_t b = v->byte_tok[(unsigned char)e[s[i].off + j]];
+            if (b < 0) b = v->unk;
+            if (b >= 0) rc = sl_ivec_push(out, b);
+        }
+    }
+out:
+    free(e);
+    free(s);
+    free(h.a);
+    return rc;
+}
