@@ -26,6 +26,10 @@
 #define GGUF_MAX_NAME 256
 #define GGUF_MAX_DIMS 4
 
+/* Key text for messages: at most 64 bytes (a key may be up to the metadata size long, and a
+ * precision that does not fit in int would make printf read to the first NUL). */
+#define KEYF(s) (int)((s).len > 64 ? 64 : (s).len), (s).ptr
+
 typedef struct kv_entry {
     sl_str   key;
     int      type;        /* value type */
@@ -73,6 +77,9 @@ static int fail(cursor *c, uint64_t at, const char *fmt, ...)
         va_end(ap);
         snprintf(c->err, c->errlen, "gguf: %s%s%s at byte offset %" PRIu64,
                  c->path && *c->path ? c->path : "", c->path && *c->path ? ": " : "", msg, at);
+        /* Names in the message come from the file: keep the message one printable line. */
+        for (char *q = c->err; *q; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
     }
     return -EINVAL;
 }
@@ -92,6 +99,13 @@ static const unsigned char *cur_take(cursor *c, uint64_t n, const char *what)
     const unsigned char *p = c->buf + c->pos;
     c->pos += (size_t)n;
     return p;
+}
+
+/* Where the metadata must end: the file, or the 1 GiB limit on metadata if the file is larger. */
+static uint64_t meta_end(const cursor *c) { return c->file_size < GGUF_MAX_META ? c->file_size : GGUF_MAX_META; }
+static const char *meta_end_name(const cursor *c)
+{
+    return c->file_size < GGUF_MAX_META ? "file size" : "1 GiB metadata limit";
 }
 
 static bool rd_u32(cursor *c, uint32_t *v, const char *what)
@@ -195,7 +209,7 @@ static int parse_kv(cursor *c, kv_entry *e, int64_t idx)
     at = c->pos;
     if (!rd_u32(c, &t, "value type")) return -1;
     if (t >= SL_GGUF_VTYPE_COUNT)
-        return fail(c, at, "key '%.*s': unknown value type %u", (int)e->key.len, e->key.ptr, t);
+        return fail(c, at, "key '%.*s': unknown value type %u", KEYF(e->key), t);
     e->type = (int)t;
     if (t == SL_GGUF_STRING) {
         sl_str s;
@@ -211,22 +225,24 @@ static int parse_kv(cursor *c, kv_entry *e, int64_t idx)
     at = c->pos;
     if (!rd_u32(c, &et, "array element type") || !rd_u64(c, &n, "array length")) return -1;
     if (et >= SL_GGUF_VTYPE_COUNT || et == SL_GGUF_ARRAY)
-        return fail(c, at, "key '%.*s': unsupported array element type %u (%s)", (int)e->key.len,
-                    e->key.ptr, et, et == SL_GGUF_ARRAY ? "nested array" : "unknown");
+        return fail(c, at, "key '%.*s': unsupported array element type %u (%s)", KEYF(e->key), et, et == SL_GGUF_ARRAY ? "nested array" : "unknown");
     e->arr_type = (int)et;
     e->n = n;
     e->off = c->pos;
     if (et != SL_GGUF_STRING) {
         size_t es = vtype_size((int)et);
-        if (n > (c->file_size - c->pos) / es)
-            return fail(c, at, "key '%.*s': array of %" PRIu64 " %s elements exceeds the file size",
-                        (int)e->key.len, e->key.ptr, n, vtype_name((int)et));
+        if (n > (meta_end(c) - c->pos) / es)
+            return fail(c, at, "key '%.*s': array of %" PRIu64 " %s elements exceeds the %s",
+                        KEYF(e->key), n, vtype_name((int)et), meta_end_name(c));
         return cur_take(c, n * es, "array data") ? 0 : -1;
     }
     /* each string needs at least its 8-byte length */
-    if (n > (c->file_size - c->pos) / 8)
-        return fail(c, at, "key '%.*s': array of %" PRIu64 " strings exceeds the file size",
-                    (int)e->key.len, e->key.ptr, n);
+    if (n > (meta_end(c) - c->pos) / 8)
+        return fail(c, at, "key '%.*s': array of %" PRIu64 " strings exceeds the %s",
+                    KEYF(e->key), n, meta_end_name(c));
+    /* Allocate only for strings the buffer can hold: a count that is plausible for a huge file must
+     * not cost memory before its bytes have been read (the caller retries with a larger buffer). */
+    if (n > (c->len - c->pos) / 8) { c->need_more = true; return -1; }
     e->str_off = malloc((n ? n : 1) * sizeof *e->str_off);
     if (!e->str_off) return -ENOMEM;
     for (uint64_t i = 0; i < n; i++) {
@@ -269,6 +285,8 @@ static void free_parts(sl_gguf *g)
 static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char *path,
                  sl_gguf **out, char *err, size_t errlen)
 {
+    /* Never look past the metadata limit: keeps every offset below 1 GiB (str_off is 32-bit). */
+    if (len > GGUF_MAX_META) len = GGUF_MAX_META;
     cursor c = { .buf = buf, .len = len, .file_size = file_size, .path = path, .err = err, .errlen = errlen };
     sl_gguf *g = calloc(1, sizeof *g);
     if (!g) return -ENOMEM;
@@ -285,9 +303,12 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
     }
     if (!rd_u64(&c, &n_tensors, "tensor count") || !rd_u64(&c, &n_kv, "metadata count")) goto out;
     /* A KV pair takes at least 8+1+4+1 bytes, a tensor info at least 8+1+4+8+4+8: bound the counts
-     * by the file so a hostile count cannot make us allocate unboundedly. */
-    if (n_kv > file_size / 14) { rc = fail(&c, 16, "metadata count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_kv, file_size); goto out; }
-    if (n_tensors > file_size / 33) { rc = fail(&c, 8, "tensor count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_tensors, file_size); goto out; }
+     * by the metadata room so a hostile count cannot make us allocate unboundedly, and allocate
+     * only once the buffer holds that many minimal entries (else ask for a larger buffer). */
+    uint64_t room = meta_end(&c) - c.pos;
+    if (n_kv > room / 14) { rc = fail(&c, 16, "metadata count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_kv, file_size); goto out; }
+    if (n_tensors > (room - n_kv * 14) / 33) { rc = fail(&c, 8, "tensor count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_tensors, file_size); goto out; }
+    if (n_kv * 14 + n_tensors * 33 > c.len - c.pos) { c.need_more = true; goto out; }
     g->version = version;
     g->file_size = file_size;
     g->kv = calloc(n_kv ? n_kv : 1, sizeof *g->kv);
@@ -303,7 +324,7 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
     int64_t dup;
     int d = has_duplicate(&g->kv[0].key, sizeof(kv_entry), g->n_kv, &dup);
     if (d < 0) { rc = d; goto out; }
-    if (d) { rc = fail(&c, 24, "duplicate metadata key '%.*s'", (int)g->kv[dup].key.len, g->kv[dup].key.ptr); goto out; }
+    if (d) { rc = fail(&c, 24, "duplicate metadata key '%.*s'", KEYF(g->kv[dup].key)); goto out; }
 
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     int ai = kv_find(g, "general.alignment");
@@ -342,7 +363,9 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
         if (!ti) { rc = fail(&c, at, "tensor '%.*s': unknown ggml type id %u", nl, t->name.ptr, type); goto out; }
         t->type = (int)type;
         if (t->ne[0] % ti->blck) { rc = fail(&c, at, "tensor '%.*s': row length %" PRId64 " is not a multiple of the %s block size %d", nl, t->name.ptr, t->ne[0], ti->name, ti->blck); goto out; }
-        uint64_t row = (uint64_t)(t->ne[0] / ti->blck) * (uint64_t)ti->bytes;
+        uint64_t blocks = (uint64_t)(t->ne[0] / ti->blck);
+        if (blocks > UINT64_MAX / (uint64_t)ti->bytes) { rc = fail(&c, at, "tensor '%.*s': row of %" PRId64 " elements overflows its byte size", nl, t->name.ptr, t->ne[0]); goto out; }
+        uint64_t row = blocks * (uint64_t)ti->bytes;
         uint64_t rows = (uint64_t)(nelem / t->ne[0]);
         if (rows && row > UINT64_MAX / rows) { rc = fail(&c, at, "tensor '%.*s': byte size overflows", nl, t->name.ptr); goto out; }
         t->nbytes = row * rows;
@@ -453,11 +476,16 @@ int sl_gguf_open(const char *path, sl_gguf **out, char *err, size_t errlen)
         return -e;
     }
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = S_ISREG(st.st_mode) ? errno : EINVAL;
-        if (err) snprintf(err, errlen, "gguf: %s is not a regular file", path);
+    if (fstat(fd, &st) < 0) {   /* st is unset then: report errno, don't test st_mode */
+        int e = errno;
+        if (err) snprintf(err, errlen, "gguf: cannot stat %s: %s", path, strerror(e));
         close(fd);
         return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        if (err) snprintf(err, errlen, "gguf: %s is not a regular file", path);
+        close(fd);
+        return -EINVAL;
     }
     uint64_t fsz = (uint64_t)st.st_size;
     size_t len = fsz < (1u << 20) ? (size_t)fsz : (1u << 20);

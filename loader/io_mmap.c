@@ -66,7 +66,11 @@ static int mmap_fill(sl_io *io, sl_io_slot *s) {
     /* No read-around on faults: the range is read ahead exactly here, and a page dropped by a
      * neighbour's release must not make a fault re-read megabytes around it. */
     (void)madvise(s->map, s->maplen, MADV_RANDOM);
-    (void)posix_fadvise(io->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_WILLNEED);
+    /* The kernel caps one WILLNEED at the device's readahead size, so issue it in 2 MiB steps: all
+     * of the piece's I/O is then in flight before the first page is waited for. */
+    for (uint64_t p = a; p < e; p += 2u << 20)
+        (void)posix_fadvise(io->fd, (off_t)p, (off_t)(e - p < (2u << 20) ? e - p : (2u << 20)),
+                            POSIX_FADV_WILLNEED);
     for (size_t p = 0; p < s->maplen;) {
         size_t n = s->maplen - p < io->chunk ? s->maplen - p : io->chunk;
         SL_IO_ADD(io, reads_issued, 1);

@@ -21,24 +21,18 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
-size_t sl_kv_bytes(const sl_config *c, int n_ctx, int kv_type)
-{
-    size_t el = kv_type == SL_KV_F32 ? 4 : 2;
-    return 2 * (size_t)c->n_layers * (size_t)n_ctx * (size_t)(c->n_kv_heads * c->head_dim) * el;
-}
-
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
     size_t B = (size_t)p->n_batch, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
-               (size_t)n_threads * (size_t)p->n_ctx + (size_t)c->vocab;
-    return sl_kv_bytes(c, p->n_ctx, p->kv_type) + f * sizeof(float);
+               (size_t)n_threads * ((size_t)p->n_ctx + 2 * (size_t)c->head_dim) + (size_t)c->vocab;
+    return sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL) + f * sizeof(float);
 }
 
 void sl_ctx_free(sl_ctx *c)
 {
     if (!c) return;
-    free(c->k_cache); free(c->v_cache);
+    sl_kv_free(c->kv);
     free(c->x); free(c->xb); free(c->q); free(c->k); free(c->v); free(c->att_out);
     free(c->hb); free(c->hb2); free(c->att); free(c->logits);
     free(c);
@@ -49,7 +43,7 @@ void sl_ctx_reset(sl_ctx *c) { c->n_past = 0; }
 int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **out, char *err, size_t errlen)
 {
     const sl_config *cf = &m->cfg;
-    if (p->n_ctx < 1 || p->n_batch < 1 || (p->kv_type != SL_KV_F16 && p->kv_type != SL_KV_F32)) {
+    if (p->n_ctx < 1 || p->n_batch < 1) {
         snprintf(err, errlen, "context: bad parameters (n_ctx %d, n_batch %d)", p->n_ctx, p->n_batch);
         return -EINVAL;
     }
@@ -60,11 +54,10 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
     c->kv_type = p->kv_type;
+    int rc = sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
+    if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
-    size_t kvb = sl_kv_bytes(cf, c->n_ctx, c->kv_type) / 2;
     int nt = sl_pool_size(pool);
-    c->k_cache = malloc(kvb);
-    c->v_cache = malloc(kvb);
     c->x = malloc(B * cf->dim * sizeof(float));
     c->xb = malloc(B * cf->dim * sizeof(float));
     c->q = malloc(B * qd * sizeof(float));
@@ -73,16 +66,17 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->v = malloc(B * kvd * sizeof(float));
     c->hb = malloc(B * cf->ffn_dim * sizeof(float));
     c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
-    c->att = malloc((size_t)nt * c->n_ctx * sizeof(float));
+    c->att = malloc((size_t)nt * ((size_t)c->n_ctx + 2 * (size_t)cf->head_dim) * sizeof(float));
     c->logits = calloc((size_t)cf->vocab, sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v ||
-        !c->hb || !c->hb2 || !c->att || !c->logits) {
-        snprintf(err, errlen, "context: out of memory allocating %zu MiB (KV cache %zu MiB for -c %d)",
-                 sl_ctx_bytes(cf, p, nt) >> 20, (2 * kvb) >> 20, c->n_ctx);
+    if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits) {
+        snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
+                 sl_ctx_bytes(cf, p, nt) >> 20, c->n_batch);
         sl_ctx_free(c);
         return -ENOMEM;
     }
-    c->mem_bytes = sl_ctx_bytes(cf, &(sl_ctx_params){ c->n_ctx, c->n_batch, c->kv_type }, nt);
+    sl_ctx_params q = *p;
+    q.n_batch = c->n_batch;
+    c->mem_bytes = sl_ctx_bytes(cf, &q, nt);
     *out = c;
     return 0;
 }
@@ -131,45 +125,34 @@ typedef struct att_job {
     int layer, nb, p0;
 } att_job;
 
-static inline float kv_get(const sl_ctx *c, const void *cache, size_t idx)
-{
-    return c->kv_type == SL_KV_F16 ? sl_f16_to_f32(((const uint16_t *)cache)[idx]) : ((const float *)cache)[idx];
-}
-
 /* One (position, head) unit per iteration; units are split evenly across threads. */
 static void attention_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
     sl_ctx *c = j->c;
     const sl_config *cf = &c->m->cfg;
-    const int hd = cf->head_dim, kvd = cf->n_kv_heads * hd, grp = cf->n_heads / cf->n_kv_heads;
-    const size_t lbase = (size_t)j->layer * c->n_ctx * kvd;
+    const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)hd);
-    float *att = c->att + (size_t)ith * c->n_ctx;
+    float *att = c->att + (size_t)ith * ((size_t)c->n_ctx + 2 * (size_t)hd);
+    float *tmp = att + c->n_ctx;
     const int units = j->nb * cf->n_heads;
     for (int u = ith; u < units; u += nth) {
         int b = u / cf->n_heads, h = u % cf->n_heads, kh = h / grp;
         int pos = j->p0 + b;
         const float *q = c->q + (size_t)b * cf->n_heads * hd + (size_t)h * hd;
         for (int t = 0; t <= pos; t++) {
-            size_t base = lbase + (size_t)t * kvd + (size_t)kh * hd;
+            const float *k = sl_kv_k(c->kv, j->layer, t, kh, tmp);
             float s = 0;
-            if (c->kv_type == SL_KV_F16) {
-                const uint16_t *k = (const uint16_t *)c->k_cache + base;
-                for (int i = 0; i < hd; i++) s += q[i] * sl_f16_to_f32(k[i]);
-            } else {
-                const float *k = (const float *)c->k_cache + base;
-                for (int i = 0; i < hd; i++) s += q[i] * k[i];
-            }
+            for (int i = 0; i < hd; i++) s += q[i] * k[i];
             att[t] = s * scale;
         }
         sl_softmax(att, pos + 1);
         float *o = c->att_out + (size_t)b * cf->n_heads * hd + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof *o);
         for (int t = 0; t <= pos; t++) {
-            size_t base = lbase + (size_t)t * kvd + (size_t)kh * hd;
+            const float *v = sl_kv_v(c->kv, j->layer, t, kh, tmp);
             float a = att[t];
-            for (int i = 0; i < hd; i++) o[i] += a * kv_get(c, c->v_cache, base + i);
+            for (int i = 0; i < hd; i++) o[i] += a * v[i];
         }
     }
 }
@@ -190,6 +173,10 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
     for (int l = 0; l < cf->n_layers; l++) {
         sl_layer *L = &m->layers[l];
         if (c->cancel && *c->cancel) return -ECANCELED;
+        if ((rc = sl_kv_layer_begin(c->kv, l, p0))) {
+            snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
+            return rc;
+        }
         for (int b = 0; b < nb; b++)
             sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->attn_norm, dim, cf->rms_eps);
         if ((rc = wmat(c, &L->wq, c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->wk, c->xb, nb, c->k, kvd)) ||
@@ -200,17 +187,14 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
             float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
             sl_rope(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
             sl_rope(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
-            size_t base = ((size_t)l * c->n_ctx + pos) * kvd;
-            if (c->kv_type == SL_KV_F16) {
-                uint16_t *kc = (uint16_t *)c->k_cache + base, *vc = (uint16_t *)c->v_cache + base;
-                for (int i = 0; i < kvd; i++) { kc[i] = sl_f32_to_f16(k[i]); vc[i] = sl_f32_to_f16(v[i]); }
-            } else {
-                memcpy((float *)c->k_cache + base, k, (size_t)kvd * sizeof(float));
-                memcpy((float *)c->v_cache + base, v, (size_t)kvd * sizeof(float));
-            }
+            sl_kv_store(c->kv, l, pos, k, v);
         }
         att_job aj = { c, l, nb, p0 };
         sl_pool_run(c->pool, attention_worker, &aj);
+        if ((rc = sl_kv_layer_end(c->kv, l, p0, nb))) {
+            snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
+            return rc;
+        }
         /* x += Wo att_out: compute into xb (free now), then add */
         if ((rc = wmat(c, &L->wo, c->att_out, nb, c->xb, dim))) return rc;
         for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];

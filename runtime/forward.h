@@ -12,10 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runtime/kvcache.h"
 #include "runtime/model.h"
 #include "runtime/threadpool.h"
-
-enum sl_kv_type { SL_KV_F16 = 0, SL_KV_F32 = 1 };
 
 /* How weights that are not resident reach the forward pass (runtime/stream.c implements it).
  *   matmul: out[b][r] = W[r] . x[b] for all rows of w, reading w piece by piece;
@@ -31,7 +30,8 @@ typedef struct sl_wsource {
 typedef struct sl_ctx_params {
     int n_ctx;              /* positions in the KV cache */
     int n_batch;            /* max positions per forward batch */
-    int kv_type;            /* enum sl_kv_type */
+    int kv_type;            /* enum sl_kv_type (runtime/kvcache.h) */
+    const char *kv_spill_dir;   /* non-NULL: spill the KV cache to a file in this directory */
 } sl_ctx_params;
 
 typedef struct sl_ctx {
@@ -40,8 +40,7 @@ typedef struct sl_ctx {
     sl_wsource *src;        /* NULL: every weight must be resident */
     int n_ctx, n_batch, kv_type;
     int n_past;             /* positions already in the cache */
-    void *k_cache;          /* (layer, n_ctx, kv_dim) in kv_type */
-    void *v_cache;          /* (layer, n_ctx, kv_dim) */
+    sl_kv *kv;              /* (layer, n_ctx, kv_dim) keys and values */
     /* scratch, sized for n_batch positions */
     float *x;               /* (n_batch, dim) residual stream */
     float *xb;              /* (n_batch, dim) normed input */
@@ -49,7 +48,7 @@ typedef struct sl_ctx {
     float *k, *v;           /* (n_batch, kv_dim) */
     float *att_out;         /* (n_batch, n_heads*head_dim) */
     float *hb, *hb2;        /* (n_batch, ffn_dim) */
-    float *att;             /* (n_threads, n_ctx) attention scores */
+    float *att;             /* (n_threads, n_ctx + 2*head_dim) attention scores + head conversion */
     float *logits;          /* (vocab) logits of the last evaluated position */
     size_t mem_bytes;       /* heap held by this context (KV + scratch) */
     volatile sig_atomic_t *cancel;   /* when set to non-zero, evaluation stops with -ECANCELED */
@@ -58,7 +57,6 @@ typedef struct sl_ctx {
 
 /* Bytes a context with these parameters will allocate (for planning). */
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads);
-size_t sl_kv_bytes(const sl_config *c, int n_ctx, int kv_type);
 
 int  sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **out, char *err, size_t errlen);
 void sl_ctx_free(sl_ctx *c);

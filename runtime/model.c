@@ -343,6 +343,8 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         at += (all[i]->nbytes + 63) & ~(size_t)63;
     }
     if (m->tied) { m->output.data = m->tok_embd.data; m->output.stream = m->tok_embd.stream; }
+    /* Buffered reads pull in readahead beyond each tensor: drop the whole file's cache at the end. */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
     m->resident = blob;
     m->resident_bytes = total;

@@ -63,7 +63,7 @@ int sl_bpe_decode_text(const sl_vocab *v, const char *text, size_t len, sl_bytes
 
 /* ---------------------------------------------------------------- merge loop */
 
-typedef struct bigram { int32_t rank, left, right; uint32_t size; } bigram;
+typedef struct bigram { int32_t rank, left, right; uint32_t size; int32_t result; } bigram;
 
 typedef struct bpe_ctx {
     int32_t *prev, *next, *id;
@@ -121,9 +121,10 @@ static bigram heap_pop(bpe_ctx *c)
 static int add_bigram(const sl_vocab *v, bpe_ctx *c, int32_t l, int32_t r)
 {
     if (l < 0 || r < 0) return 0;
-    int32_t rank = sl_merge_rank(v, c->id[l], c->id[r]);
+    int32_t result;
+    int32_t rank = sl_merge_find(v, c->id[l], c->id[r], &result);
     if (rank < 0) return 0;
-    return heap_push(c, (bigram){ rank, l, r, c->n[l] + c->n[r] });
+    return heap_push(c, (bigram){ rank, l, r, c->n[l] + c->n[r], result });
 }
 
 /* Emit symbol bytes b[0..m) that did not form a token: the token of each single byte of their
@@ -198,7 +199,7 @@ static int bpe_word(const sl_vocab *v, bpe_ctx *c, const unsigned char *b, size_
             continue;
         c->n[l] += c->n[r];
         c->n[r] = 0;
-        c->id[l] = v->m_result[bg.rank];
+        c->id[l] = bg.result;
         c->next[l] = c->next[r];
         if (c->next[r] >= 0) c->prev[c->next[r]] = l;
         rc = add_bigram(v, c, c->prev[l], l);

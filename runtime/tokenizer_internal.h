@@ -6,8 +6,8 @@
  *   - `strs` describes each string; ids 0..n_tokens-1 are the tokens, ids above are merge-only
  *     strings ("extras") that exist so a merge keyed by two strings can be keyed by two ids;
  *   - an open-addressing hash table maps text -> string id;
- *   - merges are three int32 arrays indexed by rank (left id, right id, id of left+right or -1)
- *     and a hash table of ranks keyed by (left id, right id).
+ *   - merges are a hash table keyed by (left id, right id) holding the rank and the id of
+ *     left+right (or -1).
  */
 #ifndef SL_RUNTIME_TOKENIZER_INTERNAL_H
 #define SL_RUNTIME_TOKENIZER_INTERNAL_H
@@ -52,6 +52,14 @@ typedef struct sl_vstr {
     uint32_t attr;   /* SL_ATTR_* (0 for extras) */
 } sl_vstr;
 
+/* String-table slot: id (-1 empty), the string's hash, and a copy of its arena offset/length so a
+ * probe needs no access to `strs`. */
+typedef struct sl_hslot { int32_t id; uint32_t hash; uint32_t off, len; } sl_hslot;
+
+/* Merge-table slot, keyed by (left id, right id): rank (-1 empty) and the id of left+right (-1 when
+ * that string is neither a token nor a merge half). */
+typedef struct sl_mslot { int32_t left, right, rank, result; } sl_mslot;
+
 struct sl_vocab {
     int      type;                 /* enum sl_vocab_type */
     int      pre;                  /* enum sl_pre */
@@ -63,13 +71,11 @@ struct sl_vocab {
     size_t   arena_len, arena_cap;
 
     uint32_t hmask;                /* string table: capacity - 1 (power of two) */
-    int32_t *hslot;                /* string id or -1 */
-    uint32_t *hhash;               /* hash of the string in that slot */
+    struct sl_hslot *hslot;
 
     int32_t  n_merges;             /* ranks 0..n_merges-1 (ill-formed merge lines keep their rank) */
-    int32_t *m_left, *m_right, *m_result;
     uint32_t mmask;
-    int32_t *mslot;                /* rank or -1 */
+    struct sl_mslot *mslot;
 
     int32_t bos, eos, eot, eom, unk, sep, pad, mask, nl;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
@@ -98,14 +104,14 @@ int sl_ivec_push(sl_ivec *a, int32_t x);
 typedef struct sl_zvec { size_t *v; size_t n, cap; } sl_zvec;
 int sl_zvec_push(sl_zvec *a, size_t x);
 
-/* String table lookup: id of the string s[0..n) (token or extra), or -1. */
+/* String table lookup: id of the string s[0..n) (token or extra), or -1.  _h: with its hash. */
 uint32_t sl_vocab_hash(const void *s, size_t n);
 int32_t  sl_vocab_find(const sl_vocab *v, const char *s, size_t n);
 int32_t  sl_vocab_find_h(const sl_vocab *v, const char *s, size_t n, uint32_t h);
 static inline const char *sl_vstr_text(const sl_vocab *v, int32_t id) { return v->arena + v->strs[id].off; }
 
-/* Rank of merge (left id, right id) or -1. */
-int32_t sl_merge_rank(const sl_vocab *v, int32_t left, int32_t right);
+/* Rank of merge (left id, right id) and the id of the merged string in *result; -1 if none. */
+int32_t sl_merge_find(const sl_vocab *v, int32_t left, int32_t right, int32_t *result);
 
 /* Build the BPE merge tables from tokenizer.ggml.merges (tokenizer_bpe.c). */
 int sl_bpe_load_merges(sl_vocab *v, const sl_gguf *g, char *err, size_t errlen);

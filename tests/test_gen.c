@@ -65,19 +65,13 @@ static const char *tpath(const char *name)
 
 static bool exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
-/* Run sluice-gen with the NULL-terminated arguments; stderr goes to <tdir>/stderr.txt (returned in
- * `err`, first 1 KiB), stdout to <tdir>/stdout.txt.  fsize_limit > 0 caps the child's file size (RLIMIT_FSIZE) to fake a full
- * disk.  Returns the exit status, or -1 if the child died of a signal. */
-static int run_gen(char *err, long fsize_limit, ...)
+/* Run sluice-gen with the NULL-terminated arguments `args`; stderr goes to <tdir>/stderr.txt
+ * (returned in `err`, first 1 KiB), stdout to <tdir>/stdout.txt.  fsize_limit > 0 caps the child's
+ * file size (RLIMIT_FSIZE) to fake a full disk.  Returns the exit status, -1 for death by signal. */
+static int run_genv(char *err, long fsize_limit, char **args)
 {
-    char *argv[48];
-    int n = 0;
-    argv[n++] = GEN;
-    va_list ap;
-    va_start(ap, fsize_limit);
-    while (n < 47 && (argv[n] = va_arg(ap, char *)) != NULL) n++;
-    va_end(ap);
-    argv[n] = NULL;
+    char *argv[48] = { GEN };
+    for (int n = 1; n < 47 && args[n - 1]; n++) argv[n] = args[n - 1];
     char ep[256], op[256];
     snprintf(ep, sizeof ep, "%s/stderr.txt", tdir);
     snprintf(op, sizeof op, "%s/stdout.txt", tdir);
@@ -104,6 +98,19 @@ static int run_gen(char *err, long fsize_limit, ...)
         if (f) { size_t k = fread(err, 1, 1023, f); err[k] = 0; fclose(f); }
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* run_genv with the arguments as a NULL-terminated list. */
+static int run_gen(char *err, long fsize_limit, ...)
+{
+    char *args[48];
+    int n = 0;
+    va_list ap;
+    va_start(ap, fsize_limit);
+    while (n < 47 && (args[n] = va_arg(ap, char *)) != NULL) n++;
+    va_end(ap);
+    args[n] = NULL;
+    return run_genv(err, fsize_limit, args);
 }
 
 static sl_gguf *open_gguf(const char *path)
@@ -179,11 +186,14 @@ static void assert_same_kv(const sl_gguf *a, int64_t i, const sl_gguf *b, int64_
     }
 }
 
+/* Every test gets a fresh temp directory, removed afterwards (also when an assertion fails). */
+TestSuite(gguf_write, .init = mk_tdir, .fini = rm_tdir);
+TestSuite(sluice_gen, .init = mk_tdir, .fini = rm_tdir);
+
 /* ---- the writer --------------------------------------------------------------------------- */
 
 Test(gguf_write, roundtrip_every_type)
 {
-    mk_tdir();
     const char *path = tpath("w.gguf");
     char err[SL_ERRLEN];
     sl_gguf_writer *w;
@@ -278,13 +288,11 @@ Test(gguf_write, roundtrip_every_type)
     cr_assert_eq(sl_gguf_file_size(g), sl_gguf_data_offset(g) + 64 + 256 + 320);
     sl_gguf_close(g);
     free(data);
-    rm_tdir();
 }
 
 /* Misuse and short data: the error is reported, and neither the file nor its temp survives. */
 Test(gguf_write, errors_leave_no_file)
 {
-    mk_tdir();
     const char *path = tpath("e.gguf"), *tmp = tpath("e.gguf.tmp");
     char err[SL_ERRLEN];
     sl_gguf_writer *w;
@@ -329,14 +337,12 @@ Test(gguf_write, errors_leave_no_file)
 
     cr_assert_eq(sl_gguf_writer_open(&w, path, 12, 0, err, sizeof err), -EINVAL, "alignment must be a power of 2");
     cr_assert_eq(sl_gguf_writer_open(&w, "/nonexistent-dir/x.gguf", 32, 0, err, sizeof err), -ENOENT);
-    rm_tdir();
 }
 
 /* A full disk, faked with RLIMIT_FSIZE (Criterion runs each test in its own process): the write
  * that crosses the limit fails with EFBIG, finish() reports it, the temp file is gone. */
 Test(gguf_write, file_size_limit)
 {
-    mk_tdir();
     const char *path = tpath("big.gguf");
     signal(SIGXFSZ, SIG_IGN);
     struct rlimit rl = { 1 << 20, 1 << 20 };
@@ -355,13 +361,11 @@ Test(gguf_write, file_size_limit)
     cr_assert_not(exists(path)); cr_assert_not(exists(tpath("big.gguf.tmp")));
     rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
     setrlimit(RLIMIT_FSIZE, &rl);
-    rm_tdir();
 }
 
 /* copy_kv reproduces every key of a real vocabulary (280k-entry merges array included). */
 Test(gguf_write, copy_kv_vocab)
 {
-    mk_tdir();
     const char *path = tpath("v.gguf");
     sl_gguf *src = open_gguf(BPE);
     char err[SL_ERRLEN];
@@ -378,7 +382,6 @@ Test(gguf_write, copy_kv_vocab)
     }
     sl_gguf_close(g);
     sl_gguf_close(src);
-    rm_tdir();
 }
 
 /* ---- sluice-gen against llama-quantize's own files ---------------------------------------- */
@@ -430,7 +433,6 @@ static void gen_like(const char *model, const char *type, const char *vocab, con
 
 Test(sluice_gen, layout_matches_llama_quantize, .timeout = 120)
 {
-    mk_tdir();
     static const char *micro[] = { "F16", "Q8_0", "Q4_0", "Q4_K_M" };
     for (int i = 0; i < 4; i++) gen_like("micro-llama", micro[i], STORIES, "256", "4", "4", "2", "768", "10000", "512", false);
     gen_like("mini-llama3", "Q4_K_M", STORIES, "512", "2", "4", "1", "1536", "500000", "1024", false);
@@ -438,7 +440,6 @@ Test(sluice_gen, layout_matches_llama_quantize, .timeout = 120)
     gen_like("micro-tied", "Q8_0", STORIES, "256", "2", "4", "4", "512", "10000", "512", true);
     gen_like("micro-tied", "F16", STORIES, "256", "2", "4", "4", "512", "10000", "512", true);
     gen_like("spm32k-llama", "Q4_K_M", SPM, "256", "2", "4", "2", "768", "10000", "512", false);
-    rm_tdir();
 }
 
 /* ---- a small custom model, checked against the rules directly --------------------------------- */
@@ -468,7 +469,6 @@ static int expected_type(const char *type, const char *name)
 
 Test(sluice_gen, small_custom_model_rules)
 {
-    mk_tdir();
     static const char *types[] = { "Q4_K_M", "Q8_0", "F16" };
     static const uint32_t ftype[] = { 15, 7, 1 };
     sl_gguf *voc = open_gguf(SPM);
@@ -531,13 +531,11 @@ Test(sluice_gen, small_custom_model_rules)
         sl_gguf_close(g);
     }
     sl_gguf_close(voc);
-    rm_tdir();
 }
 
 /* Same seed: same bytes, whatever the thread count; another seed: other weights. */
 Test(sluice_gen, deterministic)
 {
-    mk_tdir();
     const char *a = gen_small("Q4_K_M", "5", "2", "a.gguf");
     const char *b = gen_small("Q4_K_M", "5", "1", "b.gguf");
     const char *c = gen_small("Q4_K_M", "5", "3", "c.gguf");
@@ -553,7 +551,6 @@ Test(sluice_gen, deterministic)
     }
     sl_gguf_close(ga);
     sl_gguf_close(gd);
-    rm_tdir();
 }
 
 /* ---- weight statistics, measured with the kernels' dequantizers ------------------------------- */
@@ -619,12 +616,10 @@ static void check_stats(const char *path, const char *what)
 
 Test(sluice_gen, weight_statistics, .timeout = 120)
 {
-    mk_tdir();
     check_stats(gen_small("F16", "3", "2", "f16.gguf"), "F16");
     check_stats(gen_small("Q8_0", "3", "2", "q8.gguf"), "Q8_0");
     check_stats(gen_small("Q4_0", "3", "2", "q40.gguf"), "Q4_0");
     check_stats(gen_small("Q4_K_M", "3", "2", "q4km.gguf"), "Q4_K_M");
-    rm_tdir();
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -636,7 +631,6 @@ static int cmp_u64(const void *a, const void *b)
 /* No two rows of output.weight (or token_embd) are equal: no tied logits, no repeated embeddings. */
 Test(sluice_gen, rows_are_distinct)
 {
-    mk_tdir();
     const char *path = gen_small("Q4_K_M", "9", "2", "r.gguf");
     sl_gguf *g = open_gguf(path);
     static const char *names[] = { "output.weight", "token_embd.weight" };
@@ -657,7 +651,6 @@ Test(sluice_gen, rows_are_distinct)
         free(raw);
     }
     sl_gguf_close(g);
-    rm_tdir();
 }
 
 /* ---- the command line --------------------------------------------------------------------- */
@@ -665,16 +658,14 @@ Test(sluice_gen, rows_are_distinct)
 /* Bad arguments: exit 2 with one "sluice-gen: ..." line followed by the usage text. */
 static void expect_usage_error(const char *want, ...)
 {
-    char err[1024];
-    char *a[24];
+    char err[1024], *args[48];
     int n = 0;
     va_list ap;
     va_start(ap, want);
-    while (n < 23 && (a[n] = va_arg(ap, char *)) != NULL) n++;
+    while (n < 47 && (args[n] = va_arg(ap, char *)) != NULL) n++;
     va_end(ap);
-    for (int i = n; i < 24; i++) a[i] = NULL;
-    int rc = run_gen(err, 0, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-                     a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], NULL);
+    args[n] = NULL;
+    int rc = run_genv(err, 0, args);
     cr_assert_eq(rc, 2, "expected exit 2 for '%s', got %d: %s", want, rc, err);
     char *nl = strchr(err, '\n');
     cr_assert(!strncmp(err, "sluice-gen: ", 12) && nl && !strncmp(nl + 1, "usage:", 6), "%s", err);
@@ -683,7 +674,6 @@ static void expect_usage_error(const char *want, ...)
 
 Test(sluice_gen, cli_errors)
 {
-    mk_tdir();
     const char *out = tpath("x.gguf");
     char o[256];
     snprintf(o, sizeof o, "%s", out);
@@ -710,14 +700,12 @@ Test(sluice_gen, cli_errors)
                  "--ffn", "64", "--out", "/nonexistent-dir/x.gguf", NULL);
     cr_assert_eq(rc, 1, "%s", err);
     cr_assert(strstr(err, "x.gguf.tmp"), "%s", err);
-    rm_tdir();
 }
 
 /* A disk that fills up (RLIMIT_FSIZE 1 MiB for a 13 MB model): exit 1, a clear message, and no
  * output or temp file. */
 Test(sluice_gen, disk_full)
 {
-    mk_tdir();
     const char *out = tpath("full.gguf");
     char err[1024], o[256];
     snprintf(o, sizeof o, "%s", out);
@@ -727,14 +715,12 @@ Test(sluice_gen, disk_full)
     cr_assert(strstr(err, "file too large") && strstr(err, "nothing written"), "%s", err);
     cr_assert_not(exists(out));
     cr_assert_not(exists(tpath("full.gguf.tmp")));
-    rm_tdir();
 }
 
 /* Named shapes: byte sizes within 1% of the public llama.cpp Q4_K_M files (dry run: the tensor
  * table is computed and the metadata measured, no data written). */
 Test(sluice_gen, named_shape_sizes)
 {
-    mk_tdir();
     static const struct { const char *shape; double bytes; int layers; } ref[] = {
         { "tinyllama-1.1b", 0.668e9, 22 }, { "llama2-7b", 4.08e9, 32 }, { "llama3-8b", 4.9207e9, 32 },
         { "mistral-7b", 4.37e9, 32 },     { "llama2-13b", 7.87e9, 40 },
@@ -758,7 +744,6 @@ Test(sluice_gen, named_shape_sizes)
         cr_assert_not(exists(o));
         cr_assert_not(exists(tpath("dry.gguf.tmp")));
     }
-    rm_tdir();
 }
 
 /* ---- end to end: sluice runs what sluice-gen writes ------------------------------------------- */
@@ -799,8 +784,6 @@ static void run_model(const char *path)
 
 Test(sluice_gen, sluice_runs_generated_models, .timeout = 120)
 {
-    mk_tdir();
     run_model(gen_small("Q4_K_M", "11", "2", "e2e.q4km.gguf"));
     run_model(gen_small("F16", "11", "2", "e2e.f16.gguf"));
-    rm_tdir();
 }

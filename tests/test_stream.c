@@ -36,7 +36,7 @@ static float *run(const char *model, const golden_run *g, int n_steps, const run
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;
-    sl_ctx_params p = { 256, rc_->n_batch, SL_KV_F16 };
+    sl_ctx_params p = { 256, rc_->n_batch, SL_KV_F16, NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0, "%s", err);
     if (s) c->src = sl_stream_source(s);
     int V = m->cfg.vocab;
@@ -127,7 +127,7 @@ Test(stream, stories_golden_streaming)
     sl_stream_opts so = { SL_IO_URING, 4096, 2, 1024, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_ctx *c;
-    sl_ctx_params p = { 256, 512, SL_KV_F16 };
+    sl_ctx_params p = { 256, 512, SL_KV_F16, NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     c->src = sl_stream_source(s);
     cr_assert_eq(sl_eval(c, g.prompt, g.n_prompt), 0, "%s", c->err);
@@ -163,7 +163,7 @@ Test(stream, eio_is_reported_with_tensor_name)
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     unsetenv("SLUICE_IO_FAULT");
     sl_ctx *c;
-    sl_ctx_params p = { 64, 64, SL_KV_F16 };
+    sl_ctx_params p = { 64, 64, SL_KV_F16, NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     c->src = sl_stream_source(s);
     int32_t toks[] = { 1, 2, 3 };

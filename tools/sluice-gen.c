@@ -103,8 +103,8 @@ static void usage(FILE *f)
 "  --layers --heads --ffn); the options below override a named shape's values.\n"
 "  --seed N          weights are a pure function of (seed, tensor, block)      [1]\n"
 "  --vocab FILE      GGUF whose tokenizer.* keys are copied; the model's vocab size is its token\n"
-"                    count [%s/ggml-vocab-llama-bpe.rebuilt.gguf for llama3-8b,\n"
-"                    ggml-vocab-llama-spm.gguf otherwise]\n"
+"                    count [ggml-vocab-llama-bpe.rebuilt.gguf for llama3-8b, otherwise\n"
+"                    ggml-vocab-llama-spm.gguf, in %s]\n"
 "  --dim D --layers L --heads H --kv-heads K --ffn F --ctx C --rope-theta T\n"
 "  --vocab-size V    only checked against the vocabulary's token count\n"
 "  --tied            no output.weight (the output reuses token_embd)\n"
@@ -663,8 +663,9 @@ int main(int argc, char **argv)
     opts o;
     parse_args(argc, argv, &o);
     char err[SL_ERRLEN], vpath[4096];
-    if (o.vocab) snprintf(vpath, sizeof vpath, "%s", o.vocab);
-    else snprintf(vpath, sizeof vpath, "%s/%s", vocab_dir(), o.s.vocab_file);
+    int pl = o.vocab ? snprintf(vpath, sizeof vpath, "%s", o.vocab)
+                     : snprintf(vpath, sizeof vpath, "%s/%s", vocab_dir(), o.s.vocab_file);
+    if (pl < 0 || (size_t)pl >= sizeof vpath) bad_args("vocabulary path too long");
     sl_gguf *voc = NULL;
     if (sl_gguf_open(vpath, &voc, err, sizeof err)) {
         fprintf(stderr, "sluice-gen: vocabulary %s: %s\n", vpath, err);

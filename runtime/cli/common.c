@@ -1,6 +1,7 @@
 /* runtime/cli/common.c — argument parsing, default model lookup, JSON, process stats. */
 #include "runtime/cli/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

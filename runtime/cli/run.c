@@ -6,10 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "loader/pagecache.h"
 #include "runtime/cli/cli.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
+#include "runtime/stream.h"
 #include "runtime/tokenizer.h"
 
 static volatile sig_atomic_t g_interrupted;
@@ -39,7 +41,15 @@ static void usage(FILE *f)
             "      --seed S            random seed (default 0x5eed)\n"
             "      --kv f16|f32        KV cache precision (default f16)\n"
             "      --special           recognise special-token texts in the prompt\n"
-            "      --stats             print load time, tok/s and peak RSS to stderr\n"
+            "streaming (weights read from disk as the forward pass reaches them):\n"
+            "      --stream            stream every weight matrix (norms stay resident)\n"
+            "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"
+            "      --io pread|mmap|uring   read backend (default uring; falls back to pread)\n"
+            "      --stream-unit U     block | tensor | CHUNK (MiB, e.g. 4 or 0.5): piece size (default tensor)\n"
+            "      --prefetch N        pieces in flight ahead of the one computing (default 2)\n"
+            "      --lm-head-chunk R   rows per LM-head piece (default 1024)\n"
+            "      --no-direct         buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT\n"
+            "      --stats             print load time, tok/s, peak RSS (and I/O figures) to stderr\n"
             "      --json              one JSON object per generated token on stdout\n"
             "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
             "      --quiet             no prompt echo\n");
@@ -51,11 +61,16 @@ typedef struct run_opts {
     int kv_type;
     bool stats, json, special, quiet;
     sl_sampler_params sp;
+    bool stream, stream_head, no_direct;
+    sl_io_backend io;
+    uint64_t chunk;          /* 0: tensor unit */
+    long prefetch, head_rows;
 } run_opts;
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16 };
+    *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16, .io = SL_IO_URING,
+                     .prefetch = 2, .head_rows = 1024 };
     o->sp = sl_sampler_defaults();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -88,6 +103,21 @@ static int parse_args(int argc, char **argv, run_opts *o)
             else { cli_err("--kv: '%s' is not f16 or f32", v); return -1; }
         }
         else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
+        else if (!strcmp(a, "--stream")) o->stream = true;
+        else if (!strcmp(a, "--stream-lm-head")) o->stream_head = true;
+        else if (!strcmp(a, "--no-direct")) o->no_direct = true;
+        else if (!strcmp(a, "--io")) {
+            if (!cli_val(argc, argv, &i, &v)) return -1;
+            if (sl_io_backend_parse(v, &o->io)) { cli_err("--io: '%s' is not pread, mmap or uring", v); return -1; }
+        }
+        else if (!strcmp(a, "--stream-unit")) {
+            if (!cli_val(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "tensor")) o->chunk = 0;
+            else if (!strcmp(v, "block")) { o->chunk = 0; if (o->prefetch < 7) o->prefetch = 7; }
+            else { if (!cli_float(a, v, 0.001, 65536, &d)) return -1; o->chunk = (uint64_t)(d * 1048576); }
+        }
+        else if (!strcmp(a, "--prefetch")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 60, &o->prefetch)) return -1; }
+        else if (!strcmp(a, "--lm-head-chunk")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 24, &o->head_rows)) return -1; }
         else if (!strcmp(a, "--stats")) o->stats = true;
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--special")) o->special = true;
@@ -135,6 +165,39 @@ static void json_top(FILE *f, const float *logits, int n, int k)
     free(best);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The streaming half of --stats: what was read, how fast, how long compute waited for it. */
+static void print_stream_stats(sl_stream *s, const sl_model *m, uint64_t *lat, int64_t n_lat, uint64_t run_ns)
+{
+    if (n_lat > 0) {
+        qsort(lat, (size_t)n_lat, sizeof *lat, cmp_u64);
+        fprintf(stderr, "sluice: token latency median %.1f ms, p90 %.1f ms\n", lat[n_lat / 2] / 1e6,
+                lat[(n_lat * 9) / 10 < n_lat ? (n_lat * 9) / 10 : n_lat - 1] / 1e6);
+    }
+    if (s) {
+        sl_stream_stats st;
+        sl_stream_get_stats(s, &st);
+        double io_s = run_ns / 1e9;
+        fprintf(stderr, "sluice: stream: backend %s, %" PRId64 " pieces per pass (largest %.2f MiB, %.1f MiB per pass), "
+                "buffers %.1f MiB\n", sl_stream_backend(s),
+                sl_stream_n_pieces(s), sl_stream_max_piece(s) / 1048576.0, sl_stream_pass_bytes(s) / 1048576.0,
+                sl_stream_mem_bytes(s) / 1048576.0);
+        fprintf(stderr, "sluice: stream: read %.1f MiB in %" PRIu64 " reads (%.2f GB/s over the run), "
+                "compute on streamed pieces %.3f s, blocked on I/O %.3f s, %" PRIu64 " embedding rows\n",
+                st.io.bytes_read / 1048576.0, st.io.reads_issued, io_s > 0 ? st.io.bytes_read / io_s / 1e9 : 0,
+                st.compute_ns / 1e9, st.wait_ns / 1e9, st.embd_rows);
+    }
+    uint64_t res, fsz;
+    if (sl_page_cache_bytes(m->path, &res, &fsz) == 0)
+        fprintf(stderr, "sluice: page cache: %.2f MiB of the model file (%.2f%%) resident at exit\n", res / 1048576.0,
+                fsz ? 100.0 * res / fsz : 0);
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_opts o;
@@ -157,7 +220,9 @@ int cmd_run(int argc, char **argv)
     sl_pool *pool = NULL;
     sl_ctx *ctx = NULL;
     sl_sampler *smp = NULL;
+    sl_stream *stream = NULL;
     int32_t *toks = NULL;
+    uint64_t *lat = NULL;   /* per-token decode latency */
     uint64_t t0 = now_ns();
 
     struct sigaction sa = { .sa_handler = on_signal };
@@ -174,10 +239,18 @@ int cmd_run(int argc, char **argv)
     long n_ctx = o.n_ctx ? o.n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
     if (o.n_ctx > m->cfg.ctx_train)
         fprintf(stderr, "sluice: warning: -c %ld is larger than the model's trained context %d\n", o.n_ctx, m->cfg.ctx_train);
+    sl_model_set_streaming(m, o.stream, o.stream_head);
     if (sl_model_load_resident(m, err, sizeof err)) { cli_err("%s", err); goto done; }
     pool = sl_pool_create(o.threads ? (int)o.threads : sl_ncpu());
-    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type };
-    if (!pool || sl_ctx_create(m, &cp, pool, &ctx, err, sizeof err)) { cli_err("%s", pool ? err : "out of memory"); goto done; }
+    if (!pool) { cli_err("out of memory"); goto done; }
+    if (o.stream || o.stream_head) {
+        sl_stream_opts so = { o.io, o.chunk, (int)o.prefetch, (int)o.head_rows, o.no_direct };
+        if (sl_stream_create(m, pool, &so, &stream, err, sizeof err)) { cli_err("%s", err); goto done; }
+        if (*sl_stream_notice(stream) && !o.json) fprintf(stderr, "sluice: note: %s\n", sl_stream_notice(stream));
+    }
+    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type, NULL };
+    if (sl_ctx_create(m, &cp, pool, &ctx, err, sizeof err)) { cli_err("%s", err); goto done; }
+    if (stream) ctx->src = sl_stream_source(stream);
     ctx->cancel = &g_interrupted;
 
     int64_t nt = sl_tokenize(voc, ptext, plen, true, o.special, NULL, 0);
@@ -188,7 +261,8 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     toks = malloc((size_t)(nt + o.n_predict + 1) * sizeof *toks);
-    if (!toks) { cli_err("out of memory"); goto done; }
+    lat = malloc((size_t)(o.n_predict + 1) * sizeof *lat);
+    if (!toks || !lat) { cli_err("out of memory"); goto done; }
     sl_tokenize(voc, ptext, plen, true, o.special, toks, nt);
     smp = sl_sampler_create(&o.sp, m->cfg.vocab);
     if (!smp) { cli_err("out of memory"); goto done; }
@@ -231,7 +305,9 @@ int cmd_run(int argc, char **argv)
         if (n_gen == o.n_predict) break;
         if (ctx->n_past >= ctx->n_ctx) { fprintf(stderr, "\nsluice: context full (-c %d)\n", ctx->n_ctx); break; }
         if (n_gen == 1) t_first = now_ns();
+        uint64_t ts = now_ns();
         rc = sl_eval(ctx, &next, 1);
+        lat[n_gen - 1] = now_ns() - ts;
     }
     if (!o.json) {
         fwrite(outb, 1, sl_utf8_stream_flush(&us, outb), stdout);
@@ -256,8 +332,11 @@ int cmd_run(int argc, char **argv)
                 " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
                 load_s, nt, pp_s, pp_s > 0 ? nt / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
                 peak_rss_bytes() / 1048576.0);
+        print_stream_stats(stream, m, lat, n_dec, t_end - t_load);
     }
 done:
+    free(lat);
+    sl_stream_free(stream);
     free(toks);
     sl_sampler_free(smp);
     sl_ctx_free(ctx);

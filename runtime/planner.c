@@ -1,0 +1,269 @@
+/* runtime/planner.c — deciding what stays resident under a RAM budget.
+ *
+ * Cost model (all bytes the process holds):
+ *   base      code, libraries, thread stacks, allocator slack (constant, measured: a resident run of
+ *             the 1.2 MB bundled model peaks at 3.6 MiB RSS; 6 MiB leaves room for liburing/zstd/stacks)
+ *   meta      the GGUF metadata copy; vocab: the tokenizer's tables; norms: f32 norm vectors
+ *   act       activations for n_batch positions + attention scores + logits + sampler candidates
+ *   kv        KV cache: f16 if it fits, else q8_0 (34 bytes per 32 values), else spilled to a file
+ *             with one layer's f16 K and V in memory
+ *   stream    (pieces in flight + the one computing) x (largest piece + O_DIRECT slack) + bounce buffer
+ *   resident  weights pinned in memory
+ * Every weight byte is read once per token whether it belongs to a block or the LM head, so each
+ * resident byte saves exactly one byte of reading per token: any packing that fills the budget is
+ * optimal for bytes read.  Among equal packings we prefer units that also remove per-piece overhead:
+ * the LM head (read in the most pieces), then whole blocks, then single tensors of the next block.
+ * The embedding table is never pinned: it costs one row per token streamed, and the full table
+ * would save only that row.
+ */
+#include "runtime/planner.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024.0 * 1024.0)
+#define BASE_BYTES (6ull << 20)
+#define DIO_SLACK (2 * 4096ull)
+
+void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes)
+{
+    memset(pm, 0, sizeof *pm);
+    pm->cfg = m->cfg;
+    for (int l = 0; l < m->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
+        sl_weight *w[7];
+        sl_layer_weights(&m->layers[l], w);
+        for (int i = 0; i < 7; i++) {
+            pm->tensor_bytes[l][i] = w[i]->nbytes;
+            pm->tensor_row_bytes[l][i] = w[i]->row_bytes;
+        }
+    }
+    pm->lm_head_bytes = m->output.nbytes;
+    pm->lm_head_row_bytes = m->output.row_bytes;
+    pm->embd_bytes = m->tok_embd.nbytes;
+    pm->embd_row_bytes = m->tok_embd.row_bytes;
+    pm->tied = m->tied;
+    pm->norm_bytes = m->norm_bytes;
+    pm->meta_bytes = sl_gguf_meta_bytes(m->gguf);
+    pm->vocab_bytes = vocab_bytes;
+    pm->file_bytes = sl_gguf_file_size(m->gguf);
+}
+
+static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
+{
+    const sl_config *c = &pm->cfg;
+    uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
+    uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
+    return ((uint64_t)B * per + (uint64_t)threads * n_ctx + (uint64_t)c->vocab) * 4 +   /* ctx scratch, logits */
+           (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
+           pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
+}
+
+static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv)
+{
+    const sl_config *c = &pm->cfg;
+    uint64_t per_layer = 2ull * n_ctx * c->n_kv_heads * c->head_dim;   /* K and V values */
+    switch (kv) {
+    case SL_PLAN_KV_F16: return per_layer * 2 * c->n_layers;
+    case SL_PLAN_KV_Q8_0: return per_layer / 32 * 34 * c->n_layers;
+    default: return per_layer * 2;   /* spill: one layer's K and V in f16 */
+    }
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Largest piece when streamed tensors are cut into chunks of at most `chunk` bytes (a chunk holds at
+ * least one row) and the LM head into `head_rows` rows. */
+static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk)
+{
+    uint64_t mx = 0;
+    for (int l = 0; l < pm->cfg.n_layers; l++)
+        for (int i = 0; i < 7; i++) {
+            if (p->layer_resident[l][i]) continue;
+            uint64_t piece = chunk ? max_u64(pm->tensor_row_bytes[l][i], chunk / pm->tensor_row_bytes[l][i] * pm->tensor_row_bytes[l][i])
+                                   : pm->tensor_bytes[l][i];
+            if (piece > pm->tensor_bytes[l][i]) piece = pm->tensor_bytes[l][i];
+            mx = max_u64(mx, piece);
+        }
+    if (!p->lm_head_resident) mx = max_u64(mx, (uint64_t)p->lm_head_rows * pm->lm_head_row_bytes);
+    return mx;
+}
+
+static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk, int prefetch)
+{
+    uint64_t piece = largest_piece(pm, p, chunk);
+    if (!piece) return 0;
+    uint64_t bounce = piece < (4u << 20) ? max_u64(piece, 64u << 10) : (4u << 20);
+    return (uint64_t)(prefetch + 1) * (piece + DIO_SLACK) + bounce + pm->embd_row_bytes;
+}
+
+int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const sl_config *c = &pm->cfg;
+    memset(p, 0, sizeof *p);
+    if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
+        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
+        return -EINVAL;
+    }
+    const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
+    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < 7; i++) weights += pm->tensor_bytes[l][i];
+
+    p->base_bytes = BASE_BYTES;
+    p->meta_bytes = pm->meta_bytes;
+    p->vocab_bytes = pm->vocab_bytes;
+    p->norm_bytes = pm->norm_bytes;
+    const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
+    int B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
+
+    /* 1. Everything resident?  (the embedding table too: resident mode reads nothing per token) */
+    {
+        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+        if (tot <= req->budget) {
+            p->feasible = p->all_resident = true;
+            p->n_batch = B;
+            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+            p->kv = SL_PLAN_KV_F16;
+            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+            for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
+            p->lm_head_resident = true;
+            p->n_layers_resident = L;
+            p->resident_bytes = weights;
+            p->total_bytes = tot;
+            p->min_budget = tot;   /* refined below only for streaming plans */
+            p->pred_compute_s = req->compute_bw > 0 ? weights / req->compute_bw : 0;
+            p->pred_tok_s = p->pred_compute_s > 0 ? 1 / p->pred_compute_s : 0;
+            return 0;
+        }
+    }
+
+    /* 2. Streaming.  The minimum: batch 1 (prompt still streams once per 1 position... so prefer
+     *    more), the smallest KV, 1 MiB chunks, one piece in flight, LM head in chunks under 1 MiB. */
+    const uint64_t min_chunk = 1u << 20;
+    p->lm_head_rows = 1024;
+    int min_head_rows = (int)(min_chunk / (pm->lm_head_row_bytes ? pm->lm_head_row_bytes : 1));
+    if (min_head_rows < 1) min_head_rows = 1;
+    if (min_head_rows > 1024) min_head_rows = 1024;
+    int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
+    sl_plan probe = *p;
+    probe.lm_head_rows = min_head_rows;
+    uint64_t min_stream = stream_buf(pm, &probe, min_chunk, 1);
+    uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
+    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+    if (p->min_budget > req->budget) {
+        uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
+        const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
+        int n = snprintf(p->why, sizeof p->why,
+                         "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
+                         "(2 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
+                         p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                         largest_piece(pm, &probe, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
+                         min_act / MiB, BASE_BYTES / MiB);
+        if (kvb > p->min_budget / 3 && req->n_ctx > 256)
+            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
+                     p->min_budget / MiB + 1.5);
+        else
+            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %.0fM", p->min_budget / MiB + 1.5);
+        return -ENOSPC;
+    }
+
+    /* 3. KV: best precision that leaves the minimum streaming machinery room. */
+    uint64_t avail = req->budget - fixed;
+    int kvs[3] = { SL_PLAN_KV_F16, SL_PLAN_KV_Q8_0, SL_PLAN_KV_SPILL };
+    p->kv = kv_min;
+    for (int k = 0; k < 3; k++) {
+        if (kvs[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
+        if (kvs[k] == SL_PLAN_KV_SPILL && !req->allow_spill) continue;
+        if (kv_bytes(pm, req->n_ctx, kvs[k]) + min_act + min_stream <= avail) { p->kv = kvs[k]; break; }
+    }
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
+    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    avail -= p->kv_bytes;
+
+    /* 4. Batch: as large as requested, but activations may take at most a quarter of what is left
+     *    (a large batch only speeds up the prompt; resident weights speed up every token). */
+    while (B > 1 && act_bytes(pm, B, req->n_ctx, threads) + min_stream > avail) B /= 2;
+    while (B > 1 && act_bytes(pm, B, req->n_ctx, threads) > (avail - min_stream) / 4 && B > 32) B /= 2;
+    p->n_batch = B;
+    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    avail -= p->act_bytes;
+
+    /* 5. Streaming machinery: chunk size from what is left (bigger reads are more efficient, up to
+     *    the point where O_DIRECT throughput saturates, a few MiB), prefetch 2. */
+    uint64_t chunk = min_chunk;
+    int prefetch = 1;
+    p->lm_head_rows = min_head_rows;
+    const uint64_t chunk_opts[] = { 16u << 20, 8u << 20, 4u << 20, 2u << 20 };
+    for (size_t i = 0; i < sizeof chunk_opts / sizeof *chunk_opts; i++) {
+        sl_plan t = *p;
+        t.lm_head_rows = 1024;
+        if (stream_buf(pm, &t, chunk_opts[i], 2) * 4 <= avail) {
+            chunk = chunk_opts[i];
+            prefetch = 2;
+            p->lm_head_rows = 1024;
+            break;
+        }
+    }
+    p->chunk_bytes = chunk;
+    p->prefetch = prefetch;
+    p->stream_buf_bytes = stream_buf(pm, p, chunk, prefetch);
+    avail -= p->stream_buf_bytes;
+
+    /* 6. Residency: LM head first (untied), then whole blocks, then single tensors. */
+    uint64_t res = 0;
+    if (!pm->tied && pm->lm_head_bytes <= avail) {
+        p->lm_head_resident = true;
+        avail -= pm->lm_head_bytes;
+        res += pm->lm_head_bytes;
+    }
+    for (int l = 0; l < L; l++) {
+        uint64_t lb = 0;
+        for (int i = 0; i < 7; i++) lb += pm->tensor_bytes[l][i];
+        if (lb > avail) break;
+        for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
+        avail -= lb;
+        res += lb;
+        p->n_layers_resident++;
+    }
+    for (int l = p->n_layers_resident; l < L; l++)
+        for (int i = 0; i < 7; i++)
+            if (pm->tensor_bytes[l][i] <= avail) {
+                p->layer_resident[l][i] = true;
+                avail -= pm->tensor_bytes[l][i];
+                res += pm->tensor_bytes[l][i];
+            }
+    /* The streaming buffers were sized before pinning; pinning can only shrink the largest piece. */
+    p->stream_buf_bytes = stream_buf(pm, p, chunk, prefetch);
+    p->resident_bytes = res;
+    p->stream_bytes = weights - pm->embd_bytes - res;
+    p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;
+    p->feasible = p->total_bytes <= req->budget;
+    if (!p->feasible) {   /* cannot happen by construction; refuse rather than overrun */
+        snprintf(p->why, sizeof p->why, "internal: plan of %.1f MiB exceeds the budget", p->total_bytes / MiB);
+        return -ENOSPC;
+    }
+
+    /* 7. Prediction.  Reads overlap compute (prefetch), so a token costs the slower of the two. */
+    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
+    p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
+    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
+    p->pred_compute_s = req->compute_bw > 0 ? (weights - pm->embd_bytes) / req->compute_bw : 0;
+    double t = p->pred_io_s > p->pred_compute_s ? p->pred_io_s : p->pred_compute_s;
+    p->pred_tok_s = t > 0 ? 1 / t : 0;
+    return 0;
+}
+
+void sl_plan_apply(const sl_plan *p, sl_model *m)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sl_weight *w[7];
+        sl_layer_weights(&m->layers[l], w);
+        for (int i = 0; i < 7; i++) w[i]->stream = !p->layer_resident[l][i];
+    }
+    m->tok_embd.stream = !p->all_resident;
+    m->output.stream = !p->lm_head_resident;
+    if (m->tied) m->output.stream = m->tok_embd.stream;
+}

@@ -1,0 +1,99 @@
+/* runtime/planner.h — the --ram-budget planner: what stays resident, what streams, and how.
+ *
+ * A pure function: (model description, budget, context, batch, disk and compute rates) -> plan.
+ * It performs no I/O and allocates nothing, so it is unit-tested on hand-built 8B/13B shapes.
+ * The plan accounts for everything the process holds (see sl_plan fields); the run then allocates
+ * exactly what the plan says, and --stats compares the plan with the measured peak.
+ */
+#ifndef SL_RUNTIME_PLANNER_H
+#define SL_RUNTIME_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+#define SL_PLAN_MAX_LAYERS 1024
+
+/* What the planner needs to know about a model (built from sl_model, or by hand in tests). */
+typedef struct sl_plan_model {
+    sl_config cfg;
+    uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][7];   /* per block: wq wk wv wo gate up down */
+    uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][7];
+    uint64_t lm_head_bytes, lm_head_row_bytes;
+    uint64_t embd_bytes, embd_row_bytes;
+    bool     tied;
+    uint64_t norm_bytes;      /* f32 norm vectors (always resident) */
+    uint64_t meta_bytes;      /* parsed GGUF metadata held in memory */
+    uint64_t vocab_bytes;     /* tokenizer tables */
+    uint64_t file_bytes;
+} sl_plan_model;
+
+enum sl_plan_kv { SL_PLAN_KV_F16 = 0, SL_PLAN_KV_Q8_0 = 1, SL_PLAN_KV_SPILL = 2 };
+
+typedef struct sl_plan_req {
+    uint64_t budget;          /* bytes the process may hold: RSS + page cache it creates */
+    int      n_ctx;
+    int      n_batch;         /* requested max batch; the plan may lower it */
+    int      n_threads;
+    double   disk_bw;         /* bytes/s, O_DIRECT sequential */
+    double   compute_bw;      /* bytes of weights per second the kernels process (decode) */
+    bool     allow_spill;     /* KV may live in a file (the engine supports it) */
+    bool     allow_q8_kv;
+} sl_plan_req;
+
+typedef struct sl_plan {
+    bool     feasible;
+    bool     all_resident;    /* plain resident mode: nothing streams */
+    uint64_t min_budget;      /* the least budget that works at this -c */
+    char     why[512];        /* infeasible: what dominates the minimum, what to try */
+
+    /* fixed costs */
+    uint64_t base_bytes;      /* code, libraries, stacks, allocator slack */
+    uint64_t meta_bytes, vocab_bytes, norm_bytes;
+    uint64_t act_bytes;       /* activations and scratch for n_batch positions, logits, sampler */
+    int      n_batch;
+
+    /* KV cache */
+    int      kv;              /* enum sl_plan_kv */
+    uint64_t kv_bytes;        /* resident KV bytes (spill: one layer's buffer) */
+    uint64_t kv_file_bytes;   /* spill: size of the KV file */
+
+    /* weights */
+    bool     layer_resident[SL_PLAN_MAX_LAYERS][7];
+    bool     lm_head_resident;
+    int      n_layers_resident;   /* blocks entirely resident */
+    uint64_t resident_bytes;  /* weights held in memory */
+    uint64_t stream_bytes;    /* weights read per token (one pass) */
+
+    /* streaming */
+    uint64_t chunk_bytes;     /* row-chunk size (0: whole tensors) */
+    int      prefetch;
+    int      lm_head_rows;
+    uint64_t stream_buf_bytes;/* slots x (largest piece + O_DIRECT slack) */
+
+    uint64_t total_bytes;     /* everything above: <= budget when feasible */
+    uint64_t read_per_token;  /* weights + embedding row + KV spill traffic */
+    double   pred_tok_s;      /* decode prediction */
+    double   pred_io_s, pred_compute_s;   /* per token */
+} sl_plan;
+
+/* Fill pm from an opened model (only the table; no I/O). */
+void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes);
+
+/* Make the plan.  Returns 0 with plan->feasible set, or -ENOSPC (plan->why explains, min_budget
+ * says how much would work), or -EINVAL for a bad request. */
+int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan);
+
+/* Apply a feasible plan to a model: set each weight's stream flag. */
+void sl_plan_apply(const sl_plan *p, sl_model *m);
+
+/* Human-readable table (sluice plan) and JSON. */
+void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
+void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
+
+/* Budget "auto": MemAvailable and the cgroup limit, whichever is lower, minus a safety margin.
+ * Writes how it was derived into `how`.  0 if unknown. */
+uint64_t sl_plan_auto_budget(char *how, size_t howlen);
+
+#endif

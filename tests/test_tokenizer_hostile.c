@@ -1,0 +1,265 @@
+/* tests/test_tokenizer_hostile.c — vocabularies built from hostile metadata (in-memory GGUFs):
+ * every malformed input gives a clear error or a well-defined result, never a crash (run under
+ * -DSL_SANITIZE=ON too); plus the UTF-8 output stream on random and invalid input. */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "runtime/unicode.h"
+#include "tokenizer_testutil.h"
+
+/* Build a vocabulary from the body b; returns the load result (0 or -errno), err filled. */
+static int load_from(tt_gguf *b, sl_vocab **v, char *err, size_t errlen)
+{
+    sl_gguf *g = NULL;
+    int rc = tt_parse(b, &g, err, errlen);
+    cr_assert_eq(rc, 0, "gguf parse: %s", err);
+    err[0] = 0;
+    rc = sl_vocab_load(g, v, err, errlen);
+    sl_gguf_close(g);
+    free(b->p);
+    return rc;
+}
+
+static const char *const small_toks[] = { "<unk>", "<s>", "</s>", "a", "b", "ab", "\xE2\x96\x81", "\xE2\x96\x81" "a" };
+
+Test(tokenizer_hostile, missing_or_bad_keys)
+{
+    char err[256];
+    sl_vocab *v = NULL;
+    tt_gguf b = { 0 };
+    /* no tokenizer.ggml.model */
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    cr_assert_lt(load_from(&b, &v, err, sizeof err), 0);
+    cr_assert(strstr(err, "tokenizer.ggml.model"), "%s", err);
+
+    b = (tt_gguf){ 0 };
+    tt_kv_str(&b, "tokenizer.ggml.model", "bert");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -ENOTSUP);
+    cr_assert(strstr(err, "bert"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* no tokens */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "tokens"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* tokens of the wrong type */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_i32s(&b, "tokenizer.ggml.tokens", (int32_t[]){ 1, 2, 3 }, 3);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+
+    b = (tt_gguf){ 0 };                           /* empty token list */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 0);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+
+    b = (tt_gguf){ 0 };                           /* scores: one short */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    tt_kv_f32s(&b, "tokenizer.ggml.scores", (float[]){ 0, 0, 0, 1, 1, 2, 1, 3 }, 7);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "scores"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* token types: one too many */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    tt_kv_i32s(&b, "tokenizer.ggml.token_type", (int32_t[]){ 2, 3, 3, 1, 1, 1, 1, 1, 1 }, 9);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "token types"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* token types as strings */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    tt_kv_strs(&b, "tokenizer.ggml.token_type", small_toks, NULL, 8);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+
+    b = (tt_gguf){ 0 };                           /* duplicate token text */
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", (const char *const[]){ "x", "y", "x" }, NULL, 3);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "duplicates"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* gpt2 without merges */
+    tt_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "merges"), "%s", err);
+
+    b = (tt_gguf){ 0 };                           /* unsupported pre-tokenizer */
+    tt_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    tt_kv_str(&b, "tokenizer.ggml.pre", "qwen2");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", small_toks, NULL, 8);
+    tt_kv_strs(&b, "tokenizer.ggml.merges", (const char *const[]){ "a b" }, NULL, 1);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), -ENOTSUP);
+    cr_assert(strstr(err, "qwen2"), "%s", err);
+    cr_assert_null(v);
+}
+
+/* A one-token SPM vocabulary: the default BOS (1) and EOS (2) do not exist, so none are added;
+ * bytes without tokens fall back to the unknown token (0). */
+Test(tokenizer_hostile, tiny_spm_and_out_of_range_ids)
+{
+    char err[256];
+    sl_vocab *v = NULL;
+    tt_gguf b = { 0 };
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", (const char *const[]){ "a" }, NULL, 1);
+    tt_kv_u32(&b, "tokenizer.ggml.bos_token_id", 99999);
+    tt_kv_u32(&b, "tokenizer.ggml.eos_token_id", 0xFFFFFFFFu);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sl_vocab_bos(v), -1);
+    cr_assert_eq(sl_vocab_eos(v), -1);
+    int32_t ids[64];
+    int64_t n = sl_tokenize(v, "hello", 5, true, true, ids, 64);
+    cr_assert_eq(n, 8);                 /* "▁hello": 8 bytes without tokens -> unknown token each */
+    for (int i = 0; i < n; i++) cr_assert_eq(ids[i], 0);
+    cr_assert_eq(sl_tokenize(v, "", 0, true, false, ids, 64), 0);
+    sl_vocab_free(v);
+}
+
+/* Empty texts, invalid UTF-8 in tokens, malformed byte tokens, NULs: loads and round-trips. */
+Test(tokenizer_hostile, odd_token_texts)
+{
+    char err[256];
+    sl_vocab *v = NULL;
+    tt_gguf b = { 0 };
+    const char *toks[] = { "<unk>", "<s>", "</s>", "", "\xFF\xFE", "<0x", "<0xZZ>", "a\0b", "<0x41>", "\xE2\x96\x81" };
+    size_t lens[] = { 5, 3, 4, 0, 2, 3, 6, 3, 6, 3 };
+    int32_t types[] = { 2, 3, 3, 1, 1, 6, 6, 4, 6, 1 };
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", toks, lens, 10);
+    tt_kv_i32s(&b, "tokenizer.ggml.token_type", types, 10);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), 0, "%s", err);
+    size_t len;
+    const char *t = sl_vocab_text(v, 3, &len);
+    cr_assert_eq(len, 9);
+    cr_assert(memcmp(t, "[EMPTY_3]", 9) == 0);
+    cr_assert_null(sl_vocab_text(v, 10, &len));
+    char buf[32];
+    for (int32_t id = 0; id < 10; id++)
+        cr_assert_geq(sl_token_piece(v, id, buf, sizeof buf), 0);
+    cr_assert_eq(sl_token_piece(v, 8, buf, sizeof buf), 1);
+    cr_assert_eq(buf[0], 'A');
+    /* USER_DEFINED "a\0b" is matched in text even without parse_special. */
+    int32_t ids[64];
+    int64_t n = sl_tokenize(v, "xa\0by", 5, false, false, ids, 64);
+    cr_assert_gt(n, 0);
+    bool found = false;
+    for (int64_t i = 0; i < n; i++) found |= ids[i] == 7;
+    cr_assert(found);
+    /* Invalid UTF-8 input. */
+    n = sl_tokenize(v, "\xC3\x28\xF8\x80\xE2", 5, true, true, ids, 64);
+    cr_assert_gt(n, 0);
+    sl_vocab_free(v);
+}
+
+/* BPE with malformed merges (no space, empty halves, extra spaces, repeats, halves that are not
+ * tokens): loads, and merging still follows the valid ranks. */
+Test(tokenizer_hostile, bpe_malformed_merges)
+{
+    char err[256];
+    sl_vocab *v = NULL;
+    tt_gguf b = { 0 };
+    const char *toks[] = { "a", "b", "c", "ab", "abc", "<|endoftext|>", "\xC4\xA0" };
+    const char *merges[] = { "", "ab", " a", "a ", "a b", "a b", "ab c", "x y z", "\xFF \xFE" };
+    tt_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    tt_kv_str(&b, "tokenizer.ggml.pre", "gpt-2");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", toks, NULL, 7);
+    tt_kv_strs(&b, "tokenizer.ggml.merges", merges, NULL, 9);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), 0, "%s", err);
+    int32_t ids[64];
+    int64_t n = sl_tokenize(v, "abc", 3, false, false, ids, 64);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ids[0], 4);
+    /* "<|endoftext|>" is forced to CONTROL (llama.cpp's EOG detection), so it is text here... */
+    n = sl_tokenize(v, "<|endoftext|>", 13, false, false, ids, 64);
+    cr_assert_geq(n, 0);
+    for (int64_t i = 0; i < n; i++) cr_assert_neq(ids[i], 5);
+    /* ...and a token with parse_special; it is also an end-of-generation token. */
+    n = sl_tokenize(v, "<|endoftext|>", 13, false, true, ids, 64);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ids[0], 5);
+    cr_assert(sl_vocab_is_eog(v, 5));
+    /* Bytes that have no token vanish (llama.cpp's fallback), nothing crashes. */
+    n = sl_tokenize(v, "\xFF z \xE2\x82", 7, true, false, ids, 64);
+    cr_assert_geq(n, 0);
+    sl_vocab_free(v);
+}
+
+/* ---------------------------------------------------------------- UTF-8 stream */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+
+/* Random valid UTF-8 cut into random pieces: the output is the input, and every chunk released
+ * is complete, valid UTF-8. */
+Test(utf8_stream, random_valid_text)
+{
+    static const uint32_t ranges[][2] = { { 0x20, 0x7E }, { 0xA0, 0x7FF }, { 0x800, 0xD7FF },
+                                          { 0xE000, 0xFFFD }, { 0x10000, 0x10FFFF } };
+    for (int round = 0; round < 200; round++) {
+        unsigned char text[4096];
+        size_t n = 0;
+        while (n < sizeof text - 4) {
+            const uint32_t *r = ranges[rnd() % 5];
+            n += sl_utf8_encode(r[0] + rnd() % (r[1] - r[0] + 1), text + n);
+        }
+        sl_utf8_stream st = { 0 };
+        char out[4096 + 64], all[8192];
+        size_t total = 0;
+        for (size_t i = 0; i < n;) {
+            size_t k = 1 + rnd() % 7;
+            if (k > n - i) k = n - i;
+            size_t got = sl_utf8_stream_feed(&st, (const char *)text + i, k, out);
+            cr_assert_eq(sl_utf8_valid_prefix((const unsigned char *)out, got), got);
+            memcpy(all + total, out, got);
+            total += got;
+            i += k;
+        }
+        total += sl_utf8_stream_flush(&st, all + total);
+        cr_assert_eq(total, n);
+        cr_assert(memcmp(all, text, n) == 0);
+    }
+}
+
+/* Invalid bytes pass through one by one, nothing is lost or held longer than needed. */
+Test(utf8_stream, invalid_bytes)
+{
+    sl_utf8_stream st = { 0 };
+    char out[64];
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\xE2\x82", 2, out), 0);          /* held: valid prefix */
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\xAC", 1, out), 3);              /* "€" */
+    cr_assert(memcmp(out, "\xE2\x82\xAC", 3) == 0);
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\x80z", 2, out), 2);             /* stray continuation */
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\xE2(", 2, out), 2);             /* broken sequence */
+    cr_assert(memcmp(out, "\xE2(", 2) == 0);
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\xED\xA0", 2, out), 2);          /* surrogate: invalid */
+    cr_assert_eq(sl_utf8_stream_feed(&st, "\xF0\x9F\x98", 3, out), 0);
+    cr_assert_eq(sl_utf8_stream_flush(&st, out), 3);                        /* end: release as is */
+    cr_assert_eq(st.npend, 0);
+    /* Random bytes: output equals input once flushed; at most 3 bytes ever pending. */
+    for (int round = 0; round < 200; round++) {
+        unsigned char in[512];
+        for (size_t i = 0; i < sizeof in; i++) in[i] = (unsigned char)(rnd() % 4 ? 0x80 + rnd() % 0x80 : rnd());
+        char buf[600], all[1024];
+        size_t total = 0;
+        for (size_t i = 0; i < sizeof in;) {
+            size_t k = 1 + rnd() % 5;
+            if (k > sizeof in - i) k = sizeof in - i;
+            size_t got = sl_utf8_stream_feed(&st, (const char *)in + i, k, buf);
+            cr_assert_leq(st.npend, 3);
+            memcpy(all + total, buf, got);
+            total += got;
+            i += k;
+        }
+        total += sl_utf8_stream_flush(&st, all + total);
+        cr_assert_eq(total, sizeof in);
+        cr_assert(memcmp(all, in, sizeof in) == 0);
+    }
+}
