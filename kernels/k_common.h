@@ -70,6 +70,32 @@ typedef struct {
 } sl_block_q6_k;
 static_assert(sizeof(sl_block_q6_k) == 210, "block_q6_K is 210 bytes on disk");
 
+/* Q8_K (activations only, never in files): x = d * q, d f32, plus bsums[k] = sum of q[16k..16k+15],
+ * which the K-quant dots use for the min / offset terms. */
+typedef struct {
+    float   d;
+    int8_t  qs[SL_QK_K];
+    int16_t bsums[SL_QK_K / 16];
+} sl_block_q8_k;
+static_assert(sizeof(sl_block_q8_k) == 292, "block_q8_K is 292 bytes");
+
+/* Scales and mins of all 8 sub-blocks of a Q4_K/Q5_K super-block at once (same values as
+ * sl_k_scale_min for j = 0..7), from the 12 packed bytes read as three little-endian words. */
+static inline void sl_k_scales8(const uint8_t *s, uint8_t sc[8], uint8_t m[8])
+{
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
+    const uint32_t w[4] = {
+        u[0] & lo6,                                   /* sc[0..3] */
+        (u[2] & lo4) | (((u[0] >> 6) & lo2) << 4),    /* sc[4..7] */
+        u[1] & lo6,                                   /* m[0..3]  */
+        ((u[2] >> 4) & lo4) | (((u[1] >> 6) & lo2) << 4), /* m[4..7] */
+    };
+    memcpy(sc, &w[0], 8);
+    memcpy(m, &w[2], 8);
+}
+
 /* ---- dot accumulation -------------------------------------------------------------------------
  * Float addition is not associative, so without -ffast-math gcc will not vectorize `s += w[i]*x[i]`.
  * Keeping SL_LANES independent partial sums makes the order explicit and lets gcc -O2 turn each

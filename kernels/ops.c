@@ -1,4 +1,4 @@
-/* kernels/ops.c — norms, rotary embedding, softmax, SwiGLU, threaded matmul. */
+/* kernels/ops.c — norms, rotary embedding, softmax, SwiGLU (the matrix products are in matmul.c). */
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -45,37 +45,4 @@ void sl_swiglu(float *gate, const float *up, int n)
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];
     }
-}
-
-typedef struct matmul_job {
-    const sl_type_info *ti;
-    const unsigned char *w;
-    int64_t rows, cols;
-    size_t row_bytes;
-    const float *x;
-    int nb;
-    float *out;
-    int64_t out_stride;
-} matmul_job;
-
-static void matmul_worker(void *arg, int ith, int nth)
-{
-    const matmul_job *j = arg;
-    int64_t per = (j->rows + nth - 1) / nth;
-    int64_t r0 = per * ith, r1 = r0 + per < j->rows ? r0 + per : j->rows;
-    /* Row-outer, batch-inner: each weight row is fetched from memory once per batch.  Every
-     * (row, vector) product uses the same dot kernel as the one-vector case, so batched prefill
-     * and one-token decode give bit-identical results. */
-    for (int64_t r = r0; r < r1; r++) {
-        const unsigned char *wr = j->w + (size_t)r * j->row_bytes;
-        for (int b = 0; b < j->nb; b++)
-            j->out[(size_t)b * j->out_stride + r] = j->ti->dot(wr, j->x + (size_t)b * j->cols, j->cols);
-    }
-}
-
-void sl_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes,
-               const float *x, int nb, float *out, int64_t out_stride)
-{
-    matmul_job j = { sl_type_get(type), w, rows, cols, row_bytes, x, nb, out, out_stride };
-    sl_pool_run(pool, matmul_worker, &j);
 }

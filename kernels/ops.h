@@ -2,6 +2,7 @@
 #ifndef SL_KERNELS_OPS_H
 #define SL_KERNELS_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,9 +25,35 @@ void sl_swiglu(float *gate, const float *up, int n);
 /* out[b][r] = dot(row r of W, x[b]) for r in [0, rows), b in [0, nb).
  * W: `rows` rows of `cols` elements of `type`, row stride `row_bytes`; x: nb vectors of `cols`
  * floats (stride cols); out: nb vectors with stride out_stride (so a row-chunk of a larger output
- * can be written in place).  Rows are split across the pool's threads.  For nb > 1 each weight row
- * is dequantized once and dotted with every vector. */
+ * can be written in place).  Rows are split evenly across the pool's threads; each thread walks
+ * its rows in tiles (row-outer, batch-inner), so a weight row is read from memory once per call.
+ *
+ * Fast mode (default): x is quantized once per call (Q8_0 for Q4_0/Q8_0 weights, Q8_K for
+ * Q4_K/Q5_K/Q6_K) and rows are dotted with the integer kernels of kernels/simd.h; F32/F16/BF16
+ * rows use SIMD f32 dots.  Exact mode (sl_kernels_set_exact): the f32 reference dots of types.h.
+ * Either way every (row, vector) result is computed the same way whatever nb, the thread count or
+ * the row range of the call, so batched prefill, one-token decode and row-chunked streaming agree
+ * bit for bit. */
 void sl_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes,
                const float *x, int nb, float *out, int64_t out_stride);
+
+/* The two halves of sl_matmul, for a caller that runs one input against a matrix in several row
+ * pieces (streaming): prepare quantizes x once (into a buffer owned by the calling thread, valid
+ * until that thread's next sl_mm_prepare or sl_matmul), then each piece calls sl_matmul_prepared
+ * with `w` pointing at its first row and `out` at that row's output.  Same results as sl_matmul. */
+typedef struct sl_mm_input {
+    int type;               /* weight type prepared for */
+    int nb;
+    int64_t cols;
+    const float *x;         /* the f32 vectors */
+    const void *q;          /* quantized vectors (NULL: rows are dotted with x) */
+    size_t q_stride;        /* bytes per quantized vector */
+    const void *kernels;    /* the kernel set (and mode) chosen at prepare time */
+    bool exact;
+} sl_mm_input;
+
+void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols, sl_mm_input *in);
+void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int64_t rows, size_t row_bytes,
+                        float *out, int64_t out_stride);
 
 #endif

@@ -105,7 +105,7 @@ static const unsigned char *cur_take(cursor *c, uint64_t n, const char *what)
 static uint64_t meta_end(const cursor *c) { return c->file_size < GGUF_MAX_META ? c->file_size : GGUF_MAX_META; }
 static const char *meta_end_name(const cursor *c)
 {
-    return c->file_size < GGUF_MAX_META ? "file size" : "1 GiB metadata limit";
+    return c->file_size < GGUF_MAX_META ? "end of the file" : "1 GiB metadata limit";
 }
 
 static bool rd_u32(cursor *c, uint32_t *v, const char *what)
@@ -130,7 +130,7 @@ static bool rd_str(cursor *c, sl_str *s, const char *what)
     size_t at = c->pos;
     if (!rd_u64(c, &n, what)) return false;
     if (n > c->file_size) {
-        fail(c, at, "%s: string length %" PRIu64 " exceeds the file size", what, n);
+        fail(c, at, "%s: string length %" PRIu64 " runs past the end of the file", what, n);
         return false;
     }
     const unsigned char *p = cur_take(c, n, what);
@@ -232,13 +232,13 @@ static int parse_kv(cursor *c, kv_entry *e, int64_t idx)
     if (et != SL_GGUF_STRING) {
         size_t es = vtype_size((int)et);
         if (n > (meta_end(c) - c->pos) / es)
-            return fail(c, at, "key '%.*s': array of %" PRIu64 " %s elements exceeds the %s",
+            return fail(c, at, "key '%.*s': array of %" PRIu64 " %s elements runs past the %s",
                         KEYF(e->key), n, vtype_name((int)et), meta_end_name(c));
         return cur_take(c, n * es, "array data") ? 0 : -1;
     }
     /* each string needs at least its 8-byte length */
     if (n > (meta_end(c) - c->pos) / 8)
-        return fail(c, at, "key '%.*s': array of %" PRIu64 " strings exceeds the %s",
+        return fail(c, at, "key '%.*s': array of %" PRIu64 " strings runs past the %s",
                     KEYF(e->key), n, meta_end_name(c));
     /* Allocate only for strings the buffer can hold: a count that is plausible for a huge file must
      * not cost memory before its bytes have been read (the caller retries with a larger buffer). */
@@ -306,8 +306,8 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
      * by the metadata room so a hostile count cannot make us allocate unboundedly, and allocate
      * only once the buffer holds that many minimal entries (else ask for a larger buffer). */
     uint64_t room = meta_end(&c) - c.pos;
-    if (n_kv > room / 14) { rc = fail(&c, 16, "metadata count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_kv, file_size); goto out; }
-    if (n_tensors > (room - n_kv * 14) / 33) { rc = fail(&c, 8, "tensor count %" PRIu64 " is impossible for a file of %" PRIu64 " bytes", n_tensors, file_size); goto out; }
+    if (n_kv > room / 14) { rc = fail(&c, 16, "metadata count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", n_kv, file_size); goto out; }
+    if (n_tensors > (room - n_kv * 14) / 33) { rc = fail(&c, 8, "tensor count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", n_tensors, file_size); goto out; }
     if (n_kv * 14 + n_tensors * 33 > c.len - c.pos) { c.need_more = true; goto out; }
     g->version = version;
     g->file_size = file_size;

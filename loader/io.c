@@ -141,6 +141,11 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
     }
     io->size = (uint64_t)st.st_size;
     io->align = 4096;
+    /* Buffered reads: no kernel readahead.  Each read then brings in exactly the pages asked for (in
+     * one large I/O), in small folios, so dropping a released range really empties it; readahead
+     * would leave pages of ranges nobody requested, and large folios straddling two pieces that
+     * DONTNEED of either piece alone cannot drop. */
+    if (!io->direct) (void)posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
 #ifdef STATX_DIOALIGN
     struct statx sx;
     if (io->direct && statx(io->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&

@@ -65,15 +65,22 @@ ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off) {
     return n;
 }
 
-/* Filter one io_uring completion result `res` of a read of [off, off+len) through the faults.
- * EINTR faults alternate -EINTR and -EAGAIN so both retry paths run. */
-int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len) {
+/* Filter one io_uring completion result `res` of a read of [off, off+len) into `buf` through the faults.
+ * EINTR faults alternate -EINTR and -EAGAIN so both retry paths run.  The kernel has already read
+ * the bytes, so the bytes a fault claims were not read are overwritten: a reader that failed to
+ * re-read them would hand out garbage, and the tests would see it. */
+int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf) {
     if (!io->faulty) return res;
     unsigned n = atomic_fetch_add(&io->fault_cqes, 1) + 1;
-    if (io->fault.cqe_err_every && n % io->fault.cqe_err_every == 0) return -EIO;
-    if (io->fault.eintr_every && n % io->fault.eintr_every == 0)
-        return (n / io->fault.eintr_every) % 2 ? -EINTR : -EAGAIN;
-    if (sl_io__fault_eio(io, off, len)) return -EIO;
-    if (io->fault.short_max && res > 0 && (size_t)res > short_cap(io)) return (int)short_cap(io);
-    return res;
+    int out = res;
+    if (io->fault.cqe_err_every && n % io->fault.cqe_err_every == 0) out = -EIO;
+    else if (io->fault.eintr_every && n % io->fault.eintr_every == 0)
+        out = (n / io->fault.eintr_every) % 2 ? -EINTR : -EAGAIN;
+    else if (sl_io__fault_eio(io, off, len)) out = -EIO;
+    else if (io->fault.short_max && res > 0 && (size_t)res > short_cap(io)) out = (int)short_cap(io);
+    if (res > 0 && out < res) {
+        size_t keep = out > 0 ? (size_t)out : 0;
+        memset(buf + keep, 0xA5, (size_t)res - keep);
+    }
+    return out;
 }

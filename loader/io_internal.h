@@ -103,7 +103,7 @@ void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, siz
 void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len);
 /* io_fault.c */
 ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off);
-int     sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len);
+int     sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf);
 bool    sl_io__fault_eio(const sl_io *io, uint64_t off, size_t len);
 /* io_pread.c: the worker thread shared by pread and mmap */
 extern const sl_io_ops sl_io__pread_ops;

@@ -124,7 +124,7 @@ static void complete(sl_io *io, struct io_uring_cqe *cqe) {
     uslot *us = &u->us[op->slot];
     u->inflight--;
     us->inflight--;
-    int res = sl_io__fault_cqe(io, cqe->res, op->pos, op->sub_len);
+    int res = sl_io__fault_cqe(io, cqe->res, op->pos, op->sub_len, us->base + (op->pos - us->base_off));
     if (s->err) { op->state = OP_DONE; return; }             /* slot already failed or cancelled */
     if (res == -EINTR || res == -EAGAIN) {
         SL_IO_ADD(io, retries, 1);

@@ -13,6 +13,7 @@ static void usage(FILE *f)
             "  run       generate text from a prompt          (sluice run -p \"Once upon a time\")\n"
             "  inspect   show a model's hyperparameters, tensors and sizes\n"
             "  tokenize  print the token ids of a text\n"
+            "  plan      show what stays resident and what streams under --ram-budget\n"
             "\n"
             "`sluice COMMAND --help` lists a command's options.  With no -m, the bundled\n"
             "stories260K model is used.\n");
@@ -27,6 +28,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(c, "inspect")) return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(c, "plan")) return cmd_plan(argc - 1, argv + 1);
     cli_err("unknown command '%s' (try: sluice --help)", c);
     return 2;
 }

@@ -140,17 +140,15 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         }
     }
 
-    /* 2. Streaming.  The minimum: batch 1 (prompt still streams once per 1 position... so prefer
-     *    more), the smallest KV, 1 MiB chunks, one piece in flight, LM head in chunks under 1 MiB. */
+    /* 2. Streaming.  The minimum: batch 1, the smallest KV (spilled), 1 MiB pieces, one piece in
+     *    flight, LM head in pieces of about 1 MiB. */
     const uint64_t min_chunk = 1u << 20;
-    p->lm_head_rows = 1024;
     int min_head_rows = (int)(min_chunk / (pm->lm_head_row_bytes ? pm->lm_head_row_bytes : 1));
     if (min_head_rows < 1) min_head_rows = 1;
     if (min_head_rows > 1024) min_head_rows = 1024;
     int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
-    sl_plan probe = *p;
-    probe.lm_head_rows = min_head_rows;
-    uint64_t min_stream = stream_buf(pm, &probe, min_chunk, 1);
+    p->lm_head_rows = min_head_rows;
+    uint64_t min_stream = stream_buf(pm, p, min_chunk, 1);   /* nothing pinned yet: an upper bound */
     uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
     if (p->min_budget > req->budget) {
@@ -160,7 +158,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
                          "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
                          "(2 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
                          p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
-                         largest_piece(pm, &probe, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
+                         largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                          min_act / MiB, BASE_BYTES / MiB);
         if (kvb > p->min_budget / 3 && req->n_ctx > 256)
             snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
@@ -170,73 +168,82 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         return -ENOSPC;
     }
 
-    /* 3. KV: best precision that leaves the minimum streaming machinery room. */
-    uint64_t avail = req->budget - fixed;
-    int kvs[3] = { SL_PLAN_KV_F16, SL_PLAN_KV_Q8_0, SL_PLAN_KV_SPILL };
+    /* 3-6. The budget above the minimum flows down a fixed order of uses, each taking what it can
+     *    before the next gets anything: KV precision (spilled -> q8_0 -> f16), prompt batch (up to -b),
+     *    piece size and prefetch, then weights.  Because every stage's share only grows with the
+     *    budget and weights come last, a larger budget never pins fewer weights: bytes read per
+     *    token never increase (tests/test_planner.c checks this on a dense grid of budgets). */
+    uint64_t spare = req->budget - p->min_budget;
     p->kv = kv_min;
-    for (int k = 0; k < 3; k++) {
-        if (kvs[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
-        if (kvs[k] == SL_PLAN_KV_SPILL && !req->allow_spill) continue;
-        if (kv_bytes(pm, req->n_ctx, kvs[k]) + min_act + min_stream <= avail) { p->kv = kvs[k]; break; }
+    const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
+    for (int k = 0; k < 2; k++) {
+        if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
+        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv), nxt = kv_bytes(pm, req->n_ctx, up[k]);
+        if (nxt <= cur) { p->kv = up[k]; continue; }
+        if (nxt - cur > spare) break;
+        spare -= nxt - cur;
+        p->kv = up[k];
     }
     p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
     if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
-    avail -= p->kv_bytes;
 
-    /* 4. Batch: as large as requested, but activations may take at most a quarter of what is left
-     *    (a large batch only speeds up the prompt; resident weights speed up every token). */
-    while (B > 1 && act_bytes(pm, B, req->n_ctx, threads) + min_stream > avail) B /= 2;
-    while (B > 1 && act_bytes(pm, B, req->n_ctx, threads) > (avail - min_stream) / 4 && B > 32) B /= 2;
+    int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
+    B = 1;
+    while (B < want_B) {
+        int nb = B * 2 < want_B ? B * 2 : want_B;
+        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads) - act_bytes(pm, B, req->n_ctx, threads);
+        if (d > spare) break;
+        spare -= d;
+        B = nb;
+    }
     p->n_batch = B;
     p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
-    avail -= p->act_bytes;
 
-    /* 5. Streaming machinery: chunk size from what is left (bigger reads are more efficient, up to
-     *    the point where O_DIRECT throughput saturates, a few MiB), prefetch 2. */
     uint64_t chunk = min_chunk;
     int prefetch = 1;
-    p->lm_head_rows = min_head_rows;
-    const uint64_t chunk_opts[] = { 16u << 20, 8u << 20, 4u << 20, 2u << 20 };
-    for (size_t i = 0; i < sizeof chunk_opts / sizeof *chunk_opts; i++) {
-        sl_plan t = *p;
-        t.lm_head_rows = 1024;
-        if (stream_buf(pm, &t, chunk_opts[i], 2) * 4 <= avail) {
-            chunk = chunk_opts[i];
-            prefetch = 2;
+    uint64_t buf = min_stream;
+    if (B == want_B) {
+        static const uint64_t ladder[][2] = { { 2u << 20, 2 }, { 4u << 20, 2 }, { 8u << 20, 2 } };
+        for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
+            sl_plan t = *p;
+            t.lm_head_rows = 1024;
+            uint64_t nb = stream_buf(pm, &t, ladder[i][0], (int)ladder[i][1]);
+            if (nb > buf && nb - buf > spare) break;
+            if (nb > buf) spare -= nb - buf;
+            buf = nb > buf ? nb : buf;
+            chunk = ladder[i][0];
+            prefetch = (int)ladder[i][1];
             p->lm_head_rows = 1024;
-            break;
         }
     }
     p->chunk_bytes = chunk;
     p->prefetch = prefetch;
-    p->stream_buf_bytes = stream_buf(pm, p, chunk, prefetch);
-    avail -= p->stream_buf_bytes;
+    p->stream_buf_bytes = buf;   /* sized with nothing pinned: pinning only shrinks the largest piece */
 
-    /* 6. Residency: LM head first (untied), then whole blocks, then single tensors. */
+    /* Weights, only once the earlier stages are complete: first fit over (LM head, block 0's tensors,
+     * block 1's, ...): each unit is pinned if it fits in what is left. */
     uint64_t res = 0;
-    if (!pm->tied && pm->lm_head_bytes <= avail) {
-        p->lm_head_resident = true;
-        avail -= pm->lm_head_bytes;
-        res += pm->lm_head_bytes;
-    }
-    for (int l = 0; l < L; l++) {
-        uint64_t lb = 0;
-        for (int i = 0; i < 7; i++) lb += pm->tensor_bytes[l][i];
-        if (lb > avail) break;
-        for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
-        avail -= lb;
-        res += lb;
-        p->n_layers_resident++;
-    }
-    for (int l = p->n_layers_resident; l < L; l++)
-        for (int i = 0; i < 7; i++)
-            if (pm->tensor_bytes[l][i] <= avail) {
-                p->layer_resident[l][i] = true;
-                avail -= pm->tensor_bytes[l][i];
-                res += pm->tensor_bytes[l][i];
+    bool stages_done = B == want_B && chunk == (8u << 20);
+    if (stages_done) {
+        uint64_t avail = spare;
+        if (!pm->tied && pm->lm_head_bytes <= avail) {
+            p->lm_head_resident = true;
+            avail -= pm->lm_head_bytes;
+            res += pm->lm_head_bytes;
+        }
+        for (int l = 0; l < L; l++) {
+            int pinned = 0;
+            for (int i = 0; i < 7; i++) {
+                if (pm->tensor_bytes[l][i] <= avail) {
+                    p->layer_resident[l][i] = true;
+                    avail -= pm->tensor_bytes[l][i];
+                    res += pm->tensor_bytes[l][i];
+                    pinned++;
+                }
             }
-    /* The streaming buffers were sized before pinning; pinning can only shrink the largest piece. */
-    p->stream_buf_bytes = stream_buf(pm, p, chunk, prefetch);
+            if (pinned == 7) p->n_layers_resident++;
+        }
+    }
     p->resident_bytes = res;
     p->stream_bytes = weights - pm->embd_bytes - res;
     p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;

@@ -260,6 +260,16 @@ int sl_bpe_load_merges(sl_vocab *v, const sl_gguf *g, char *err, size_t errlen)
             __builtin_prefetch(&v->hslot[slot_of(q[j].hr, v->hmask)]);
             __builtin_prefetch(&v->hslot[slot_of(q[j].hc, v->hmask)]);
         }
+        /* Second stage: the slots are (mostly) in cache now; prefetch the texts they point at,
+         * which the comparisons below read. */
+        for (int j = 0; j < k; j++) {
+            if (!q[j].l) continue;
+            uint32_t hs[3] = { q[j].hl, q[j].hr, q[j].hc };
+            for (int t = 0; t < 3; t++) {
+                const sl_hslot *o = &v->hslot[slot_of(hs[t], v->hmask)];
+                if (o->id >= 0 && o->hash == hs[t]) __builtin_prefetch(v->arena + o->off);
+            }
+        }
         /* Intern both halves, then prefetch the pair's merge slot. */
         for (int j = 0; j < k && rc == 0; j++) {
             if (!q[j].l) continue;
@@ -348,6 +358,8 @@ static int load_tokens(sl_vocab *v, const sl_gguf *g, int64_t kv, uint64_t n, ch
     v->mem += v->arena_cap + (size_t)n * sizeof *v->strs;
     int rc = table_resize(v, (size_t)n + n / 16);  /* room for a few merge-only strings */
     if (rc) return fail(err, errlen, rc, "vocab: out of memory");
+    uint32_t *hash = malloc((size_t)n * sizeof *hash);
+    if (!hash) return fail(err, errlen, -ENOMEM, "vocab: out of memory");
     for (uint64_t i = 0; i < n; i++) {
         sl_str s = sl_gguf_arr_str(g, kv, i);
         char tmp[32];
@@ -357,18 +369,29 @@ static int load_tokens(sl_vocab *v, const sl_gguf *g, int64_t kv, uint64_t n, ch
             len = (size_t)snprintf(tmp, sizeof tmp, "[EMPTY_%llu]", (unsigned long long)i);
             p = tmp;
         }
-        uint32_t h = sl_vocab_hash(p, len);
-        int32_t dup = sl_vocab_find_h(v, p, len, h);
-        if (dup >= 0)
-            return fail(err, errlen, -EINVAL, "vocab: token %llu duplicates the text of token %d",
-                        (unsigned long long)i, dup);
         memcpy(v->arena + v->arena_len, p, len);
         v->strs[i] = (sl_vstr){ .off = (uint32_t)v->arena_len, .len = (uint32_t)len,
                                 .score = 0.0f, .attr = SL_ATTR_NORMAL };
         v->arena_len += len;
-        v->n_strs = (int32_t)i + 1;
-        table_put(v->hslot, v->hmask, (int32_t)i, &v->strs[i], h);
+        hash[i] = sl_vocab_hash(p, len);
     }
+    v->n_strs = (int32_t)n;
+    /* Insert with a duplicate check in the same probe; slots are prefetched 16 tokens ahead. */
+    for (uint64_t i = 0; i < n; i++) {
+        if (i + 16 < n) __builtin_prefetch(&v->hslot[slot_of(hash[i + 16], v->hmask)]);
+        const sl_vstr *st = &v->strs[i];
+        uint32_t k = slot_of(hash[i], v->hmask);
+        for (; v->hslot[k].id >= 0; k = (k + 1) & v->hmask) {
+            const sl_hslot *o = &v->hslot[k];
+            if (o->hash == hash[i] && o->len == st->len && memcmp(v->arena + o->off, v->arena + st->off, st->len) == 0) {
+                free(hash);
+                return fail(err, errlen, -EINVAL, "vocab: token %llu duplicates the text of token %d",
+                            (unsigned long long)i, o->id);
+            }
+        }
+        v->hslot[k] = (sl_hslot){ .id = (int32_t)i, .hash = hash[i], .off = st->off, .len = st->len };
+    }
+    free(hash);
     return 0;
 }
 
@@ -556,6 +579,22 @@ static int setup_cache(sl_vocab *v, const sl_gguf *g)
     return 0;
 }
 
+/* True when no token contains U+2581 preceded by anything but U+2581: then no merge can join the
+ * character before a word-initial '▁' with that '▁', and tokenizer_spm.c may merge each word
+ * separately (same result, far smaller heaps).  Holds for every Llama/Baichuan/Phi-3 vocabulary. */
+static bool spm_words_independent(const sl_vocab *v)
+{
+    for (int32_t id = 0; id < v->n_tokens; id++) {
+        const char *t = v->arena + v->strs[id].off;
+        size_t n = v->strs[id].len;
+        for (size_t k = 1; k + 3 <= n; k++) {
+            if (memcmp(t + k, "\xE2\x96\x81", 3) != 0) continue;
+            if (k < 3 || memcmp(t + k - 3, "\xE2\x96\x81", 3) != 0) return false;
+        }
+    }
+    return true;
+}
+
 /* SPM byte fallback table: "<0xNN>" (upper-case hex, as llama.cpp formats it), else the token
  * whose text is that single byte, else none. */
 static void setup_spm_bytes(sl_vocab *v)
@@ -638,6 +677,7 @@ int sl_vocab_load(const sl_gguf *g, sl_vocab **out, char *err, size_t errlen)
     } else {
         setup_spm_bytes(v);
         v->nl = v->byte_tok['\n'];
+        v->spm_split = spm_words_independent(v);
     }
     if ((rc = setup_special(v, g)) || (rc = setup_cache(v, g))) {
         fail(err, errlen, rc, "vocab: out of memory");

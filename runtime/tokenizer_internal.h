@@ -80,6 +80,7 @@ struct sl_vocab {
     int32_t bos, eos, eot, eom, unk, sep, pad, mask, nl;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
+    bool spm_split;                /* SPM: no token has U+2581 after another character (see spm.c) */
 
     int32_t *special;              /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
     int32_t  n_special;

@@ -6,6 +6,11 @@
  * highest score (ties: leftmost) is merged.  Every final symbol is then a token, or — never merged
  * and not in the vocabulary — is written as byte tokens <0xNN>.
  *
+ * Words: when no token has '▁' after another character (checked at load), no merge can cross the
+ * start of a word ("x▁" is never a token), so each word is merged on its own: merges in different
+ * words never interact, and within a word the highest-score-then-leftmost order is the same as in
+ * the global queue, so the result is identical to one queue over the fragment — with small heaps.
+ *
  * llama.cpp's "resegment" step also consults a map from merged texts to the pair that produced
  * them; a final symbol can only miss the vocabulary if it was never merged (every merge produces a
  * vocabulary entry), and a single character's text can never equal the text of a merged pair
@@ -83,6 +88,31 @@ static int try_bigram(const sl_vocab *v, const char *text, const sym *s, heap *h
     return heap_push(h, (bigram){ v->strs[id].score, l, r, size });
 }
 
+/* Is the symbol exactly U+2581? */
+static inline bool is_space_sym(const char *e, const sym *x)
+{
+    return x->n == 3 && memcmp(e + x->off, "\xE2\x96\x81", 3) == 0;
+}
+
+/* Emit a final symbol: its token, or one byte token per byte. */
+static int emit_symbol(const sl_vocab *v, const char *t, uint32_t n, sl_ivec *out)
+{
+    int32_t id = tok(v, t, n);
+    if (id >= 0)
+        return sl_ivec_push(out, id);
+    for (uint32_t j = 0; j < n; j++) {
+        /* llama.cpp throws when a byte has no token; the unknown token is the closest faithful
+         * choice, and nothing is emitted if there is none either. */
+        int32_t b = v->byte_tok[(unsigned char)t[j]];
+        if (b < 0) b = v->unk;
+        if (b >= 0) {
+            int rc = sl_ivec_push(out, b);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
 int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_prefix, sl_ivec *out)
 {
     /* Escape: optional leading space, then ' ' -> "\xE2\x96\x81". */
@@ -110,33 +140,35 @@ int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_pr
         s[ns] = (sym){ ns - 1, off + cl < elen ? ns + 1 : -1, (uint32_t)off, (uint32_t)cl };
         off += cl;
     }
-    for (int32_t i = 1; i < ns && rc == 0; i++)
-        rc = try_bigram(v, e, s, &h, i - 1, i);
-    while (h.n > 0 && rc == 0) {
-        bigram bg = heap_pop(&h);
-        int32_t l = bg.left, r = bg.right;
-        if (s[l].n == 0 || s[r].n == 0 || s[l].n + s[r].n != bg.size)
-            continue;                                   /* one side already merged elsewhere */
-        s[l].n += s[r].n;
-        s[r].n = 0;
-        s[l].next = s[r].next;
-        if (s[r].next >= 0) s[s[r].next].prev = l;
-        rc = try_bigram(v, e, s, &h, s[l].prev, l);
-        if (rc == 0) rc = try_bigram(v, e, s, &h, l, s[l].next);
-    }
-    for (int32_t i = 0; i >= 0 && rc == 0; i = s[i].next) {
-        int32_t id = tok(v, e + s[i].off, s[i].n);
-        if (id >= 0) {
-            rc = sl_ivec_push(out, id);
-            continue;
+    /* Merge word by word when the vocabulary allows it (v->spm_split): a word starts at a '▁'
+     * that follows another character.  Otherwise the whole fragment is one word, as in llama.cpp. */
+    for (int32_t w0 = 0; w0 < ns && rc == 0;) {
+        int32_t w1 = w0 + 1;
+        if (v->spm_split) {
+            while (w1 < ns && !(is_space_sym(e, &s[w1]) && !is_space_sym(e, &s[w1 - 1]))) w1++;
+        } else {
+            w1 = ns;
         }
-        for (uint32_t j = 0; j < s[i].n && rc == 0; j++) {
-            /* llama.cpp throws when a byte has no token; the unknown token is the closest
-             * faithful choice, and nothing is emitted if there is none either. */
-            int32_t b = v->byte_tok[(unsigned char)e[s[i].off + j]];
-            if (b < 0) b = v->unk;
-            if (b >= 0) rc = sl_ivec_push(out, b);
+        s[w0].prev = -1;
+        s[w1 - 1].next = -1;
+        h.n = 0;
+        for (int32_t i = w0 + 1; i < w1 && rc == 0; i++)
+            rc = try_bigram(v, e, s, &h, i - 1, i);
+        while (h.n > 0 && rc == 0) {
+            bigram bg = heap_pop(&h);
+            int32_t l = bg.left, r = bg.right;
+            if (s[l].n == 0 || s[r].n == 0 || s[l].n + s[r].n != bg.size)
+                continue;                               /* one side already merged elsewhere */
+            s[l].n += s[r].n;
+            s[r].n = 0;
+            s[l].next = s[r].next;
+            if (s[r].next >= 0) s[s[r].next].prev = l;
+            rc = try_bigram(v, e, s, &h, s[l].prev, l);
+            if (rc == 0) rc = try_bigram(v, e, s, &h, l, s[l].next);
         }
+        for (int32_t i = w0; i >= 0 && rc == 0; i = s[i].next)
+            rc = emit_symbol(v, e + s[i].off, s[i].n, out);
+        w0 = w1;
     }
 out:
     free(e);

@@ -164,7 +164,7 @@ int sl_token_piece_ex(const sl_vocab *v, int32_t id, bool special, char *buf, si
     if (rc == 0) {
         if (b.n > INT32_MAX) rc = -E2BIG;
         else {
-            memcpy(buf, b.p, b.n < buflen ? b.n : buflen);
+            if (b.n && buflen) memcpy(buf, b.p, b.n < buflen ? b.n : buflen);
             rc = (int)b.n;
         }
     }

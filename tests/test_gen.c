@@ -758,7 +758,7 @@ static void run_model(const char *path)
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_ctx *c;
-    sl_ctx_params p = { 64, 16, SL_KV_F16 };
+    sl_ctx_params p = { .n_ctx = 64, .n_batch = 16, .kv_type = SL_KV_F16 };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0, "%s", err);
     const int32_t toks[4] = { 1, 450, 4996, 2501 };
     float prev0 = 0;

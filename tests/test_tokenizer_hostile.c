@@ -263,3 +263,25 @@ Test(utf8_stream, invalid_bytes)
         cr_assert(memcmp(all, in, sizeof in) == 0);
     }
 }
+
+/* An SPM vocabulary with a token that has '▁' after another character ("a▁") must be merged over
+ * the whole text, not word by word: with "a▁" scoring higher than "▁b", "a b" (escaped "▁a▁b")
+ * gives ▁ + a▁ + b; word-by-word merging would give ▁ + a + ▁b. */
+Test(tokenizer_hostile, spm_cross_word_token)
+{
+    char err[256];
+    sl_vocab *v = NULL;
+    tt_gguf b = { 0 };
+    const char *toks[] = { "<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "a\xE2\x96\x81", "\xE2\x96\x81" "b" };
+    tt_kv_str(&b, "tokenizer.ggml.model", "llama");
+    tt_kv_strs(&b, "tokenizer.ggml.tokens", toks, NULL, 8);
+    tt_kv_f32s(&b, "tokenizer.ggml.scores", (float[]){ 0, 0, 0, -1, -2, -2, -3, -4 }, 8);
+    cr_assert_eq(load_from(&b, &v, err, sizeof err), 0, "%s", err);
+    int32_t ids[16];
+    int64_t n = sl_tokenize(v, "a b", 3, false, false, ids, 16);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(ids[0], 3);
+    cr_assert_eq(ids[1], 6);
+    cr_assert_eq(ids[2], 5);
+    sl_vocab_free(v);
+}

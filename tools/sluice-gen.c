@@ -684,6 +684,16 @@ int main(int argc, char **argv)
     }
     if (o.s.vocab && (uint64_t)o.s.vocab != vocab) o.custom = true;   /* not the real shape: no size reference */
 
+    /* gen_units() writes ggml's block layouts byte by byte: make sure the kernels agree on them. */
+    static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 },
+                                     { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 } };
+    for (int i = 0; i < 4; i++) {
+        const sl_type_info *ti = sl_type_get(layout[i][0]);
+        if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {
+            fprintf(stderr, "sluice-gen: internal error: block layout of type %d disagrees with kernels/types.c\n", layout[i][0]);
+            return 1;
+        }
+    }
     init_tables();
     tplan *plan = calloc((size_t)o.s.layers * 9 + 3, sizeof *plan);
     if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); return 1; }

@@ -10,6 +10,7 @@
 #include "runtime/cli/cli.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
+#include "runtime/planner.h"
 #include "runtime/sampler.h"
 #include "runtime/stream.h"
 #include "runtime/tokenizer.h"
@@ -39,8 +40,14 @@ static void usage(FILE *f)
             "      --min-p P           (default 0.05; 0 = off)\n"
             "      --repeat-penalty R  (default 1.0 = off)\n"
             "      --seed S            random seed (default 0x5eed)\n"
-            "      --kv f16|f32        KV cache precision (default f16)\n"
             "      --special           recognise special-token texts in the prompt\n"
+            "memory:\n"
+            "      --ram-budget SIZE   memory the run may use, RSS + page cache (96M, 1.5G, 2GiB, bytes; default\n"
+            "                          auto: MemAvailable or the cgroup limit minus a margin). The planner keeps\n"
+            "                          what fits resident and streams the rest (see sluice plan)\n"
+            "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
+            "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
+            "      --disk-bw GB/s      disk read rate for the plan's prediction (default 1.8)\n"
             "streaming (weights read from disk as the forward pass reaches them):\n"
             "      --stream            stream every weight matrix (norms stay resident)\n"
             "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"
@@ -65,12 +72,15 @@ typedef struct run_opts {
     sl_io_backend io;
     uint64_t chunk;          /* 0: tensor unit */
     long prefetch, head_rows;
+    const char *budget, *spill_dir;
+    double disk_bw, compute_bw;
+    bool kv_set;
 } run_opts;
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16, .io = SL_IO_URING,
-                     .prefetch = 2, .head_rows = 1024 };
+                     .prefetch = 2, .head_rows = 1024, .disk_bw = 1.8, .compute_bw = SL_DEFAULT_COMPUTE_GBS };
     o->sp = sl_sampler_defaults();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -100,9 +110,15 @@ static int parse_args(int argc, char **argv, run_opts *o)
             if (!cli_val(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "f16")) o->kv_type = SL_KV_F16;
             else if (!strcmp(v, "f32")) o->kv_type = SL_KV_F32;
-            else { cli_err("--kv: '%s' is not f16 or f32", v); return -1; }
+            else if (!strcmp(v, "q8_0")) o->kv_type = SL_KV_Q8_0;
+            else { cli_err("--kv: '%s' is not f16, f32 or q8_0", v); return -1; }
+            o->kv_set = true;
         }
         else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
+        else if (!strcmp(a, "--ram-budget")) { if (!cli_val(argc, argv, &i, &o->budget)) return -1; }
+        else if (!strcmp(a, "--kv-spill-dir")) { if (!cli_val(argc, argv, &i, &o->spill_dir)) return -1; }
+        else if (!strcmp(a, "--disk-bw")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.001, 1000, &o->disk_bw)) return -1; }
+        else if (!strcmp(a, "--compute-bw")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.001, 1000, &o->compute_bw)) return -1; }
         else if (!strcmp(a, "--stream")) o->stream = true;
         else if (!strcmp(a, "--stream-lm-head")) o->stream_head = true;
         else if (!strcmp(a, "--no-direct")) o->no_direct = true;
@@ -223,6 +239,9 @@ int cmd_run(int argc, char **argv)
     sl_stream *stream = NULL;
     int32_t *toks = NULL;
     uint64_t *lat = NULL;   /* per-token decode latency */
+    sl_plan_model *pm = NULL;
+    sl_plan *plan = NULL;
+    sl_plan_req preq;
     uint64_t t0 = now_ns();
 
     struct sigaction sa = { .sa_handler = on_signal };
@@ -239,16 +258,49 @@ int cmd_run(int argc, char **argv)
     long n_ctx = o.n_ctx ? o.n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
     if (o.n_ctx > m->cfg.ctx_train)
         fprintf(stderr, "sluice: warning: -c %ld is larger than the model's trained context %d\n", o.n_ctx, m->cfg.ctx_train);
+    int threads = o.threads ? (int)o.threads : sl_ncpu();
+    const char *spill = NULL;
+    bool streaming = o.stream || o.stream_head;
+    if (!streaming || o.budget) {
+        /* The planner decides what stays resident (default budget: auto).  --stream / --stream-lm-head
+         * without a budget bypass it (tests and benchmarks force a mode). */
+        pm = malloc(sizeof *pm);
+        plan = malloc(sizeof *plan);
+        if (!pm || !plan) { cli_err("out of memory"); goto done; }
+        if (cli_plan_for(m, sl_vocab_mem_bytes(voc), o.budget, (int)n_ctx, (int)o.n_batch, threads, o.disk_bw * 1e9,
+                         o.compute_bw * 1e9, pm, &preq, plan))
+            goto done;
+        if (!streaming && !plan->all_resident) {
+            sl_plan_apply(plan, m);
+            streaming = true;
+            o.chunk = plan->chunk_bytes;
+            o.prefetch = plan->prefetch;
+            o.head_rows = plan->lm_head_rows;
+            o.n_batch = plan->n_batch;
+            if (!o.kv_set) o.kv_type = plan->kv == SL_PLAN_KV_Q8_0 ? SL_KV_Q8_0 : SL_KV_F16;
+            if (plan->kv == SL_PLAN_KV_SPILL) {
+                spill = o.spill_dir ? o.spill_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+                if (o.kv_type == SL_KV_F32) o.kv_type = SL_KV_F16;
+            }
+            if (!o.json && !o.quiet)
+                fprintf(stderr, "sluice: plan: %d of %d blocks resident, LM head %s, %.0f MiB streamed per token, KV %s; "
+                        "%.0f of %.0f MiB\n", plan->n_layers_resident, m->cfg.n_layers,
+                        plan->lm_head_resident ? "resident" : "streamed", plan->stream_bytes / 1048576.0,
+                        plan->kv == SL_PLAN_KV_SPILL ? "spilled" : plan->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16",
+                        plan->total_bytes / 1048576.0, preq.budget / 1048576.0);
+        }
+    }
+    if (o.spill_dir && !spill) spill = o.spill_dir;
     sl_model_set_streaming(m, o.stream, o.stream_head);
     if (sl_model_load_resident(m, err, sizeof err)) { cli_err("%s", err); goto done; }
-    pool = sl_pool_create(o.threads ? (int)o.threads : sl_ncpu());
+    pool = sl_pool_create(threads);
     if (!pool) { cli_err("out of memory"); goto done; }
-    if (o.stream || o.stream_head) {
+    if (streaming) {
         sl_stream_opts so = { o.io, o.chunk, (int)o.prefetch, (int)o.head_rows, o.no_direct };
         if (sl_stream_create(m, pool, &so, &stream, err, sizeof err)) { cli_err("%s", err); goto done; }
         if (*sl_stream_notice(stream) && !o.json) fprintf(stderr, "sluice: note: %s\n", sl_stream_notice(stream));
     }
-    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type, NULL };
+    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type, spill };
     if (sl_ctx_create(m, &cp, pool, &ctx, err, sizeof err)) { cli_err("%s", err); goto done; }
     if (stream) ctx->src = sl_stream_source(stream);
     ctx->cancel = &g_interrupted;
@@ -333,8 +385,13 @@ int cmd_run(int argc, char **argv)
                 load_s, nt, pp_s, pp_s > 0 ? nt / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
                 peak_rss_bytes() / 1048576.0);
         print_stream_stats(stream, m, lat, n_dec, t_end - t_load);
+        if (plan)
+            fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
+                    preq.budget / 1048576.0, plan->total_bytes / 1048576.0, plan->pred_tok_s, peak_rss_bytes() / 1048576.0);
     }
 done:
+    free(pm);
+    free(plan);
     free(lat);
     sl_stream_free(stream);
     free(toks);

@@ -403,8 +403,9 @@ int gc_write_file(const gc_image *img, size_t len, const char *path)
 
 /* ---- a tiny valid llama ----------------------------------------------------------------------- */
 
-/* Vocabulary: <unk> <s> </s>, the 256 byte tokens, "▁", a..z, "▁a".."▁z". */
-#define GC_VOCAB (3 + 256 + 1 + 26 + 26)
+/* Vocabulary: <unk> <s> </s>, "▁", a..z, "▁a".."▁z" (no byte tokens: other characters become <unk>,
+ * which keeps the files small enough to commit dozens of them). */
+#define GC_VOCAB (3 + 1 + 26 + 26)
 
 int gc_llama_vocab_size(void) { return GC_VOCAB; }
 
@@ -417,7 +418,6 @@ static void add_vocab(gc_file *f)
     int n = 0;
     const char *spec[3] = { "<unk>", "<s>", "</s>" };
     for (int i = 0; i < 3; i++) { snprintf(texts[n], sizeof texts[n], "%s", spec[i]); score[n] = 0; type[n++] = i ? 3 : 2; }
-    for (int b = 0; b < 256; b++) { snprintf(texts[n], sizeof texts[n], "<0x%02X>", b); score[n] = 0; type[n++] = 6; }
     snprintf(texts[n], sizeof texts[n], "\xE2\x96\x81"); score[n] = -3; type[n++] = 1;
     for (int c = 0; c < 26; c++) { snprintf(texts[n], sizeof texts[n], "%c", 'a' + c); score[n] = -2 - c * 0.01f; type[n++] = 1; }
     for (int c = 0; c < 26; c++) { snprintf(texts[n], sizeof texts[n], "\xE2\x96\x81%c", 'a' + c); score[n] = -1 - c * 0.01f; type[n++] = 1; }

@@ -1,0 +1,169 @@
+/* kernels/matmul.c — threaded weight-matrix x batch products (sl_matmul and its two halves).
+ *
+ * Work split: rows are divided evenly between the pool's threads.  Each thread walks its rows in
+ * tiles of ~32 KiB of weights and the batch in tiles of ~256 KiB of (quantized) activations, so in
+ * prefill a weight tile stays in L1/L2 while a vector tile streams past it, and every weight row
+ * is read from memory once per call.  The per-(row, vector) kernel never depends on the tiling,
+ * the batch size or the row range (see ops.h), which the forward and streaming tests check bit for
+ * bit.
+ *
+ * Quantized activations live in a per-thread scratch buffer (thread-local, grown on demand, kept
+ * for the life of the thread): matrix products run back to back hundreds of times per token, and a
+ * malloc/free pair per call would page-fault large buffers in again and again.
+ */
+#include "kernels/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/simd.h"
+#include "kernels/types.h"
+
+#define TILE_W_BYTES   (32u << 10)    /* weights per row tile */
+#define TILE_ACT_BYTES (256u << 10)   /* activations per vector tile */
+#define PAR_QUANT_MIN  (1 << 15)      /* elements below which activations are quantized inline */
+
+static _Thread_local struct { void *p; size_t cap; } t_scratch;
+
+/* Contract: a 64-byte aligned buffer of at least `bytes`, owned by the calling thread, contents
+ * undefined; NULL when out of memory. */
+static void *scratch(size_t bytes)
+{
+    if (bytes <= t_scratch.cap) return t_scratch.p;
+    size_t cap = bytes + bytes / 4;
+    cap = (cap + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, cap);
+    if (!p) return NULL;
+    free(t_scratch.p);
+    t_scratch.p = p;
+    t_scratch.cap = cap;
+    return p;
+}
+
+/* What each weight type is dotted with in fast mode. */
+typedef struct act_fmt {
+    sl_actq_fn quant;     /* NULL: f32 activations */
+    int blck, bytes;      /* quantized block geometry */
+    sl_qdot_fn qdot;
+    sl_dot_fn fdot;
+} act_fmt;
+
+static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
+{
+    act_fmt f = { 0 };
+    const sl_type_info *ti = sl_type_get(type);
+    f.fdot = ti ? ti->dot : NULL;
+    if (exact) return f;
+    switch (type) {
+    case SL_TYPE_F32:  f.fdot = ks->dot_f32; break;
+    case SL_TYPE_F16:  f.fdot = ks->dot_f16; break;
+    case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
+    case SL_TYPE_Q4_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q4_0_q8_0, NULL }; break;
+    case SL_TYPE_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q8_0_q8_0, NULL }; break;
+    case SL_TYPE_Q4_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q4_k_q8_k, NULL }; break;
+    case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, NULL }; break;
+    case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, NULL }; break;
+    default: break;   /* other types: the reference f32 dot */
+    }
+    return f;
+}
+
+typedef struct quant_job {
+    sl_actq_fn quant;
+    const float *x;
+    unsigned char *q;
+    int nb;
+    int64_t cols;
+    size_t q_stride;
+} quant_job;
+
+static void quant_worker(void *arg, int ith, int nth)
+{
+    const quant_job *j = arg;
+    const int b0 = (int)((int64_t)j->nb * ith / nth), b1 = (int)((int64_t)j->nb * (ith + 1) / nth);
+    for (int b = b0; b < b1; b++) j->quant(j->x + (size_t)b * j->cols, j->q + (size_t)b * j->q_stride, j->cols);
+}
+
+/* Contract: fills *in for running x (nb vectors of cols floats) against matrices of `type`; in
+ * fast mode the quantized copy is made here (in parallel over vectors for large batches).  If the
+ * scratch buffer cannot be allocated, falls back to the exact f32 path (correct, slower). */
+void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols, sl_mm_input *in)
+{
+    const sl_kernel_set *ks = sl_kernels();
+    const bool exact = sl_kernels_exact();
+    *in = (sl_mm_input){ .type = type, .nb = nb, .cols = cols, .x = x, .kernels = ks, .exact = exact };
+    const act_fmt f = fmt_for(ks, type, exact);
+    if (!f.quant || cols % f.blck != 0 || nb < 1) return;
+    const size_t stride = (size_t)(cols / f.blck) * (size_t)f.bytes;
+    unsigned char *q = scratch(stride * (size_t)nb);
+    if (!q) {
+        in->exact = true;
+        return;
+    }
+    quant_job j = { f.quant, x, q, nb, cols, stride };
+    if ((int64_t)nb * cols >= PAR_QUANT_MIN && nb > 1) sl_pool_run(pool, quant_worker, &j);
+    else quant_worker(&j, 0, 1);
+    in->q = q;
+    in->q_stride = stride;
+}
+
+typedef struct mm_job {
+    const sl_mm_input *in;
+    act_fmt f;
+    const unsigned char *w;
+    int64_t rows;
+    size_t row_bytes;
+    float *out;
+    int64_t out_stride;
+} mm_job;
+
+static void mm_worker(void *arg, int ith, int nth)
+{
+    const mm_job *j = arg;
+    const sl_mm_input *in = j->in;
+    const int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    const int64_t cols = in->cols;
+    const size_t act_bytes = in->q ? in->q_stride : (size_t)cols * sizeof(float);
+    int64_t rt = (int64_t)(TILE_W_BYTES / (j->row_bytes ? j->row_bytes : 1));
+    int vt = (int)(TILE_ACT_BYTES / act_bytes);
+    if (rt < 1) rt = 1;
+    if (vt < 1) vt = 1;
+    for (int64_t ra = r0; ra < r1; ra += rt) {
+        const int64_t rb = ra + rt < r1 ? ra + rt : r1;
+        for (int va = 0; va < in->nb; va += vt) {
+            const int vb = va + vt < in->nb ? va + vt : in->nb;
+            for (int64_t r = ra; r < rb; r++) {
+                const unsigned char *wr = j->w + (size_t)r * j->row_bytes;
+                float *o = j->out + r;
+                if (in->q) {
+                    const unsigned char *q = (const unsigned char *)in->q + (size_t)va * in->q_stride;
+                    for (int b = va; b < vb; b++, q += in->q_stride)
+                        o[(size_t)b * j->out_stride] = j->f.qdot(wr, q, cols);
+                } else {
+                    for (int b = va; b < vb; b++)
+                        o[(size_t)b * j->out_stride] = j->f.fdot(wr, in->x + (size_t)b * cols, cols);
+                }
+            }
+        }
+    }
+}
+
+/* Contract: out[b*out_stride + r] = row r of w (rows rows from w) . vector b of `in`, with the
+ * kernels and mode captured by sl_mm_prepare. */
+void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int64_t rows, size_t row_bytes,
+                        float *out, int64_t out_stride)
+{
+    if (rows < 1 || in->nb < 1) return;
+    mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride };
+    if (!in->q) j.f.qdot = NULL;
+    if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
+    sl_pool_run(pool, mm_worker, &j);
+}
+
+void sl_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes,
+               const float *x, int nb, float *out, int64_t out_stride)
+{
+    sl_mm_input in;
+    sl_mm_prepare(pool, type, x, nb, cols, &in);
+    sl_matmul_prepared(pool, &in, w, rows, row_bytes, out, out_stride);
+}

@@ -1,0 +1,100 @@
+/* kernels/simd.h — fast kernels: activation quantization, integer dot products, SIMD dispatch.
+ *
+ * The fast path computes a weight row × activation dot the way llama.cpp does on a CPU: the f32
+ * activation vector is quantized once per matrix product (Q8_0 blocks of 32 for Q4_0/Q8_0 weights,
+ * Q8_K blocks of 256 with per-16 sums for Q4_K/Q5_K/Q6_K), then each row is dotted with integer
+ * multiply-adds.  F32/F16/BF16 weights keep f32 activations (ggml does not quantize those either).
+ *
+ * Determinism contract (tests/test_kernels_simd.c checks it on random blocks, under every path the
+ * CPU has):
+ *   - activation quantizers: every path produces the same bytes;
+ *   - integer dots: every path returns the same float bits as the portable reference.  Integer
+ *     sums are exact, and the few float operations per block are specified below and done in the
+ *     same order (no fused multiply-add) by every path;
+ *   - float dots (F32/F16/BF16): SIMD paths use other summation orders and FMA; they are within
+ *     2*gamma_n*sum|w[i]*x[i]| of the exact sum (gamma_n = n*2^-24/(1-n*2^-24)), like the portable one.
+ * A result never depends on anything but (row, vector): not on the batch size, the thread count or
+ * how a matrix is split into row pieces.
+ *
+ * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI).  The best one the CPU
+ * supports is chosen at first use from cpuid; env SLUICE_KERNELS=portable|avx2|avx512 or
+ * sl_kernels_force() choose one (a path the CPU lacks is refused).  SIMD code is compiled with
+ * per-function target attributes, so the default build runs on any x86-64 (no -march needed).
+ *
+ * Canonical float steps of the integer dots (s_i: f32 block scale products, exact in f32 for the
+ * f16 x f16 products of the 32-blocks):
+ *   q4_0/q8_0 x q8_0, blocks of 32: lane k (0..7) of block i holds the exact integer sum of the
+ *     products of elements 4k..4k+3; acc[i % 2][k] = acc[i % 2][k] + s_i * (float)lane_k; result =
+ *     pairwise sum of t[k] = acc[0][k] + acc[1][k] (t[k] += t[k+4]; t[k] += t[k+2]; t[0] + t[1]).
+ *   q4_K/q5_K x q8_K, super-blocks of 256: S = sum_j sc_j * dot_j, M = sum_j m_j * (bsums of
+ *     sub-block j) exactly in int32; acc = acc + ((d * (float)S) - (dmin * (float)M)) with
+ *     d = f16(w.d) * y.d, dmin = f16(w.dmin) * y.d.
+ *   q6_K x q8_K: S = sum_s sc_s * (dot_s(q in 0..63) - 32 * bsums_s); acc = acc + d * (float)S.
+ */
+#ifndef SL_KERNELS_SIMD_H
+#define SL_KERNELS_SIMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/types.h"
+
+enum sl_kpath { SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2, SL_KPATH_COUNT = 3 };
+
+/* Activation quantizer: x[0..n) -> blocks at y (n a multiple of the block size: 32 for Q8_0, 256
+ * for Q8_K).  x must be finite. */
+typedef void  (*sl_actq_fn)(const float *restrict x, void *restrict y, int64_t n);
+/* Integer dot of a weight row w (n elements) with a quantized activation vector y. */
+typedef float (*sl_qdot_fn)(const void *restrict w, const void *restrict y, int64_t n);
+
+typedef struct sl_kernel_set {
+    const char *name;                       /* "portable", "avx2", "avx512" */
+    sl_actq_fn quantize_q8_0;               /* Q8_0 activations: d = amax/127 (f16), q = rint(x*127/amax) */
+    sl_actq_fn quantize_q8_k;               /* Q8_K: d = 1/(127/amax) (f32), q = rint(x*127/amax), bsums */
+    sl_qdot_fn dot_q4_0_q8_0, dot_q8_0_q8_0;
+    sl_qdot_fn dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k;
+    sl_dot_fn  dot_f32, dot_f16, dot_bf16;  /* f32 activations */
+} sl_kernel_set;
+
+/* Bytes of one quantized activation block and its element count. */
+#define SL_Q8_0_BYTES 34
+#define SL_Q8_K_BYTES 292
+
+/* The kernel set of a path, or NULL when this CPU (or this build's architecture) cannot run it.
+ * Tests use it to compare paths directly. */
+const sl_kernel_set *sl_kernels_for(int path);
+bool sl_kernels_available(int path);
+/* The active set (chosen at first use: SLUICE_KERNELS, else the best available path). */
+const sl_kernel_set *sl_kernels(void);
+int  sl_kernels_path(void);
+const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "?" */
+/* Force a path for the whole process: 0, or -ENOTSUP when the CPU lacks it (nothing changes),
+ * -EINVAL for an unknown path.  Not meant to be called while matrix products are running. */
+int  sl_kernels_force(int path);
+
+/* Exact mode: sl_matmul dequantizes weights and dots them with f32 activations (the portable
+ * reference kernels of types.h, ~0.003 from a float64 forward pass on the golden models) instead of
+ * quantizing activations (~0.1-0.2 from it, like llama.cpp).  Default off; env SLUICE_EXACT=1 turns
+ * it on at first use. */
+void sl_kernels_set_exact(bool on);
+bool sl_kernels_exact(void);
+
+/* Portable references (also members of the "portable" set). */
+void  sl_quantize_act_q8_0(const float *restrict x, void *restrict y, int64_t n);
+void  sl_quantize_act_q8_k(const float *restrict x, void *restrict y, int64_t n);
+float sl_qdot_q4_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q8_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q4_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q5_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q6_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+
+/* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
+ * other architectures). */
+extern const sl_kernel_set sl_kernels_avx2_set;
+extern const sl_kernel_set sl_kernels_avx512_set;
+/* The AVX2 activation quantizers, shared with the AVX-512 set (same bytes as the portable ones). */
+void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict y, int64_t n);
+void sl_avx2_quantize_q8_k(const float *restrict x, void *restrict y, int64_t n);
+
+#endif

@@ -1,0 +1,344 @@
+/* kernels/simd_avx2.c — the AVX2 (+FMA, F16C) kernel path.
+ *
+ * Every function carries a target attribute, so this file compiles in the default (x86-64
+ * baseline) build and only runs after dispatch.c has seen the features in cpuid.  The integer
+ * dots reproduce the portable reference of qdot.c bit for bit: the integer parts are exact, and
+ * the float steps (kernels/simd.h, "Canonical float steps") are the same multiplies and adds in
+ * the same order; k_common.h turns off contraction so that gcc does not fuse them into FMAs.
+ *
+ * Tools used throughout: a 4-bit or 6-bit weight and an 8-bit activation multiply with
+ * vpmaddubsw (unsigned x signed bytes -> pairwise int16 sums; the bounds below keep it from
+ * saturating) and vpmaddwd (int16 pairs x int16 -> int32, here also applying sub-block scales).
+ */
+#include "kernels/k_common.h"
+#include "kernels/simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline int32_t hsum_i32x8(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+AVX2 static inline int32_t hsum_i32x4(__m128i s)
+{
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The canonical 2 x 8-lane reduction of the 32-block dots: t = a0 + a1; t[k] += t[k+4];
+ * t[k] += t[k+2]; t[0] + t[1]. */
+AVX2 static inline float lanes_reduce(__m256 a0, __m256 a1)
+{
+    const __m256 t = _mm256_add_ps(a0, a1);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Largest |x| of 32 floats (exact: max does not round). */
+AVX2 static inline float amax32(const float *v)
+{
+    const __m256 nz = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_max_ps(_mm256_andnot_ps(nz, _mm256_loadu_ps(v)), _mm256_andnot_ps(nz, _mm256_loadu_ps(v + 8)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(nz, _mm256_loadu_ps(v + 16)));
+    m = _mm256_max_ps(m, _mm256_andnot_ps(nz, _mm256_loadu_ps(v + 24)));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 32 floats * id, rounded to nearest even (vcvtps2dq under the default MXCSR, as sl_round_int),
+ * packed to 32 int8 in element order.  |v*id| <= 127 by construction, so the packs never saturate. */
+AVX2 static inline __m256i round_pack32(const float *v, __m256 id)
+{
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), id));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), id));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 16), id));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 24), id));
+    /* packs work per 128-bit lane: dword k of the result holds elements of (i0,i1,i2,i3)[k%4],
+     * half k/4; the permutation puts them back in order */
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Contract: as sl_quantize_act_q8_0 (same bytes). */
+AVX2 void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict vy, int64_t n)
+{
+    sl_block_q8_0 *y = vy;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const float *v = x + i * SL_QK;
+        const float amax = amax32(v);
+        const float id = amax != 0 ? 127.0f / amax : 0.0f;
+        y[i].d = sl_f32_to_f16(amax / 127.0f);
+        _mm256_storeu_si256((__m256i *)y[i].qs, round_pack32(v, _mm256_set1_ps(id)));
+    }
+}
+
+/* Contract: as sl_quantize_act_q8_k (same bytes). */
+AVX2 void sl_avx2_quantize_q8_k(const float *restrict x, void *restrict vy, int64_t n)
+{
+    sl_block_q8_k *y = vy;
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float *v = x + i * SL_QK_K;
+        float amax = 0;
+        for (int j = 0; j < SL_QK_K; j += 32) {
+            const float a = amax32(v + j);
+            amax = a > amax ? a : amax;
+        }
+        if (amax == 0) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        const float iscale = 127.0f / amax;
+        const __m256 vis = _mm256_set1_ps(iscale);
+        for (int j = 0; j < SL_QK_K / 32; j++) {
+            const __m256i q = round_pack32(v + 32 * j, vis);
+            _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * j), q);
+            /* sums of 4 consecutive q, then of 4 such in each 128-bit half: bsums 2j and 2j+1 */
+            const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+            __m128i h = _mm_hadd_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+            h = _mm_hadd_epi32(h, h);
+            y[i].bsums[2 * j] = (int16_t)_mm_cvtsi128_si32(h);
+            y[i].bsums[2 * j + 1] = (int16_t)_mm_extract_epi32(h, 1);
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+/* ---- blocks of 32 -------------------------------------------------------------------------- */
+
+/* Lane k = exact sum of w[e]*a[e], e = 4k..4k+3, for signed bytes w, a (a never -128): |w| as
+ * unsigned times a with w's sign (<= 2*128*127 per int16: no saturation), then pairs of int16. */
+AVX2 static inline __m256 lane_dots(__m256i w, __m256i a)
+{
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+/* 32 Q4_0 weights as int8 q - 8, in element order (low nibbles are elements 0..15). */
+AVX2 static inline __m256i q4_0_bytes(const uint8_t *qs)
+{
+    const __m128i raw = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), _mm_and_si128(raw, m4));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+}
+
+AVX2 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
+AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q4_0 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (int64_t i = 0; i < nb; i++) {
+        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
+        const __m256 l = lane_dots(q4_0_bytes(w[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    }
+    return lanes_reduce(acc[0], acc[1]);
+}
+
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
+AVX2 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q8_0 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (int64_t i = 0; i < nb; i++) {
+        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
+        const __m256 l = lane_dots(_mm256_loadu_si256((const __m256i *)w[i].qs),
+                                   _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    }
+    return lanes_reduce(acc[0], acc[1]);
+}
+
+/* ---- K-quants -------------------------------------------------------------------------------- */
+
+/* int16 broadcast of scale j from 8 scales held (as int16) in both 128-bit halves of v. */
+AVX2 static inline __m256i scale_bcast(__m256i v, int j)
+{
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j)));
+}
+
+/* M = sum_j m[j] * (bsums[2j] + bsums[2j+1]) (pair sums <= 2*16*127: no int16 overflow). */
+AVX2 static inline int32_t k_mins(const uint8_t m[8], const int16_t *bsums)
+{
+    const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+                                      _mm_loadu_si128((const __m128i *)(bsums + 8)));
+    return hsum_i32x4(_mm_madd_epi16(bs, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m))));
+}
+
+/* Contract: as sl_qdot_q4_k_q8_k (same bits).  maddubs pairs <= 2*15*127, times scale <= 63. */
+AVX2 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q4_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * g));
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * g));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * g + 32));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(q, m4), a0), scale_bcast(sc16, 2 * g));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), a1),
+                                                 scale_bcast(sc16, 2 * g + 1));
+            s = _mm256_add_epi32(s, _mm256_add_epi32(p0, p1));
+        }
+        const int32_t S = hsum_i32x8(s), M = k_mins(m, y[i].bsums);
+        const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;
+        acc = acc + (d * (float)S - dmin * (float)M);
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_q5_k_q8_k (same bits).  maddubs pairs <= 2*31*127. */
+AVX2 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q5_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m1 = _mm256_set1_epi8(1);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)w[i].qh);
+        __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * g));
+            /* bit 2g of qh[l] is the fifth bit of element 64g+l, bit 2g+1 that of 64g+32+l; hb is
+             * shifted right by 2 per group, so they are always bits 0 and 1 here */
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
+            hb = _mm256_srli_epi16(hb, 2);
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * g));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * g + 32));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), scale_bcast(sc16, 2 * g));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), scale_bcast(sc16, 2 * g + 1));
+            s = _mm256_add_epi32(s, _mm256_add_epi32(p0, p1));
+        }
+        const int32_t S = hsum_i32x8(s), M = k_mins(m, y[i].bsums);
+        const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;
+        acc = acc + (d * (float)S - dmin * (float)M);
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_q6_k_q8_k (same bits).  q in 0..63: maddubs pairs <= 2*63*127, times
+ * |scale| <= 128 per madd. */
+AVX2 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q6_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    /* within a dword (scales s, s+1 as int16): low half gets s everywhere, high half s+1 */
+    const __m256i pair_ctl = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                              2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
+        /* the -32 offset: 32 * sum_s sc_s * bsums_s */
+        __m256i s = _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums)), 5);
+        s = _mm256_sub_epi32(_mm256_setzero_si256(), s);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h));
+            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h + 32));
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256i a = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
+                const __m256i scv = _mm256_shuffle_epi8(
+                    _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(4 * h + k)), pair_ctl);
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], a), scv));
+            }
+        }
+        const float d = f16f(w[i].d) * y[i].d;
+        acc = acc + d * (float)hsum_i32x8(s);
+    }
+    return acc;
+}
+
+/* ---- float rows x f32 activations ----------------------------------------------------------------
+ * Four 8-lane FMA accumulators, then the tail in scalar; any order is within the gamma_n bound. */
+
+AVX2 static inline float hsum_ps4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+    const __m256 t = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static inline __m256 ld_f16(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
+AVX2 static inline __m256 ld_bf16(const uint16_t *h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h)), 16));
+}
+
+#define FLOAT_DOT(NAME, T, LOAD, SCALAR)                                                               \
+    AVX2 static float NAME(const void *restrict vw, const float *restrict x, int64_t n)                 \
+    {                                                                                                  \
+        const T *w = vw;                                                                               \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        int64_t i = 0;                                                                                 \
+        for (; i + 32 <= n; i += 32) {                                                                 \
+            a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);                             \
+            a1 = _mm256_fmadd_ps(LOAD(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);                     \
+            a2 = _mm256_fmadd_ps(LOAD(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);                   \
+            a3 = _mm256_fmadd_ps(LOAD(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);                   \
+        }                                                                                              \
+        for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);      \
+        float s = hsum_ps4(a0, a1, a2, a3);                                                            \
+        for (; i < n; i++) s += SCALAR(w[i]) * x[i];                                                   \
+        return s;                                                                                      \
+    }
+
+#define F32_ID(v) (v)
+FLOAT_DOT(dot_f32, float, _mm256_loadu_ps, F32_ID)
+FLOAT_DOT(dot_f16, uint16_t, ld_f16, f16f)
+FLOAT_DOT(dot_bf16, uint16_t, ld_bf16, sl_bf16_to_f32)
+
+const sl_kernel_set sl_kernels_avx2_set = {
+    "avx2",
+    sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
+    dot_q4_0_q8_0, dot_q8_0_q8_0,
+    dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
+    dot_f32, dot_f16, dot_bf16,
+};
+
+#else   /* not x86: dispatch.c never hands this set out */
+const sl_kernel_set sl_kernels_avx2_set = { "avx2", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+#endif

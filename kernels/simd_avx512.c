@@ -1,0 +1,278 @@
+/* kernels/simd_avx512.c — the AVX-512 (F, BW, VL, VNNI) kernel path.
+ *
+ * Same contract as simd_avx2.c: integer dots return the portable reference's bits (exact integer
+ * parts, the canonical float steps of kernels/simd.h in the same order), float dots are within the
+ * gamma_n bound.  512-bit registers hold two 32-blocks (Q4_0/Q8_0: block i in lanes 0-7, block i+1
+ * in lanes 8-15, which is exactly the canonical acc[i % 2] split) or two K-quant sub-blocks.
+ * Q4_0/Q8_0 use VNNI's vpdpbusd (4 unsigned x signed byte products summed into an int32, no
+ * intermediate saturation); the K-quants keep vpmaddubsw + vpmaddwd, which apply the sub-block
+ * scales on the way.  The activation quantizers are the AVX2 ones (bytes are identical anyway).
+ *
+ * SL_SIMD_EMULATE (never set by the build) compiles this file against SIMDe's portable AVX-512
+ * implementation, so the code can be checked bit-exactly on a machine without AVX-512.
+ */
+#include "kernels/k_common.h"
+#include "kernels/simd.h"
+
+#if defined(SL_SIMD_EMULATE)
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#include <simde/x86/f16c.h>
+#define AVX512
+#define SL_HAVE_X86 1
+#elif defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define SL_HAVE_X86 1
+#endif
+
+#ifdef SL_HAVE_X86
+
+AVX512 static inline __m512i join256(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+AVX512 static inline __m512 join_ps(__m256 lo, __m256 hi)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+
+AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
+/* The canonical reduction (same as simd_avx2.c's): t = a0 + a1; t[k] += t[k+4]; t[k] += t[k+2]. */
+AVX512 static inline float lanes_reduce(__m256 a0, __m256 a1)
+{
+    const __m256 t = _mm256_add_ps(a0, a1);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Lanes k of two blocks: exact sums of w[e]*a[e], e = 4k..4k+3 (a never -128). */
+AVX512 static inline __m512 lane_dots2(__m512i w, __m512i a)
+{
+    const __mmask64 neg = _mm512_movepi8_mask(w);
+    const __m512i as = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), as));
+}
+
+/* The same for one block (the odd one out at the end of a row). */
+AVX512 static inline __m256 lane_dots1(__m256i w, __m256i a)
+{
+    const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+AVX512 static inline __m256i q4_0_bytes(const uint8_t *qs)
+{
+    const __m128i raw = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), _mm_and_si128(raw, m4));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+}
+
+AVX512 static inline __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
+AVX512 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q4_0 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
+        const __m512 l = lane_dots2(join256(q4_0_bytes(w[i].qs), q4_0_bytes(w[i + 1].qs)),
+                                    join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), l));
+    }
+    __m256 a0 = _mm512_castps512_ps256(acc);
+    if (i < nb) {
+        const float s = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(s), lane_dots1(q4_0_bytes(w[i].qs), ld256(y[i].qs))));
+    }
+    return lanes_reduce(a0, hi_ps(acc));
+}
+
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
+AVX512 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q8_0 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
+        const __m512 l = lane_dots2(join256(ld256(w[i].qs), ld256(w[i + 1].qs)),
+                                    join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), l));
+    }
+    __m256 a0 = _mm512_castps512_ps256(acc);
+    if (i < nb) {
+        const float s = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(s), lane_dots1(ld256(w[i].qs), ld256(y[i].qs))));
+    }
+    return lanes_reduce(a0, hi_ps(acc));
+}
+
+/* ---- K-quants -------------------------------------------------------------------------------- */
+
+/* int16 vector: 16 lanes of scale a, then 16 lanes of scale b (two sub-blocks of 32). */
+AVX512 static inline __m512i scale_pair(int a, int b)
+{
+    return join256(_mm256_set1_epi16((short)a), _mm256_set1_epi16((short)b));
+}
+
+AVX512 static inline int32_t k_mins(const uint8_t m[8], const int16_t *bsums)
+{
+    const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
+                                      _mm_loadu_si128((const __m128i *)(bsums + 8)));
+    __m128i s = _mm_madd_epi16(bs, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Contract: as sl_qdot_q4_k_q8_k (same bits). */
+AVX512 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q4_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = ld256(w[i].qs + 32 * g);
+            const __m512i q2 = join256(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            const __m512i a = _mm512_loadu_si512((const void *)(y[i].qs + 64 * g));
+            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q2, a), scale_pair(sc[2 * g], sc[2 * g + 1])));
+        }
+        const int32_t S = _mm512_reduce_add_epi32(s), M = k_mins(m, y[i].bsums);
+        const float d = sl_f16_to_f32(w[i].d) * y[i].d, dmin = sl_f16_to_f32(w[i].dmin) * y[i].d;
+        acc = acc + (d * (float)S - dmin * (float)M);
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_q5_k_q8_k (same bits). */
+AVX512 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q5_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m1 = _mm256_set1_epi8(1);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        __m256i hb = ld256(w[i].qh);
+        __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = ld256(w[i].qs + 32 * g);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
+            hb = _mm256_srli_epi16(hb, 2);
+            const __m512i a = _mm512_loadu_si512((const void *)(y[i].qs + 64 * g));
+            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(join256(lo, hi), a), scale_pair(sc[2 * g], sc[2 * g + 1])));
+        }
+        const int32_t S = _mm512_reduce_add_epi32(s), M = k_mins(m, y[i].bsums);
+        const float d = sl_f16_to_f32(w[i].d) * y[i].d, dmin = sl_f16_to_f32(w[i].dmin) * y[i].d;
+        acc = acc + (d * (float)S - dmin * (float)M);
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_q6_k_q8_k (same bits). */
+AVX512 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q6_k *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
+    /* int16 lane j of a 64-element group belongs to sub-block j/8 of the group's four */
+    const __m512i idx_lo = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
+                                            1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
+        const __m512i sc512 = _mm512_castsi256_si512(sc16);
+        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(y[i].bsums)), 5);
+        __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512i ql = _mm512_loadu_si512((const void *)(w[i].ql + 64 * h));
+            const __m256i qh = ld256(w[i].qh + 32 * h);
+            const __m512i qh01 = join256(qh, _mm256_srli_epi16(qh, 2));
+            const __m512i qh23 = join256(_mm256_srli_epi16(qh, 4), _mm256_srli_epi16(qh, 6));
+            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(qh01, m3), 4));
+            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(qh23, m3), 4));
+            const __m512i a01 = _mm512_loadu_si512((const void *)(y[i].qs + 128 * h));
+            const __m512i a23 = _mm512_loadu_si512((const void *)(y[i].qs + 128 * h + 64));
+            const __m512i sc01 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h))), sc512);
+            const __m512i sc23 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q01, a01), sc01));
+            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q23, a23), sc23));
+        }
+        __m128i c = _mm_add_epi32(_mm256_castsi256_si128(corr), _mm256_extracti128_si256(corr, 1));
+        c = _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(1, 0, 3, 2)));
+        c = _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
+        const int32_t S = _mm512_reduce_add_epi32(s) - _mm_cvtsi128_si32(c);
+        const float d = sl_f16_to_f32(w[i].d) * y[i].d;
+        acc = acc + d * (float)S;
+    }
+    return acc;
+}
+
+/* ---- float rows x f32 activations ---------------------------------------------------------------- */
+
+AVX512 static inline __m512 ld16_f16(const uint16_t *h) { return _mm512_cvtph_ps(ld256(h)); }
+AVX512 static inline __m512 ld16_bf16(const uint16_t *h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(ld256(h)), 16));
+}
+AVX512 static inline __m512 ld16_f32(const float *p) { return _mm512_loadu_ps(p); }
+static inline float f32_id(float v) { return v; }
+
+#define FLOAT_DOT(NAME, T, LOAD, SCALAR)                                                               \
+    AVX512 static float NAME(const void *restrict vw, const float *restrict x, int64_t n)               \
+    {                                                                                                  \
+        const T *w = vw;                                                                               \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        int64_t i = 0;                                                                                 \
+        for (; i + 64 <= n; i += 64) {                                                                 \
+            a0 = _mm512_fmadd_ps(LOAD(w + i), _mm512_loadu_ps(x + i), a0);                             \
+            a1 = _mm512_fmadd_ps(LOAD(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);                   \
+            a2 = _mm512_fmadd_ps(LOAD(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);                   \
+            a3 = _mm512_fmadd_ps(LOAD(w + i + 48), _mm512_loadu_ps(x + i + 48), a3);                   \
+        }                                                                                              \
+        for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(LOAD(w + i), _mm512_loadu_ps(x + i), a0);    \
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));   \
+        for (; i < n; i++) s += SCALAR(w[i]) * x[i];                                                   \
+        return s;                                                                                      \
+    }
+
+FLOAT_DOT(dot_f32, float, ld16_f32, f32_id)
+FLOAT_DOT(dot_f16, uint16_t, ld16_f16, sl_f16_to_f32)
+FLOAT_DOT(dot_bf16, uint16_t, ld16_bf16, sl_bf16_to_f32)
+
+const sl_kernel_set sl_kernels_avx512_set = {
+    "avx512",
+    sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
+    dot_q4_0_q8_0, dot_q8_0_q8_0,
+    dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
+    dot_f32, dot_f16, dot_bf16,
+};
+
+#else   /* not x86: dispatch.c never hands this set out */
+const sl_kernel_set sl_kernels_avx512_set = { "avx512", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+#endif
