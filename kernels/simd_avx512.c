@@ -18,6 +18,45 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 #include <simde/x86/f16c.h>
+/* gaps and a wrong alias in SIMDe 0.7.4 */
+#undef _mm512_madd_epi16
+#define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
+typedef simde__mmask64 __mmask64;
+static inline simde__m512 _mm512_cvtepi32_ps(simde__m512i v)
+{
+    int32_t i[16]; float f[16];
+    simde_mm512_storeu_si512(i, v);
+    for (int k = 0; k < 16; k++) f[k] = (float)i[k];
+    return simde_mm512_loadu_ps(f);
+}
+static inline int32_t _mm512_reduce_add_epi32(simde__m512i v)
+{
+    int32_t i[16], s = 0;
+    simde_mm512_storeu_si512(i, v);
+    for (int k = 0; k < 16; k++) s += i[k];
+    return s;
+}
+static inline float _mm512_reduce_add_ps(simde__m512 v)
+{
+    float f[16], s = 0;
+    simde_mm512_storeu_ps(f, v);
+    for (int k = 0; k < 16; k++) s += f[k];
+    return s;
+}
+static inline simde__m512 _mm512_cvtph_ps(simde__m256i v)
+{
+    uint16_t h[16]; float f[16];
+    simde_mm256_storeu_si256(h, v);
+    for (int k = 0; k < 16; k++) f[k] = sl_f16_to_f32(h[k]);
+    return simde_mm512_loadu_ps(f);
+}
+static inline simde__m512i _mm512_cvtepu16_epi32(simde__m256i v)
+{
+    uint16_t h[16]; int32_t i[16];
+    simde_mm256_storeu_si256(h, v);
+    for (int k = 0; k < 16; k++) i[k] = h[k];
+    return simde_mm512_loadu_si512(i);
+}
 #define AVX512
 #define SL_HAVE_X86 1
 #elif defined(__x86_64__) || defined(__i386__)

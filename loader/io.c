@@ -45,38 +45,32 @@ void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, siz
              what ? what : strerror(-err));
 }
 
-/* Drop the page cache of [off, off+len) rounded out to whole pages.  The kernel only drops pages lying
- * entirely inside the range, so without rounding the two edge pages of every piece would stay cached
- * and the cache would grow with the file.  No-op for O_DIRECT (nothing was cached). */
-void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len) {
+/* Drop from the page cache [off, off+len) rounded out to SL_IO_DROP_GRAIN, except what the range of a
+ * held slot other than `self` (also rounded out) touches.  Why round so far: the kernel drops only
+ * folios lying wholly inside the range, and readahead builds large folios (up to 2 MiB) that straddle
+ * piece boundaries; rounding to the largest folio size lets one DONTNEED empty them.  Why spare held
+ * slots: they may still be reading or mapping those pages, and dropping them would make the kernel
+ * read them again.  A spared block goes when the last slot touching it is released.  Neighbouring
+ * pages that nobody holds are dropped too (released pieces, or readahead for a later piece, which is
+ * then read again — at most a grain at each end).  No-op for O_DIRECT (nothing was cached). */
+void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len, const sl_io_slot *self) {
     if (io->direct || len == 0) return;
-    uint64_t a = sl_io_align_down(off, SL_IO_PAGE), e = sl_io_align_up(off + len, SL_IO_PAGE);
-    (void)posix_fadvise(io->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_DONTNEED);
-}
-
-/* On release of slot s: drop from the page cache the pages of its range, except pages
- * that another held slot's range also touches (typically one shared edge page) — that slot may still
- * be mapping or reading them, and dropping them would make the kernel read them again.  Such a page
- * goes when the last slot touching it is released. */
-static void drop_slot_pages(sl_io *io, const sl_io_slot *s) {
-    if (io->direct) return;
+    const uint64_t g = SL_IO_DROP_GRAIN;
     uint64_t oa[SL_IO_MAX_SLOTS], oe[SL_IO_MAX_SLOTS];
     int n = 0;
     for (int i = 0; i < io->nslots; i++) {      /* other held ranges, sorted by start */
         const sl_io_slot *o = &io->slot[i];
-        if (o == s || !o->held) continue;
-        uint64_t a = sl_io_align_down(o->off, SL_IO_PAGE), e = sl_io_align_up(o->off + o->len, SL_IO_PAGE);
+        if (o == self || !o->held) continue;
+        uint64_t a = sl_io_align_down(o->off, g), e = sl_io_align_up(o->off + o->len, g);
         int j = n++;
         while (j > 0 && oa[j - 1] > a) { oa[j] = oa[j - 1]; oe[j] = oe[j - 1]; j--; }
         oa[j] = a;
         oe[j] = e;
     }
-    uint64_t cur = sl_io_align_down(s->off, SL_IO_PAGE), end = sl_io_align_up(s->off + s->len, SL_IO_PAGE);
+    uint64_t cur = sl_io_align_down(off, g), end = sl_io_align_up(off + len, g);
     for (int k = 0; k <= n && cur < end; k++) {
         uint64_t stop = k < n && oa[k] < end ? oa[k] : end;
-        if (stop > cur) {
-            (void)posix_fadvise(io->fd, (off_t)cur, (off_t)(stop - cur), POSIX_FADV_DONTNEED);
-        }
+        if (stop > cur) (void)posix_fadvise(io->fd, (off_t)cur, (off_t)(stop - cur), POSIX_FADV_DONTNEED);
         if (k < n && oe[k] > cur) cur = oe[k];
     }
 }
@@ -141,11 +135,6 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
     }
     io->size = (uint64_t)st.st_size;
     io->align = 4096;
-    /* Buffered reads: no kernel readahead.  Each read then brings in exactly the pages asked for (in
-     * one large I/O), in small folios, so dropping a released range really empties it; readahead
-     * would leave pages of ranges nobody requested, and large folios straddling two pieces that
-     * DONTNEED of either piece alone cannot drop. */
-    if (!io->direct) (void)posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
 #ifdef STATX_DIOALIGN
     struct statx sx;
     if (io->direct && statx(io->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
@@ -250,7 +239,9 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
     if (io->asked == SL_IO_URING && !sl_io__uring_probe(why, sizeof why)) io->active = SL_IO_PREAD;
     r = open_fd(io, io->active != SL_IO_MMAP && !o->no_direct, err, errlen);
     if (r) { free_io(io); return r; }
-    io->chunk = sl_io_align_up(o->chunk ? o->chunk : SL_IO_DEFAULT_CHUNK, io->align);
+    /* one read's length must fit an SQE's 32-bit length (and its int result) */
+    size_t chunk = o->chunk ? o->chunk : SL_IO_DEFAULT_CHUNK;
+    io->chunk = sl_io_align_up(chunk < (1u << 30) ? chunk : (1u << 30), io->align);
     r = alloc_buffers(io, err, errlen);
     if (r) { free_io(io); return r; }
 
@@ -322,7 +313,7 @@ void sl_io_release(sl_io *io, int slot) {
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return;
     sl_io_slot *s = &io->slot[slot];
     io->ops->cancel(io, s);
-    drop_slot_pages(io, s);
+    sl_io__drop_cache(io, s->off, s->len, s);
     s->state = SL_S_FREE;
     s->held = false;
     s->data = NULL;
@@ -341,7 +332,7 @@ int sl_io_read(sl_io *io, uint64_t offset, size_t len, void *dst) {
     int r = 0;
     if (!io->direct) {
         r = sl_io__read_range(io, dst, offset, len, len, io->errmsg, sizeof io->errmsg);
-        sl_io__drop_cache(io, offset, len);
+        sl_io__drop_cache(io, offset, len, NULL);
     } else {
         uint64_t end = offset + len, pos = offset;
         while (r == 0 && pos < end) {

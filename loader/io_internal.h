@@ -15,7 +15,8 @@
 #include <sys/types.h>
 
 #define SL_IO_MSGLEN 320
-#define SL_IO_PAGE   4096u   /* page size assumed for cache dropping and mmap ranges */
+#define SL_IO_PAGE   4096u   /* page size assumed for mmap ranges */
+#define SL_IO_DROP_GRAIN (2u << 20)   /* largest page-cache folio (PMD size): cache drops round to it */
 
 /* Backend-side state of a slot.  Worker backends (pread, mmap) change it under io->mu. */
 enum sl_io_sstate { SL_S_FREE, SL_S_QUEUED, SL_S_RUNNING, SL_S_DONE };
@@ -100,7 +101,7 @@ int  sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, si
                        char *msg, size_t msglen);
 void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, size_t len, int err,
                     const char *what);
-void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len);
+void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len, const sl_io_slot *self);
 /* io_fault.c */
 ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off);
 int     sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf);

@@ -46,6 +46,7 @@ int sl_io__worker_start(sl_io *io, char *err, size_t errlen) {
         return -r;
     }
     io->thr_started = true;
+    (void)pthread_setname_np(io->thr, "sluice-io");
     return 0;
 }
 

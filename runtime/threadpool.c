@@ -1,53 +1,130 @@
-/* runtime/threadpool.c — persistent worker threads, generation-counter handoff. */
+/* runtime/threadpool.c — persistent worker threads: spin-then-sleep handoff.
+ *
+ * A token of a llama model runs a few hundred short parallel loops (one per matrix product, plus
+ * attention), each a few tens of microseconds to a few milliseconds.  A condition-variable handoff
+ * costs a futex wake-up and a scheduler trip per loop on every worker (~5-50 µs), which is a
+ * visible share of decode time.  So both sides spin first:
+ *   - a worker that finished a job watches the job counter `gen` for up to SPIN_NS before it goes
+ *     to sleep on the condition variable;
+ *   - the caller, after its own share, watches `pending` for up to SPIN_NS before it sleeps.
+ * Sleeping is race-free because the flags that say "someone sleeps" are only changed under the
+ * mutex, and the wakers check them under the mutex after publishing their change (gen / pending are
+ * seq_cst atomics, so a sleeper that re-checks under the mutex either sees the change or is seen).
+ * Between tokens (sampling, I/O waits) the spin times out and the threads sleep, so an idle pool
+ * costs no CPU.  SLUICE_SPIN_US overrides SPIN_NS (0: always sleep at once — the old behaviour).
+ */
 #include "runtime/threadpool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+#define SPIN_NS_DEFAULT 200000   /* 200 µs: longer than the gaps inside a token, far shorter than a token */
 
 struct sl_pool {
     int n;                      /* threads including the caller */
     pthread_t *tid;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    unsigned long gen;          /* bumped for every job */
-    int pending;                /* workers still running the current job */
-    int quit;
+    atomic_ulong gen;           /* bumped for every job */
+    atomic_int pending;         /* workers still running the current job */
+    atomic_int quit;
+    int sleepers;               /* workers waiting on `go` (under mu) */
+    int caller_sleeps;          /* the caller waits on `done` (under mu) */
     sl_pool_fn fn;
     void *arg;
+    uint64_t spin_ns;
 };
 
 typedef struct { sl_pool *p; int ith; } worker_arg;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Contract: returns true as soon as cond(p) holds, false after spinning spin_ns without it
+ * (the clock is read once per 64 pauses). */
+static bool spin_until(sl_pool *p, bool (*cond)(sl_pool *, unsigned long), unsigned long arg)
+{
+    if (!p->spin_ns) return cond(p, arg);
+    uint64_t t0 = 0;
+    for (unsigned k = 0;; k++) {
+        if (cond(p, arg)) return true;
+        if ((k & 63) == 0) {
+            const uint64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > p->spin_ns) return false;
+        }
+        cpu_relax();
+    }
+}
+
+static bool new_job(sl_pool *p, unsigned long seen)
+{
+    return atomic_load(&p->gen) != seen || atomic_load_explicit(&p->quit, memory_order_relaxed);
+}
+
+static bool all_done(sl_pool *p, unsigned long unused)
+{
+    (void)unused;
+    return atomic_load(&p->pending) == 0;
+}
 
 static void *worker(void *a)
 {
     worker_arg *wa = a;
     sl_pool *p = wa->p;
-    int ith = wa->ith;
+    const int ith = wa->ith;
     free(wa);
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->gen == seen && !p->quit) pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit) break;
-        seen = p->gen;
-        sl_pool_fn fn = p->fn;
-        void *arg = p->arg;
-        pthread_mutex_unlock(&p->mu);
-        fn(arg, ith, p->n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (!spin_until(p, new_job, seen)) {
+            pthread_mutex_lock(&p->mu);
+            p->sleepers++;
+            while (!new_job(p, seen)) pthread_cond_wait(&p->go, &p->mu);
+            p->sleepers--;
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit)) break;
+        seen = atomic_load(&p->gen);
+        /* fn and arg were written before gen was bumped (seq_cst store), so they are visible */
+        p->fn(p->arg, ith, p->n);
+        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            if (p->caller_sleeps) pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
+/* Contract: a pool of n_threads (>= 1; the caller counts as one) or NULL when out of memory; if
+ * some threads cannot be created, the pool runs with those that were. */
 sl_pool *sl_pool_create(int n_threads)
 {
     if (n_threads < 1) n_threads = 1;
     sl_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
+    p->spin_ns = SPIN_NS_DEFAULT;
+    const char *env = getenv("SLUICE_SPIN_US");
+    if (env && *env) p->spin_ns = (uint64_t)strtoull(env, NULL, 10) * 1000u;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -68,7 +145,7 @@ void sl_pool_free(sl_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->tid[i], NULL);
@@ -81,20 +158,26 @@ void sl_pool_free(sl_pool *p)
 
 int sl_pool_size(const sl_pool *p) { return p ? p->n : 1; }
 
+/* Contract: fn(arg, i, n) has run for every i in 0..n-1 when this returns (i = 0 on the calling
+ * thread).  Not reentrant: one sl_pool_run at a time per pool. */
 void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *arg)
 {
     if (!p || p->n == 1) { fn(arg, 0, 1); return; }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
-    p->pending = p->n - 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
+    atomic_store(&p->pending, p->n - 1);
+    atomic_fetch_add(&p->gen, 1);
+    pthread_mutex_lock(&p->mu);
+    if (p->sleepers) pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_until(p, all_done, 0)) {
+        pthread_mutex_lock(&p->mu);
+        p->caller_sleeps = 1;
+        while (atomic_load(&p->pending)) pthread_cond_wait(&p->done, &p->mu);
+        p->caller_sleeps = 0;
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 int sl_ncpu(void)

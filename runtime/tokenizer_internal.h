@@ -105,8 +105,17 @@ int sl_ivec_push(sl_ivec *a, int32_t x);
 typedef struct sl_zvec { size_t *v; size_t n, cap; } sl_zvec;
 int sl_zvec_push(sl_zvec *a, size_t x);
 
-/* String table lookup: id of the string s[0..n) (token or extra), or -1.  _h: with its hash. */
+/* String table (tokenizer_table.c).  Lookup: id of the string s[0..n) (token or extra), or -1;
+ * _h: with its precomputed hash. */
 uint32_t sl_vocab_hash(const void *s, size_t n);
+uint32_t sl_hash_more(uint32_t h, const void *s, size_t n);
+int      sl_table_resize(sl_vocab *v, size_t want);
+/* Slot of a 32-bit hash: the middle bits of a 64-bit multiplicative mix depend on every bit of h
+ * (FNV's low bits alone cluster under linear probing). */
+static inline uint32_t sl_slot_of(uint32_t h, uint32_t mask)
+{
+    return (uint32_t)(((uint64_t)h * 0x9E3779B97F4A7C15ull) >> 29) & mask;
+}
 int32_t  sl_vocab_find(const sl_vocab *v, const char *s, size_t n);
 int32_t  sl_vocab_find_h(const sl_vocab *v, const char *s, size_t n, uint32_t h);
 static inline const char *sl_vstr_text(const sl_vocab *v, int32_t id) { return v->arena + v->strs[id].off; }

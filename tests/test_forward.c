@@ -11,10 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/simd.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "util/golden.h"
+
+/* These tests compare with the float64 reference at tight tolerances: run the exact kernels
+ * (f32 activations).  The default fast path (activations quantized like llama.cpp) is tested
+ * against the goldens in tests/test_golden_fast.c. */
+__attribute__((constructor)) static void exact_mode(void) { sl_kernels_set_exact(true); }
 
 typedef struct stats { double max, sum2; long n; } stats;
 

@@ -7,9 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/simd.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
 #include "util/golden.h"
+
+/* These tests compare with the float64 reference at tight tolerances: run the exact kernels
+ * (f32 activations).  The default fast path (activations quantized like llama.cpp) is tested
+ * against the goldens in tests/test_golden_fast.c. */
+__attribute__((constructor)) static void exact_mode(void) { sl_kernels_set_exact(true); }
 
 static float *run(const char *model, const golden_run *g, int kv_type, const char *spill, int n_batch, int *V)
 {

@@ -285,3 +285,45 @@ Test(tokenizer_hostile, spm_cross_word_token)
     cr_assert_eq(ids[2], 5);
     sl_vocab_free(v);
 }
+
+/* Random bytes (invalid UTF-8, NULs, fragments of special texts) through every vocabulary with every
+ * flag combination: ids stay in range, detokenization and pieces succeed.  Mostly a sanitizer test. */
+Test(tokenizer_hostile, random_bytes_all_vocabs, .timeout = 120)
+{
+    static const char *const files[] = { "vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-baichuan.gguf",
+        "vocab/ggml-vocab-phi-3.gguf", "models/stories260K.gguf", "vocab/ggml-vocab-llama-bpe.rebuilt.gguf",
+        "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-gpt-neox.gguf", "vocab/ggml-vocab-mpt.gguf",
+        "vocab/ggml-vocab-falcon.gguf", "vocab/ggml-vocab-starcoder.gguf", "vocab/ggml-vocab-refact.gguf",
+        "vocab/ggml-vocab-deepseek-coder.gguf", "vocab/ggml-vocab-deepseek-llm.gguf" };
+    static const char *const frags[] = { "<s>", "</s>", "<|endoftext|>", "<|begin_of_text|>", "<|eot_id|>",
+        "\xE2\x96\x81", "  ", "\n", "'s", "123", "\xEF\xBD\x9C", "<0x41>", "\xF0\x9F\x98\x80", "\xC3\xBC" };
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", SL_SHARED_DIR, files[f]);
+        sl_vocab *v = tt_load(path, NULL);
+        int32_t nt = sl_vocab_n_tokens(v);
+        for (int round = 0; round < 60; round++) {
+            char s[256];
+            size_t n = 0, target = rnd() % 200;
+            while (n < target) {
+                if (rnd() % 3 == 0) {
+                    const char *p = frags[rnd() % (sizeof frags / sizeof frags[0])];
+                    size_t l = strlen(p);
+                    memcpy(s + n, p, l);
+                    n += l;
+                } else s[n++] = (char)rnd();
+            }
+            for (int c = 0; c < 4; c++) {
+                int32_t ids[1024];
+                int64_t k = sl_tokenize(v, s, n, c & 1, c & 2, ids, 1024);
+                cr_assert_geq(k, 0);
+                cr_assert_leq(k, 1024);
+                for (int64_t i = 0; i < k; i++) cr_assert(ids[i] >= 0 && ids[i] < nt);
+                char d[4096], p[512];
+                cr_assert_geq(sl_detokenize(v, ids, k, d, sizeof d), 0);
+                for (int64_t i = 0; i < k; i++) cr_assert_geq(sl_token_piece_ex(v, ids[i], c & 1, p, sizeof p), 0);
+            }
+        }
+        sl_vocab_free(v);
+    }
+}

@@ -57,6 +57,7 @@ static void usage(FILE *f)
             "      --lm-head-chunk R   rows per LM-head piece (default 1024)\n"
             "      --no-direct         buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT\n"
             "      --stats             print load time, tok/s, peak RSS (and I/O figures) to stderr\n"
+            "      --stats-json FILE   write the same figures as one JSON object to FILE (for benchmarks)\n"
             "      --json              one JSON object per generated token on stdout\n"
             "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
             "      --quiet             no prompt echo\n");
@@ -72,7 +73,7 @@ typedef struct run_opts {
     sl_io_backend io;
     uint64_t chunk;          /* 0: tensor unit */
     long prefetch, head_rows;
-    const char *budget, *spill_dir;
+    const char *budget, *spill_dir, *stats_json;
     double disk_bw, compute_bw;
     bool kv_set;
 } run_opts;
@@ -135,6 +136,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         else if (!strcmp(a, "--prefetch")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 60, &o->prefetch)) return -1; }
         else if (!strcmp(a, "--lm-head-chunk")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 24, &o->head_rows)) return -1; }
         else if (!strcmp(a, "--stats")) o->stats = true;
+        else if (!strcmp(a, "--stats-json")) { if (!cli_val(argc, argv, &i, &o->stats_json)) return -1; }
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--special")) o->special = true;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
@@ -212,6 +214,43 @@ static void print_stream_stats(sl_stream *s, const sl_model *m, uint64_t *lat, i
     if (sl_page_cache_bytes(m->path, &res, &fsz) == 0)
         fprintf(stderr, "sluice: page cache: %.2f MiB of the model file (%.2f%%) resident at exit\n", res / 1048576.0,
                 fsz ? 100.0 * res / fsz : 0);
+}
+
+/* One JSON object with every figure a benchmark needs.  Sorting lat is harmless (stats use it sorted). */
+static void write_stats_json(const char *path, const sl_model *m, sl_stream *s, const sl_plan *plan, const sl_plan_req *req,
+                             int64_t n_prompt, uint64_t prompt_ns, int64_t n_dec, uint64_t dec_ns, uint64_t *lat,
+                             uint64_t run_ns, int status)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) { cli_err("--stats-json: cannot write %s", path); return; }
+    if (n_dec > 0) qsort(lat, (size_t)n_dec, sizeof *lat, cmp_u64);
+    uint64_t res = 0, fsz = 0;
+    sl_page_cache_bytes(m->path, &res, &fsz);
+    fprintf(f, "{\"status\":%d,\"model_bytes\":%" PRIu64 ",\"n_prompt\":%" PRId64 ",\"prompt_s\":%.6f,\"prompt_tok_s\":%.4f,"
+            "\"n_decode\":%" PRId64 ",\"decode_s\":%.6f,\"decode_tok_s\":%.4f,\"lat_median_ms\":%.3f,\"lat_p90_ms\":%.3f,"
+            "\"peak_rss\":%" PRIu64 ",\"page_cache_at_exit\":%" PRIu64,
+            status, fsz, n_prompt, prompt_ns / 1e9, prompt_ns ? n_prompt / (prompt_ns / 1e9) : 0, n_dec, dec_ns / 1e9,
+            dec_ns ? n_dec / (dec_ns / 1e9) : 0, n_dec ? lat[n_dec / 2] / 1e6 : 0,
+            n_dec ? lat[(n_dec * 9) / 10 < n_dec ? (n_dec * 9) / 10 : n_dec - 1] / 1e6 : 0, peak_rss_bytes(), res);
+    if (plan)
+        fprintf(f, ",\"budget\":%" PRIu64 ",\"planned_bytes\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"blocks_resident\":%d,"
+                "\"lm_head_resident\":%s,\"kv\":\"%s\",\"n_batch\":%d,\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d",
+                req->budget, plan->total_bytes, plan->pred_tok_s, plan->n_layers_resident,
+                plan->lm_head_resident ? "true" : "false",
+                plan->kv == SL_PLAN_KV_F16 ? "f16" : plan->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill", plan->n_batch,
+                plan->chunk_bytes, plan->prefetch);
+    if (s) {
+        sl_stream_stats st;
+        sl_stream_get_stats(s, &st);
+        fprintf(f, ",\"backend\":\"%s\",\"bytes_read\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"pass_bytes\":%" PRIu64
+                ",\"wait_s\":%.6f,\"compute_s\":%.6f,\"read_gbs\":%.4f",
+                sl_stream_backend(s), st.io.bytes_read, st.io.reads_issued, sl_stream_pass_bytes(s), st.wait_ns / 1e9,
+                st.compute_ns / 1e9, run_ns ? st.io.bytes_read / (run_ns / 1e9) / 1e9 : 0);
+    } else {
+        fprintf(f, ",\"backend\":\"resident\",\"bytes_read\":0");
+    }
+    fprintf(f, "}\n");
+    fclose(f);
 }
 
 int cmd_run(int argc, char **argv)
@@ -375,6 +414,11 @@ int cmd_run(int argc, char **argv)
         status = 1;
     } else {
         status = 0;
+    }
+    if (o.stats_json) {
+        int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
+        write_stats_json(o.stats_json, m, stream, plan, &preq, nt, t_prompt - t_load, n_dec,
+                         t_first && n_dec ? t_end - t_first : 0, lat, t_end - t_load, status);
     }
     if (o.stats) {
         double load_s = (t_load - t0) / 1e9, pp_s = (t_prompt - t_load) / 1e9;
