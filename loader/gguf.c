@@ -385,9 +385,11 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
     g->data_offset = data;
     for (int64_t i = 0; i < g->n_tensors; i++) {
         sl_gguf_tensor *t = &g->tensors[i];
-        if (t->offset > file_size || t->nbytes > file_size - data - t->offset || t->offset > file_size - data) {
-            rc = fail(&c, data, "tensor '%.*s': data [%" PRIu64 ", +%" PRIu64 ") lies past the end of the file (%" PRIu64 " bytes)",
-                      (int)t->name.len, t->name.ptr, data + t->offset, t->nbytes, file_size);
+        /* data <= file_size here (checked above), so neither subtraction wraps */
+        if (t->offset > file_size - data || t->nbytes > file_size - data - t->offset) {
+            rc = fail(&c, data, "tensor '%.*s': %" PRIu64 " bytes at data offset %" PRIu64 " run past the end of the file "
+                      "(%" PRIu64 " bytes, data section at %" PRIu64 ")",
+                      (int)t->name.len, t->name.ptr, t->nbytes, t->offset, file_size, data);
             goto out;
         }
         t->offset += data;

@@ -89,8 +89,10 @@ int  sl_io_request(sl_io *io, uint64_t offset, size_t len);
 int  sl_io_wait(sl_io *io, int slot, const void **data);
 
 /* Give back a slot (whether waited for or not; an unfinished read is cancelled or waited out, never
- * left writing into a reused buffer).  Buffered modes drop the page cache of the range (rounded out
- * to pages) and mmap unmaps its pages, so neither RSS nor page cache grows with the file. */
+ * left writing into a reused buffer).  mmap unmaps the piece; buffered modes then drop the range from
+ * the page cache, rounded out to 2 MiB (the largest folio) minus what other held slots touch, so
+ * neither RSS nor page cache grows with the file.  (Kernel readahead past the last requested piece
+ * can stay cached until that range is read and released.) */
 void sl_io_release(sl_io *io, int slot);
 
 /* Synchronous read of [offset, offset+len) into caller memory (any alignment, any length): resident

@@ -26,7 +26,7 @@
 
 #define MiB (1024.0 * 1024.0)
 #define BASE_BYTES (6ull << 20)
-#define DIO_SLACK (2 * 4096ull)
+#define DIO_SLACK 4096ull
 
 void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes)
 {
@@ -91,12 +91,15 @@ static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_
     return mx;
 }
 
+/* What loader/io.c allocates for (prefetch + 1) slots: each piece rounded up to pages plus a page of
+ * O_DIRECT slack, the bounce buffer for embedding rows (the read chunk: the piece size clamped to
+ * [256 KiB, 4 MiB], see runtime/stream.c), and one embedding row. */
 static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk, int prefetch)
 {
     uint64_t piece = largest_piece(pm, p, chunk);
     if (!piece) return 0;
-    uint64_t bounce = piece < (4u << 20) ? max_u64(piece, 64u << 10) : (4u << 20);
-    return (uint64_t)(prefetch + 1) * (piece + DIO_SLACK) + bounce + pm->embd_row_bytes;
+    uint64_t bounce = piece < (256u << 10) ? (256u << 10) : piece > (4u << 20) ? (4u << 20) : piece;
+    return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
 }
 
 int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
@@ -148,7 +151,9 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     if (min_head_rows > 1024) min_head_rows = 1024;
     int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
     p->lm_head_rows = min_head_rows;
-    uint64_t min_stream = stream_buf(pm, p, min_chunk, 1);   /* nothing pinned yet: an upper bound */
+    /* 1 MiB pieces with 3 in flight: this disk needs several reads outstanding to approach its
+     * sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little even in a tight budget */
+    uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
     uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
     if (p->min_budget > req->budget) {
@@ -156,7 +161,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
         int n = snprintf(p->why, sizeof p->why,
                          "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
-                         "(2 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
+                         "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
                          p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
                          largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                          min_act / MiB, BASE_BYTES / MiB);
@@ -200,10 +205,10 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
 
     uint64_t chunk = min_chunk;
-    int prefetch = 1;
+    int prefetch = 3;
     uint64_t buf = min_stream;
     if (B == want_B) {
-        static const uint64_t ladder[][2] = { { 2u << 20, 2 }, { 4u << 20, 2 }, { 8u << 20, 2 } };
+        static const uint64_t ladder[][2] = { { 2u << 20, 3 }, { 4u << 20, 3 }, { 8u << 20, 3 } };
         for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
             sl_plan t = *p;
             t.lm_head_rows = 1024;

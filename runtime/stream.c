@@ -195,8 +195,11 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
     if (s->n && s->depth > s->n) s->depth = (int)s->n;
     s->rowbuf = malloc(m->tok_embd.row_bytes);
     if (!s->rowbuf) { free(s->sched); free(s); return -ENOMEM; }
+    /* The reader's largest single read (and its O_DIRECT bounce buffer for embedding rows) follows the
+     * piece size: 4 MiB reads for big pieces, no 4 MiB bounce buffer in a tight budget. */
+    size_t chunk = s->max_piece < (256u << 10) ? (256u << 10) : s->max_piece > (4u << 20) ? (4u << 20) : (size_t)s->max_piece;
     sl_io_opts io = { .backend = o->backend, .slots = s->depth, .max_piece = s->max_piece ? s->max_piece : 4096,
-                      .no_direct = o->no_direct };
+                      .no_direct = o->no_direct, .chunk = chunk };
     rc = sl_io_open(m->path, &io, &s->io, err, errlen);
     if (rc) { free(s->rowbuf); free(s->sched); free(s); return rc; }
     s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg };

@@ -354,7 +354,16 @@ Test(hostile, corpus, .timeout = 120)
             sl_vocab *v = NULL;
             if (c->level <= H_MODEL) sl_model_open(path, &m, err, sizeof err);
             else if (c->level == H_VOCAB && sl_gguf_open(path, &g, err, sizeof err) == 0) sl_vocab_load(g, &v, err, sizeof err);
-            else if (c->level == H_RUN) snprintf(err, sizeof err, "(from `sluice run`, see docs/reliability.md) %s", c->kw);
+            else if (c->level == H_RUN) {
+                /* what `sluice run` says, without the "sluice: " prefix and the newline */
+                char eb[4096];
+                const char *argv[] = { "sluice", "run", "-m", path, "-p", "hi", "-n", "1", "--temp", "0", "-t", "1", NULL };
+                make_tmp();
+                run_cli(argv, eb, sizeof eb);
+                rm_tmp();
+                eb[strcspn(eb, "\n")] = 0;
+                snprintf(err, sizeof err, "%s", eb[0] ? eb + (strncmp(eb, "sluice: ", 8) ? 0 : 8) : "(nothing: exit 0)");
+            }
             sl_model_free(m);
             sl_vocab_free(v);
             sl_gguf_close(g);

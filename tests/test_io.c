@@ -165,13 +165,13 @@ Test(io, uring_fallback, .init = setup, .fini = teardown) {
 /* Reading everything through a backend with a cold cache leaves <= 1% of the file's pages cached
  * (1% = 20 pages of 8 MiB: slack for pages another process or readahead might touch; the design
  * target is 0).  Skipped if the filesystem does not drop pages on POSIX_FADV_DONTNEED. */
-Test(io, page_cache_bounded) {
-    iot_file f;
-    iot_make(&f, (8u << 20) + 100, 0xcafe);
-    if (iot_resident(f.path) > 0.01) {
-        iot_remove(&f);
-        cr_skip_test("filesystem ignores POSIX_FADV_DONTNEED: cannot measure");
-    }
+static iot_file PC;
+static void pc_setup(void) { iot_make(&PC, (8u << 20) + 100, 0xcafe); }
+static void pc_teardown(void) { iot_remove(&PC); }
+
+Test(io, page_cache_bounded, .init = pc_setup, .fini = pc_teardown) {
+    iot_file f = PC;
+    if (iot_resident(f.path) > 0.01) cr_skip_test("filesystem ignores POSIX_FADV_DONTNEED: cannot measure");
     struct { sl_io_backend b; bool nd; } cfg[] = {
         { SL_IO_PREAD, false }, { SL_IO_PREAD, true }, { SL_IO_URING, false }, { SL_IO_URING, true },
         { SL_IO_MMAP, false },
@@ -212,5 +212,4 @@ Test(io, page_cache_bounded) {
         cr_assert(res <= 0.01, "%s no_direct=%d: sync reads left %.2f%% of the file in the page cache",
                   sl_io_backend_name(cfg[c].b), cfg[c].nd, res * 100);
     }
-    iot_remove(&f);
 }

@@ -86,9 +86,16 @@ Test(stream, bit_identical_all_backends_units_depths, .timeout = 900)
         run_cfg res = { .n_batch = 512 };
         float *ref = run(model, &g, steps, &res, &V);
         int n_cfg = 0;
+        /* the full grid on the first two models; the diagonal (each chunk size once per backend, each
+         * depth once) on the others, to keep the suite fast under the sanitizers */
+        bool full = mi < 2;
         for (size_t b = 0; b < 3; b++)
             for (size_t ci = 0; ci < 3; ci++)
                 for (size_t pi = 0; pi < 3; pi++) {
+                    if (!full && pi != ci) continue;
+                    /* spm32k's 13 MB file in 16 KiB pieces is ~800 buffered reads per pass, each
+                     * dropping a 2 MiB page-cache window: slow and already covered on the small models */
+                    if (!strcmp(models[mi][0], "spm32k-llama") && ci == 1) continue;
                     if (backends[b] == SL_IO_URING && !sl_io_uring_available() && ci + pi == 0)
                         fprintf(stderr, "io_uring unavailable: uring runs fall back to pread\n");
                     run_cfg rc_ = { .stream_all = true, .backend = backends[b], .chunk = chunks[ci], .prefetch = prefetch[pi],

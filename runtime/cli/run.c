@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "                          what fits resident and streams the rest (see sluice plan)\n"
             "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
             "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
-            "      --disk-bw GB/s      disk read rate for the plan's prediction (default 1.8)\n"
+            "      --disk-bw GB/s      disk read rate for the plan's prediction (default: measured once per device)\n"
             "streaming (weights read from disk as the forward pass reaches them):\n"
             "      --stream            stream every weight matrix (norms stay resident)\n"
             "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"
@@ -81,7 +81,7 @@ typedef struct run_opts {
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16, .io = SL_IO_URING,
-                     .prefetch = 2, .head_rows = 1024, .disk_bw = 1.8, .compute_bw = SL_DEFAULT_COMPUTE_GBS };
+                     .prefetch = 2, .head_rows = 1024, .disk_bw = 0, .compute_bw = SL_DEFAULT_COMPUTE_GBS };
     o->sp = sl_sampler_defaults();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;

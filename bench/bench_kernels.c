@@ -1,0 +1,177 @@
+/* bench/bench_kernels.c — weight throughput of the matrix-vector kernels, per format and path,
+ * next to the machine's memory read bandwidth measured in the same run.
+ *
+ * Decode is a matrix-vector product per weight matrix, so tokens/s is bounded by (weight bytes per
+ * token) / (memory bandwidth); a kernel that processes weights faster than memory delivers them is
+ * good enough for decode.  For each format this runs sl_matmul (nb = 1) over a ~64 MiB random
+ * matrix (larger than any cache here) with 1 and 2 threads and reports GB/s of weights, for the
+ * exact f32 path and each kernel path this CPU has; plus a batched product (nb = 64, the prefill
+ * shape) in G weight-element x vector products per second.
+ *
+ * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)]
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/f16.h"
+#include "kernels/ops.h"
+#include "kernels/simd.h"
+#include "kernels/types.h"
+#include "runtime/threadpool.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_state = 0x5eed;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- memory read bandwidth ------------------------------------------------------------------- */
+
+typedef struct { const uint64_t *p; size_t n; uint64_t sink[2][8]; } read_job;
+
+static void read_worker(void *arg, int ith, int nth)
+{
+    read_job *j = arg;
+    const size_t a = j->n * (size_t)ith / (size_t)nth, b = j->n * (size_t)(ith + 1) / (size_t)nth;
+    uint64_t s[8] = { 0 };
+    for (size_t i = a; i + 8 <= b; i += 8)
+        for (int k = 0; k < 8; k++) s[k] += j->p[i + k];
+    memcpy(j->sink[ith & 1], s, sizeof s);
+}
+
+/* Best of several passes over a 256 MiB buffer, in GB/s. */
+static double mem_bw(sl_pool *pool, double secs)
+{
+    const size_t bytes = (size_t)256 << 20;
+    uint64_t *buf = malloc(bytes);
+    if (!buf) return 0;
+    for (size_t i = 0; i < bytes / 8; i++) buf[i] = i;
+    read_job j = { buf, bytes / 8, { { 0 } } };
+    double best = 1e30;
+    const double t_end = now() + secs * 3;
+    for (int rep = 0; rep < 3 || now() < t_end; rep++) {
+        const double t0 = now();
+        sl_pool_run(pool, read_worker, &j);
+        const double t = now() - t0;
+        if (t < best) best = t;
+        if (rep > 50) break;
+    }
+    free(buf);
+    return (double)bytes / best / 1e9;
+}
+
+/* ---- matrices -------------------------------------------------------------------------------- */
+
+/* Random weights of `type`: random quant bytes with f16 scale fields set to sane values (the
+ * values do not change the kernels' speed; NaN/inf scales would only make the output noise). */
+static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes)
+{
+    const sl_type_info *ti = sl_type_get(type);
+    *row_bytes = sl_row_bytes(type, cols);
+    const size_t total = *row_bytes * (size_t)rows;
+    unsigned char *w = malloc(total);
+    if (!w) return NULL;
+    for (size_t i = 0; i + 8 <= total; i += 8) {
+        const uint64_t v = rnd();
+        memcpy(w + i, &v, 8);
+    }
+    const int nblk = (int)(total / (size_t)ti->bytes);
+    int hoff[2] = { -1, -1 };
+    switch (type) {
+    case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: hoff[0] = 0; break;
+    case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: hoff[0] = 0; hoff[1] = 2; break;
+    case SL_TYPE_Q6_K: hoff[0] = 208; break;
+    default: break;
+    }
+    for (int b = 0; b < nblk; b++)
+        for (int k = 0; k < 2; k++)
+            if (hoff[k] >= 0) {
+                const uint16_t h = sl_f32_to_f16((float)(rnd() % 1000 + 1) * 1e-5f);
+                memcpy(w + (size_t)b * ti->bytes + hoff[k], &h, 2);
+            }
+    if (type == SL_TYPE_F32)
+        for (size_t i = 0; i < total / 4; i++) ((float *)w)[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-4f;
+    if (type == SL_TYPE_F16 || type == SL_TYPE_BF16)
+        for (size_t i = 0; i < total / 2; i++) {
+            const float f = (float)((int)(rnd() % 2001) - 1000) * 1e-4f;
+            ((uint16_t *)w)[i] = type == SL_TYPE_F16 ? sl_f32_to_f16(f) : sl_f32_to_bf16(f);
+        }
+    return w;
+}
+
+/* Best time of sl_matmul over the matrix with nb vectors, repeated for at least `secs`. */
+static double time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t rb,
+                          const float *x, int nb, float *out, double secs)
+{
+    double best = 1e30;
+    const double t_end = now() + secs;
+    for (int rep = 0; rep < 2 || now() < t_end; rep++) {
+        const double t0 = now();
+        sl_matmul(pool, type, w, rows, cols, rb, x, nb, out, rows);
+        const double t = now() - t0;
+        if (t < best) best = t;
+        if (rep > 200) break;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const double mib = argc > 1 ? atof(argv[1]) : 64;
+    const double secs = argc > 2 ? atof(argv[2]) : 0.3;
+    const int64_t cols = 4096;
+    const int nb_batch = 64;
+    sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
+    float *x = malloc((size_t)cols * nb_batch * sizeof *x);
+    for (int64_t i = 0; i < cols * nb_batch; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+
+    const double bw1 = mem_bw(pool1, secs), bw2 = mem_bw(pool2, secs);
+    printf("memory read bandwidth (256 MiB, best pass): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n", bw1, bw2);
+    printf("matvec over ~%.0f MiB of weights, %lld columns; GB/s of weights (%% of 2-thread memory bw); "
+           "nb=%d: G weight x vector products/s, 2 threads\n", mib, (long long)cols, nb_batch);
+    printf("%-6s %-9s %9s %9s %7s %12s\n", "format", "path", "1T GB/s", "2T GB/s", "2T %bw", "nb=64 Gop/s");
+
+    const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int type = types[ti];
+        const size_t row_bytes = sl_row_bytes(type, cols);
+        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
+        size_t rb;
+        void *w = make_matrix(type, rows, cols, &rb);
+        float *out = malloc((size_t)rows * nb_batch * sizeof *out);
+        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        const double gb = (double)rb * (double)rows / 1e9;
+        /* path -1: exact mode (dequantize + f32 dot, the portable reference) */
+        for (int p = -1; p < SL_KPATH_COUNT; p++) {
+            if (p >= 0 && sl_kernels_force(p) != 0) continue;
+            sl_kernels_set_exact(p < 0);
+            const double t1 = time_matmul(pool1, type, w, rows, cols, rb, x, 1, out, secs);
+            const double t2 = time_matmul(pool2, type, w, rows, cols, rb, x, 1, out, secs);
+            const double tb = time_matmul(pool2, type, w, rows, cols, rb, x, nb_batch, out, secs);
+            printf("%-6s %-9s %9.2f %9.2f %6.0f%% %12.2f\n", sl_type_name(type), p < 0 ? "exact" : sl_kpath_name(p),
+                   gb / t1, gb / t2, 100 * gb / t2 / bw2, (double)rows * cols * nb_batch / tb / 1e9);
+            fflush(stdout);
+        }
+        sl_kernels_set_exact(false);
+        free(w);
+        free(out);
+    }
+    free(x);
+    sl_pool_free(pool1);
+    sl_pool_free(pool2);
+    return 0;
+}
