@@ -226,6 +226,9 @@ int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
         int nb = n - done < c->n_batch ? n - done : c->n_batch;
         int rc = eval_batch(c, tokens + done, nb);
         if (rc) {
+            /* an interrupted pass leaves the stream mid-schedule: restart it at block 0 so the
+             * next evaluation (e.g. the next chat turn after Ctrl-C) lines up again */
+            if (c->src && c->src->reset) c->src->reset(c->src->self);
             if (!c->err[0]) {
                 if (rc == -ECANCELED) snprintf(c->err, sizeof c->err, "interrupted");
                 else snprintf(c->err, sizeof c->err, "forward: %s", strerror(-rc));

@@ -25,6 +25,7 @@ typedef struct sl_wsource {
     int (*matmul)(void *self, const sl_weight *w, const float *x, int nb, float *out, int64_t out_stride);
     int (*row)(void *self, const sl_weight *w, int64_t row, float *out);
     const char *(*errmsg)(void *self);   /* what the last failure was */
+    void (*reset)(void *self);           /* drop reads in flight: the next pass starts at block 0 */
 } sl_wsource;
 
 typedef struct sl_ctx_params {

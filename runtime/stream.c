@@ -138,6 +138,9 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
 {
     sl_stream *s = self;
     int64_t done = 0;
+    /* quantize the activations once for the whole matrix, not once per piece */
+    sl_mm_input in;
+    sl_mm_prepare(s->pool, w->type, x, nb, w->cols, &in);
     while (done < w->rows) {
         const piece *p;
         const void *data;
@@ -149,7 +152,7 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
             return -EPROTO;
         }
         uint64_t t0 = now_ns();
-        sl_matmul(s->pool, w->type, data, p->nrows, w->cols, w->row_bytes, x, nb, out + p->row0, out_stride);
+        sl_matmul_prepared(s->pool, &in, data, p->nrows, w->row_bytes, out + p->row0, out_stride);
         s->st.compute_ns += now_ns() - t0;
         s->st.pieces++;
         s->st.bytes += p->len;
@@ -173,6 +176,7 @@ static int stream_row(void *self, const sl_weight *w, int64_t row, float *out)
 }
 
 static const char *stream_errmsg(void *self) { return ((sl_stream *)self)->err; }
+static void stream_reset(void *self) { sl_stream_reset(self); }
 
 int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_stream **out, char *err, size_t errlen)
 {
@@ -202,7 +206,7 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
                       .no_direct = o->no_direct, .chunk = chunk };
     rc = sl_io_open(m->path, &io, &s->io, err, errlen);
     if (rc) { free(s->rowbuf); free(s->sched); free(s); return rc; }
-    s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg };
+    s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg, stream_reset };
     *out = s;
     return 0;
 }
