@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kernels/types.h"
+#include "loader/fileio.h"
 
 #define GGUF_MAGIC 0x46554747u         /* "GGUF" little-endian */
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -452,22 +453,6 @@ int sl_gguf_parse(const void *buf, size_t len, uint64_t file_size, sl_gguf **out
     return rc;
 }
 
-/* pread exactly n bytes at off: retries EINTR, finishes short reads.  0, or -errno (-EIO on EOF). */
-static int pread_full(int fd, void *dst, size_t n, uint64_t off)
-{
-    unsigned char *p = dst;
-    while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        if (r == 0) return -EIO;
-        p += r; n -= (size_t)r; off += (uint64_t)r;
-    }
-    return 0;
-}
-
 int sl_gguf_open(const char *path, sl_gguf **out, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
@@ -495,7 +480,7 @@ int sl_gguf_open(const char *path, sl_gguf **out, char *err, size_t errlen)
     for (;;) {
         unsigned char *buf = malloc(len ? len : 1);
         if (!buf) { rc = -ENOMEM; break; }
-        rc = pread_full(fd, buf, len, 0);
+        rc = sl_pread_full(fd, buf, len, 0);
         if (rc) {
             if (err) snprintf(err, errlen, "gguf: %s: read error at byte offset 0..%zu: %s", path, len, strerror(-rc));
             free(buf);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loader/fileio.h"
 #include "loader/gguf.h"
 
 typedef struct sl_config {
@@ -85,9 +86,5 @@ int  sl_layer_weights(sl_layer *L, sl_weight **out7);
 
 /* Bytes of the matrices of block l. */
 uint64_t sl_layer_bytes(const sl_model *m, int l);
-
-/* pread exactly n bytes at off into dst: EINTR retried, short reads finished.  0 or -errno
- * (-EIO at end of file).  Used for the metadata-sized reads that need no backend. */
-int sl_pread_full(int fd, void *dst, size_t n, uint64_t off);
 
 #endif
