@@ -7,7 +7,7 @@ bash scripts/install-deps.sh
 BUILD_DIR=build bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j2
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
-  BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DSL_SANITIZE=ON
+  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DSL_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j2
 fi

@@ -691,12 +691,13 @@ int main(int argc, char **argv)
         const sl_type_info *ti = sl_type_get(layout[i][0]);
         if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {
             fprintf(stderr, "sluice-gen: internal error: block layout of type %d disagrees with kernels/types.c\n", layout[i][0]);
+            sl_gguf_close(voc);
             return 1;
         }
     }
     init_tables();
     tplan *plan = calloc((size_t)o.s.layers * 9 + 3, sizeof *plan);
-    if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); return 1; }
+    if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); sl_gguf_close(voc); return 1; }
     int n = build_plan(&o, (int64_t)vocab, plan);
     for (int i = 0; i < n; i++) plan_units(&plan[i]);
 
@@ -704,6 +705,8 @@ int main(int argc, char **argv)
     sl_gguf_writer *w;
     if (sl_gguf_writer_open(&w, o.out, 32, SL_GGUF_WRITE_DROP_CACHE | SL_GGUF_WRITE_PREALLOCATE, err, sizeof err)) {
         fprintf(stderr, "sluice-gen: %s\n", err);
+        free(plan);
+        sl_gguf_close(voc);
         return 1;
     }
     g_tmp = sl_gguf_writer_tmp_path(w);
