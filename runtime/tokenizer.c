@@ -317,6 +317,36 @@ static bool spm_words_independent(const sl_vocab *v)
     return true;
 }
 
+/* Trie of the special texts (rank = index in v->special), see tokenizer_internal.h. */
+static int build_special_trie(sl_vocab *v)
+{
+    size_t total = 0, cap;
+    for (int32_t k = 0; k < v->n_special; k++) total += v->strs[v->special[k]].len;
+    cap = total ? total : 1;
+    v->trie = malloc(cap * sizeof *v->trie);
+    if (!v->trie) return -ENOMEM;
+    v->mem += cap * sizeof *v->trie;
+    for (int b = 0; b < 256; b++) v->trie_root[b] = -1;
+    for (int32_t k = 0; k < v->n_special; k++) {
+        const sl_vstr *st = &v->strs[v->special[k]];
+        const unsigned char *t = (const unsigned char *)v->arena + st->off;
+        if (!(st->attr & (SL_ATTR_CONTROL | SL_ATTR_UNKNOWN))) v->n_special_plain++;
+        int32_t *link = &v->trie_root[t[0]], node = -1;
+        for (uint32_t i = 0; i < st->len; i++) {
+            /* `link` points at the head of the sibling list where byte t[i] belongs. */
+            for (node = *link; node >= 0 && v->trie[node].byte != t[i]; node = v->trie[node].sibling) {}
+            if (node < 0) {
+                node = v->n_trie++;
+                v->trie[node] = (struct sl_tnode){ .child = -1, .sibling = i ? *link : -1, .rank = -1, .byte = t[i] };
+                *link = node;
+            }
+            link = &v->trie[node].child;
+        }
+        v->trie[node].rank = k;
+    }
+    return 0;
+}
+
 /* SPM byte fallback table: "<0xNN>" (upper-case hex, as llama.cpp formats it), else the token
  * whose text is that single byte, else none. */
 static void setup_spm_bytes(sl_vocab *v)
@@ -401,7 +431,7 @@ int sl_vocab_load(const sl_gguf *g, sl_vocab **out, char *err, size_t errlen)
         v->nl = v->byte_tok['\n'];
         v->spm_split = spm_words_independent(v);
     }
-    if ((rc = setup_special(v, g)) || (rc = setup_cache(v, g))) {
+    if ((rc = setup_special(v, g)) || (rc = setup_cache(v, g)) || (rc = build_special_trie(v))) {
         fail(err, errlen, rc, "vocab: out of memory");
         goto out;
     }
@@ -426,6 +456,7 @@ void sl_vocab_free(sl_vocab *v)
     free(v->hslot);
     free(v->mslot);
     free(v->special);
+    free(v->trie);
     free(v->eog);
     free(v);
 }

@@ -1,8 +1,20 @@
 /* runtime/tokenizer.h — vocabularies from GGUF metadata: text <-> token ids.
  *
  * Families (tokenizer.ggml.model): "llama" (SentencePiece BPE with byte fallback) and "gpt2"
- * (byte-level BPE, pre-tokenizer from tokenizer.ggml.pre).  Results must equal llama.cpp's
- * llama_tokenize(add_special, parse_special) and llama_token_to_piece exactly.
+ * (byte-level BPE, pre-tokenizer from tokenizer.ggml.pre).  Results equal llama.cpp's (c392e509)
+ * llama_tokenize(add_special, parse_special), llama_token_to_piece and llama_detokenize exactly.
+ * Supported pre-tokenizers: default (none), llama3 llama-v3 llama-bpe falcon3 dbrx smaug-bpe
+ * chatglm-bpe, gpt-2 mpt olmo jais phi-2 jina-es jina-de jina-v1-en jina-v2-{es,de,code} gigachat
+ * roberta-bpe, falcon, starcoder refact command-r smollm codeshell exaone minerva-7b, deepseek-llm,
+ * deepseek-coder; any other value is -ENOTSUP.
+ *
+ * A loaded vocabulary is immutable and owns all its memory (the sl_gguf may be closed after
+ * sl_vocab_load); any number of threads may tokenize with it at once.
+ *
+ * Where llama.cpp would abort or throw on hostile input, sluice does something defined instead:
+ * a default special id that does not exist becomes -1 and is then never added; an SPM byte without
+ * any byte token becomes the unknown token (or nothing); a UTF-8 lead F4..F7 decoding past
+ * U+10FFFF counts as U+FFFD in BPE pre-tokenization; duplicate token texts are a load error.
  */
 #ifndef SL_RUNTIME_TOKENIZER_H
 #define SL_RUNTIME_TOKENIZER_H
@@ -15,8 +27,12 @@
 
 typedef struct sl_vocab sl_vocab;
 
-/* Load the vocabulary described by g's tokenizer.* keys.  Validates ids (bos/eos/… in range,
- * token count equals the scores/types arrays, merges well formed).  0 or -errno with a message. */
+/* Load the vocabulary described by g's tokenizer.* keys, with llama.cpp's defaults (SPM: BOS 1,
+ * EOS 2, UNK 0, add BOS, add space prefix; BPE: the flags tied to tokenizer.ggml.pre).  Validates:
+ * tokens present, non-empty, unique; scores/types arrays (if present) of the right type and count;
+ * merges present for gpt2 (ill-formed merge lines never match, as in llama.cpp); special ids out of
+ * range keep the default (llama.cpp's rule) or become -1.  0, or -EINVAL / -ENOTSUP / -ENOMEM with
+ * a one-line message in err. */
 int  sl_vocab_load(const sl_gguf *g, sl_vocab **out, char *err, size_t errlen);
 void sl_vocab_free(sl_vocab *v);
 
@@ -30,7 +46,8 @@ const char *sl_vocab_pre(const sl_vocab *v);    /* pre-tokenizer name ("default"
 size_t  sl_vocab_mem_bytes(const sl_vocab *v);  /* heap held by the vocabulary */
 
 /* Tokenize text[0..len).  add_special: add BOS/EOS as the metadata says (llama.cpp add_special);
- * parse_special: match control/special token texts in the input.  Writes up to n_max ids to out and
+ * parse_special: match control/special token texts in the input (USER_DEFINED texts are matched
+ * either way, as in llama.cpp).  Writes up to n_max ids to out and
  * returns the total number of ids (may exceed n_max: call again with a larger buffer), or -errno. */
 int64_t sl_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_special,
                     bool parse_special, int32_t *out, int64_t n_max);

@@ -63,59 +63,14 @@ int sl_bpe_decode_text(const sl_vocab *v, const char *text, size_t len, sl_bytes
 
 /* ---------------------------------------------------------------- merge loop */
 
-typedef struct bigram { int32_t rank, left, right; uint32_t size; int32_t result; } bigram;
-
 typedef struct bpe_ctx {
     int32_t *prev, *next, *id;
     uint32_t *n;
     size_t cap;
-    bigram *heap;
-    size_t nheap, heapcap;
+    sl_heap heap;
     char *enc;                   /* byte-level encoding of a word (ignore_merges lookup) */
     size_t enccap;
 } bpe_ctx;
-
-/* Higher priority: lower rank, then leftmost (llama.cpp's llm_bigram_bpe::comparator). */
-static inline bool before(const bigram *a, const bigram *b)
-{
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_ctx *c, bigram x)
-{
-    if (c->nheap == c->heapcap) {
-        size_t nc = c->heapcap ? c->heapcap * 2 : 64;
-        bigram *p = realloc(c->heap, nc * sizeof *p);
-        if (!p) return -ENOMEM;
-        c->heap = p;
-        c->heapcap = nc;
-    }
-    size_t i = c->nheap++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (!before(&x, &c->heap[up])) break;
-        c->heap[i] = c->heap[up];
-        i = up;
-    }
-    c->heap[i] = x;
-    return 0;
-}
-
-static bigram heap_pop(bpe_ctx *c)
-{
-    bigram top = c->heap[0], x = c->heap[--c->nheap];
-    size_t i = 0, n = c->nheap;
-    for (;;) {
-        size_t k = 2 * i + 1;
-        if (k >= n) break;
-        if (k + 1 < n && before(&c->heap[k + 1], &c->heap[k])) k++;
-        if (!before(&c->heap[k], &x)) break;
-        c->heap[i] = c->heap[k];
-        i = k;
-    }
-    if (n) c->heap[i] = x;
-    return top;
-}
 
 /* Queue the pair (l, r) if the vocabulary has a merge for it. */
 static int add_bigram(const sl_vocab *v, bpe_ctx *c, int32_t l, int32_t r)
@@ -124,7 +79,7 @@ static int add_bigram(const sl_vocab *v, bpe_ctx *c, int32_t l, int32_t r)
     int32_t result;
     int32_t rank = sl_merge_find(v, c->id[l], c->id[r], &result);
     if (rank < 0) return 0;
-    return heap_push(c, (bigram){ rank, l, r, c->n[l] + c->n[r], result });
+    return sl_heap_push(&c->heap, (sl_bigram){ (uint32_t)rank, l, r, c->n[l] + c->n[r], result });
 }
 
 /* Emit symbol bytes b[0..m) that did not form a token: the token of each single byte of their
@@ -187,12 +142,12 @@ static int bpe_word(const sl_vocab *v, bpe_ctx *c, const unsigned char *b, size_
         c->id[i] = v->byte_sym[b[i]];
         c->n[i] = 1;
     }
-    c->nheap = 0;
+    c->heap.n = 0;
     int rc = 0;
     for (size_t i = 1; i < m && rc == 0; i++)
         rc = add_bigram(v, c, (int32_t)i - 1, (int32_t)i);
-    while (c->nheap > 0 && rc == 0) {
-        bigram bg = heap_pop(c);
+    while (c->heap.n > 0 && rc == 0) {
+        sl_bigram bg = sl_heap_pop(&c->heap);
         int32_t l = bg.left, r = bg.right;
         /* Stale if either side was merged away or grew since the pair was queued. */
         if (c->n[l] == 0 || c->n[r] == 0 || c->n[l] + c->n[r] != bg.size)
@@ -261,7 +216,7 @@ out:
     free(c.next);
     free(c.id);
     free(c.n);
-    free(c.heap);
+    free(c.heap.a);
     free(c.enc);
     return rc;
 }

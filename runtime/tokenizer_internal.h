@@ -1,13 +1,15 @@
 /* runtime/tokenizer_internal.h — the vocabulary's in-memory layout, shared by tokenizer.c
- * (loading, special tokens, pieces), tokenizer_spm.c, tokenizer_bpe.c and tokenizer_pre.c.
+ * (loading, special tokens), tokenizer_table.c (hash tables), tokenizer_text.c (partitioning,
+ * pieces, detokenizing), tokenizer_spm.c, tokenizer_bpe.c and tokenizer_pre.c.
  *
- * Memory layout (compact: Llama 3's 128k tokens + 280k merges take ~10 MB):
- *   - every string (token texts, then merge halves that are not tokens) lives in one arena;
- *   - `strs` describes each string; ids 0..n_tokens-1 are the tokens, ids above are merge-only
- *     strings ("extras") that exist so a merge keyed by two strings can be keyed by two ids;
- *   - an open-addressing hash table maps text -> string id;
- *   - merges are a hash table keyed by (left id, right id) holding the rank and the id of
- *     left+right (or -1).
+ * Memory layout (Llama 3's 128k tokens + 280k merges: 15.8 MB, 3x less than llama.cpp's maps):
+ *   - every string (token texts, then merge halves that are not tokens) lives in one arena
+ *     (1 MB); `strs` (16 B each) describes each string: ids 0..n_tokens-1 are the tokens, ids
+ *     above are merge-only strings ("extras") so that a merge keyed by two strings can be keyed by
+ *     two ids (Llama 3 has none);
+ *   - an open-addressing table maps text -> string id (16 B slots, load <= 3/4, 4 MB);
+ *   - merges are an open-addressing table keyed by (left id, right id) holding the rank and the id
+ *     of left+right, or -1 (16 B slots, 8 MB).
  */
 #ifndef SL_RUNTIME_TOKENIZER_INTERNAL_H
 #define SL_RUNTIME_TOKENIZER_INTERNAL_H
@@ -84,6 +86,12 @@ struct sl_vocab {
 
     int32_t *special;              /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
     int32_t  n_special;
+    int32_t  n_special_plain;      /* of those, the ones matched without parse_special */
+    /* Trie over the special texts, to learn in one pass which of them occur in a text:
+     * trie_root[b] is the node for first byte b; nodes chain children through `sibling`. */
+    int32_t  trie_root[256];
+    struct sl_tnode { int32_t child, sibling, rank; unsigned char byte; } *trie;
+    int32_t  n_trie;
     int32_t *eog;                  /* end-of-generation ids, ascending */
     int32_t  n_eog;
 
@@ -100,6 +108,15 @@ struct sl_vocab {
 /* Growable int32 vector (token output). */
 typedef struct sl_ivec { int32_t *v; size_t n, cap; } sl_ivec;
 int sl_ivec_push(sl_ivec *a, int32_t x);
+
+/* Merge candidates of both tokenizers, in a binary min-heap ordered by (key, left): key is the BPE
+ * merge rank, or for SPM the score mapped so that a higher score gives a smaller key — so both pop
+ * llama.cpp's order (best rank/score first, leftmost on ties).  `size` (bytes of left + right when
+ * queued) detects stale entries; `result` is the BPE id of the merged string. */
+typedef struct sl_bigram { uint32_t key; int32_t left, right; uint32_t size; int32_t result; } sl_bigram;
+typedef struct sl_heap { sl_bigram *a; size_t n, cap; } sl_heap;
+int       sl_heap_push(sl_heap *h, sl_bigram x);
+sl_bigram sl_heap_pop(sl_heap *h);              /* h->n > 0 */
 
 /* Growable size_t vector (pre-token lengths). */
 typedef struct sl_zvec { size_t *v; size_t n, cap; } sl_zvec;

@@ -25,50 +25,15 @@
 #include <string.h>
 
 typedef struct sym { int32_t prev, next; uint32_t off, n; } sym;
-typedef struct bigram { float score; int32_t left, right; uint32_t size; } bigram;
-
-/* Higher priority: higher score, then leftmost (llama.cpp's llm_bigram_spm::comparator). */
-static inline bool before(const bigram *a, const bigram *b)
+/* Heap key of a score: higher scores give smaller keys (IEEE order made unsigned, then inverted;
+ * -0.0 counts as +0.0, as the float comparison in llama.cpp does). */
+static inline uint32_t score_key(float f)
 {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-typedef struct heap { bigram *a; size_t n, cap; } heap;
-
-static int heap_push(heap *h, bigram x)
-{
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 256;
-        bigram *p = realloc(h->a, nc * sizeof *p);
-        if (!p) return -ENOMEM;
-        h->a = p;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (!before(&x, &h->a[up])) break;
-        h->a[i] = h->a[up];
-        i = up;
-    }
-    h->a[i] = x;
-    return 0;
-}
-
-static bigram heap_pop(heap *h)
-{
-    bigram top = h->a[0], x = h->a[--h->n];
-    size_t i = 0, n = h->n;
-    for (;;) {
-        size_t k = 2 * i + 1;
-        if (k >= n) break;
-        if (k + 1 < n && before(&h->a[k + 1], &h->a[k])) k++;
-        if (!before(&h->a[k], &x)) break;
-        h->a[i] = h->a[k];
-        i = k;
-    }
-    if (n) h->a[i] = x;
-    return top;
+    uint32_t u;
+    if (f == 0.0f) f = 0.0f;
+    memcpy(&u, &f, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ~u;
 }
 
 /* Token id of text t[0..n), or -1 (extras never exist in SPM vocabularies). */
@@ -79,13 +44,13 @@ static inline int32_t tok(const sl_vocab *v, const char *t, size_t n)
 }
 
 /* Queue the pair (l, r) if its concatenation is a token. */
-static int try_bigram(const sl_vocab *v, const char *text, const sym *s, heap *h, int32_t l, int32_t r)
+static int try_bigram(const sl_vocab *v, const char *text, const sym *s, sl_heap *h, int32_t l, int32_t r)
 {
     if (l < 0 || r < 0) return 0;
     uint32_t size = s[l].n + s[r].n;
     int32_t id = tok(v, text + s[l].off, size);
     if (id < 0) return 0;
-    return heap_push(h, (bigram){ v->strs[id].score, l, r, size });
+    return sl_heap_push(h, (sl_bigram){ score_key(v->strs[id].score), l, r, size, id });
 }
 
 /* Is the symbol exactly U+2581? */
@@ -123,7 +88,7 @@ int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_pr
     if (elen > UINT32_MAX / 2) return -E2BIG;
     char *e = malloc(elen);
     sym *s = malloc(elen * sizeof *s);
-    heap h = { 0 };
+    sl_heap h = { 0 };
     int rc = 0;
     if (!e || !s) { rc = -ENOMEM; goto out; }
     size_t k = 0;
@@ -155,7 +120,7 @@ int sl_spm_tokenize(const sl_vocab *v, const char *text, size_t len, bool add_pr
         for (int32_t i = w0 + 1; i < w1 && rc == 0; i++)
             rc = try_bigram(v, e, s, &h, i - 1, i);
         while (h.n > 0 && rc == 0) {
-            bigram bg = heap_pop(&h);
+            sl_bigram bg = sl_heap_pop(&h);
             int32_t l = bg.left, r = bg.right;
             if (s[l].n == 0 || s[r].n == 0 || s[l].n + s[r].n != bg.size)
                 continue;                               /* one side already merged elsewhere */

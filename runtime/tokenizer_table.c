@@ -1,6 +1,6 @@
 /* runtime/tokenizer_table.c — the vocabulary's hash tables: strings (token texts and merge
- * halves) -> id, and merge pairs (left id, right id) -> rank; plus the growable vectors the
- * tokenizers use.  Layout notes are in tokenizer_internal.h. */
+ * halves) -> id, and merge pairs (left id, right id) -> rank; plus the growable vectors and the
+ * merge-candidate heap the tokenizers use.  Layout notes are in tokenizer_internal.h. */
 #include "runtime/tokenizer_internal.h"
 
 #include <errno.h>
@@ -60,6 +60,47 @@ int sl_bytes_append(sl_bytes *b, const void *s, size_t n)
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
     return 0;
+}
+
+static inline bool before(const sl_bigram *a, const sl_bigram *b)
+{
+    return a->key < b->key || (a->key == b->key && a->left < b->left);
+}
+
+int sl_heap_push(sl_heap *h, sl_bigram x)
+{
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 64;
+        sl_bigram *p = realloc(h->a, nc * sizeof *p);
+        if (!p) return -ENOMEM;
+        h->a = p;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!before(&x, &h->a[up])) break;
+        h->a[i] = h->a[up];
+        i = up;
+    }
+    h->a[i] = x;
+    return 0;
+}
+
+sl_bigram sl_heap_pop(sl_heap *h)
+{
+    sl_bigram top = h->a[0], x = h->a[--h->n];
+    size_t i = 0, n = h->n;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= n) break;
+        if (k + 1 < n && before(&h->a[k + 1], &h->a[k])) k++;
+        if (!before(&h->a[k], &x)) break;
+        h->a[i] = h->a[k];
+        i = k;
+    }
+    if (n) h->a[i] = x;
+    return top;
 }
 
 /* ---------------------------------------------------------------- string table */

@@ -327,3 +327,82 @@ Test(tokenizer_hostile, random_bytes_all_vocabs, .timeout = 120)
         sl_vocab_free(v);
     }
 }
+
+/* Random small vocabularies (random texts incl. empty/duplicate/invalid UTF-8, random types incl.
+ * invalid values, random scores, random merges incl. garbage, random and out-of-range special ids,
+ * random flags and pre-tokenizers): loading either succeeds or fails with a message; a loaded
+ * vocabulary tokenizes random text with ids in range.  A sanitizer test above all. */
+Test(tokenizer_hostile, random_vocabularies, .timeout = 120)
+{
+    static const char *const pres[] = { "default", "llama-bpe", "gpt-2", "mpt", "falcon", "starcoder", "refact",
+                                        "deepseek-llm", "deepseek-coder", "dbrx", "no-such-pre" };
+    static const char alpha[] = "ab <>|'s\n\t\xE2\x96\x81\xC4\xA0\xC3\xBC\xFF" "0";
+    int loaded = 0;
+    for (int round = 0; round < 300; round++) {
+        int n = 1 + (int)(rnd() % 40);
+        char texts[40][12];
+        const char *tp[40];
+        size_t tl[40];
+        int32_t types[40];
+        float scores[40];
+        for (int i = 0; i < n; i++) {
+            tl[i] = rnd() % 6;
+            for (size_t k = 0; k < tl[i]; k++) texts[i][k] = alpha[rnd() % (sizeof alpha - 1)];
+            if (rnd() % 8 == 0 && tl[i] == 0) {              /* byte tokens, well formed or not */
+                snprintf(texts[i], sizeof texts[i], rnd() % 2 ? "<0x%02X>" : "<0x%X", rnd() % 256);
+                tl[i] = strlen(texts[i]);
+            }
+            tp[i] = texts[i];
+            types[i] = (int32_t)(rnd() % 9) - 1;
+            scores[i] = (float)(rnd() % 100) - 50.0f;
+        }
+        bool bpe = rnd() % 2;
+        tt_gguf b = { 0 };
+        tt_kv_str(&b, "tokenizer.ggml.model", bpe ? "gpt2" : "llama");
+        if (bpe && rnd() % 4) tt_kv_str(&b, "tokenizer.ggml.pre", pres[rnd() % (sizeof pres / sizeof pres[0])]);
+        tt_kv_strs(&b, "tokenizer.ggml.tokens", tp, tl, (size_t)n);
+        if (rnd() % 4) tt_kv_i32s(&b, "tokenizer.ggml.token_type", types, (size_t)(rnd() % 8 ? n : n - 1));
+        if (rnd() % 2) tt_kv_f32s(&b, "tokenizer.ggml.scores", scores, (size_t)n);
+        if (bpe && rnd() % 8) {
+            char mt[30][24];
+            const char *mp[30];
+            int nm = (int)(rnd() % 30);
+            for (int i = 0; i < nm; i++) {
+                int x = (int)(rnd() % n), y = (int)(rnd() % n);
+                snprintf(mt[i], sizeof mt[i], "%.*s%s%.*s", (int)tl[x], texts[x], rnd() % 6 ? " " : "",
+                         (int)tl[y], texts[y]);
+                mp[i] = mt[i];
+            }
+            tt_kv_strs(&b, "tokenizer.ggml.merges", mp, NULL, (size_t)nm);
+        }
+        if (rnd() % 2) tt_kv_u32(&b, "tokenizer.ggml.bos_token_id", rnd() % 64);
+        if (rnd() % 2) tt_kv_u32(&b, "tokenizer.ggml.eos_token_id", rnd() % 64);
+        if (rnd() % 2) tt_kv_u32(&b, "tokenizer.ggml.unknown_token_id", rnd() % 64);
+        if (rnd() % 2) tt_kv_bool(&b, "tokenizer.ggml.add_eos_token", (int)(rnd() % 2));
+        if (rnd() % 4 == 0) tt_kv_bool(&b, "tokenizer.ggml.add_space_prefix", (int)(rnd() % 2));
+        char err[256];
+        sl_vocab *v = NULL;
+        int rc = load_from(&b, &v, err, sizeof err);
+        if (rc != 0) {
+            cr_assert_lt(rc, 0);
+            cr_assert_neq(err[0], 0, "load failed (%d) without a message", rc);
+            cr_assert_null(v);
+            continue;
+        }
+        loaded++;
+        int32_t nt = sl_vocab_n_tokens(v);
+        for (int t = 0; t < 10; t++) {
+            char s[64];
+            size_t sl = rnd() % sizeof s;
+            for (size_t k = 0; k < sl; k++) s[k] = rnd() % 2 ? alpha[rnd() % (sizeof alpha - 1)] : (char)rnd();
+            int32_t ids[1024];
+            int64_t k = sl_tokenize(v, s, sl, t & 1, t & 2, ids, 1024);
+            cr_assert_geq(k, 0);
+            for (int64_t i = 0; i < k && i < 1024; i++) cr_assert(ids[i] >= 0 && ids[i] < nt);
+            char d[8192];
+            cr_assert_geq(sl_detokenize(v, ids, k < 1024 ? k : 1024, d, sizeof d), 0);
+        }
+        sl_vocab_free(v);
+    }
+    cr_assert_gt(loaded, 50, "only %d of 300 random vocabularies loaded", loaded);
+}
