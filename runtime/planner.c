@@ -122,27 +122,6 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
     int B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
 
-    /* 1. Everything resident?  (the embedding table too: resident mode reads nothing per token) */
-    {
-        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
-        if (tot <= req->budget) {
-            p->feasible = p->all_resident = true;
-            p->n_batch = B;
-            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
-            p->kv = SL_PLAN_KV_F16;
-            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
-            for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
-            p->lm_head_resident = true;
-            p->n_layers_resident = L;
-            p->resident_bytes = weights;
-            p->total_bytes = tot;
-            p->min_budget = tot;   /* refined below only for streaming plans */
-            p->pred_compute_s = req->compute_bw > 0 ? weights / req->compute_bw : 0;
-            p->pred_tok_s = p->pred_compute_s > 0 ? 1 / p->pred_compute_s : 0;
-            return 0;
-        }
-    }
-
     /* 2. Streaming.  The minimum: batch 1, the smallest KV (spilled), 1 MiB pieces, one piece in
      *    flight, LM head in pieces of about 1 MiB. */
     const uint64_t min_chunk = 1u << 20;
@@ -156,6 +135,26 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
     uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+    /* 1. Everything resident? (min_budget still reports the streaming minimum)  (the embedding table too: resident mode reads nothing per token) */
+    {
+        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+        if (tot <= req->budget) {
+            p->feasible = p->all_resident = true;
+            p->n_batch = B;
+            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+            p->kv = SL_PLAN_KV_F16;
+            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+            for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
+            p->lm_head_resident = true;
+            p->n_layers_resident = L;
+            p->resident_bytes = weights;
+            p->total_bytes = tot;
+            p->pred_compute_s = req->compute_bw > 0 ? weights / req->compute_bw : 0;
+            p->pred_tok_s = p->pred_compute_s > 0 ? 1 / p->pred_compute_s : 0;
+            return 0;
+        }
+    }
+
     if (p->min_budget > req->budget) {
         uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
         const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
