@@ -209,3 +209,63 @@ static const float *head(const sl_kv *kv, unsigned char *arr, int l, int pos, in
 
 const float *sl_kv_k(const sl_kv *kv, int l, int pos, int kh, float *tmp) { return head(kv, kv->k, l, pos, kh, tmp); }
 const float *sl_kv_v(const sl_kv *kv, int l, int pos, int kh, float *tmp) { return head(kv, kv->v, l, pos, kh, tmp); }
+
+/* ---- session files ---------------------------------------------------------------------------- */
+
+int sl_kv_n_ctx(const sl_kv *kv) { return kv->n_ctx; }
+int sl_kv_n_layers(const sl_kv *kv) { return kv->n_layers; }
+
+/* Checks shared by export and import: a real layer, K or V, rows inside the cache. */
+static int rows_ok(sl_kv *kv, int l, int which, int r0, int n)
+{
+    if (l < 0 || l >= kv->n_layers || (which != 0 && which != 1) || r0 < 0 || n < 0 || r0 > kv->n_ctx - n) {
+        snprintf(kv->err, sizeof kv->err, "kv: rows [%d, %d) of layer %d (%s) are outside the cache (%d layers, -c %d)",
+                 r0, r0 + n, l, which ? "V" : "K", kv->n_layers, kv->n_ctx);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Spilled caches: the page-aligned span of the file that holds rows [r0, r0+n) of one array, read
+ * into that array's layer buffer (which is scratch between evaluations: layer_end wrote it back). */
+static int spill_span(sl_kv *kv, int l, int which, int r0, int n, size_t *a, size_t *b, unsigned char **buf)
+{
+    *a = (size_t)r0 * kv->row / PAGE * PAGE;
+    *b = ((size_t)(r0 + n) * kv->row + PAGE - 1) / PAGE * PAGE;
+    if (*b > kv->region) *b = kv->region;
+    *buf = which ? kv->v : kv->k;
+    kv->cur_layer = -1;
+    uint64_t base = (uint64_t)l * 2 * kv->region + (which ? kv->region : 0);
+    return xfer(kv, false, *buf + *a, *b - *a, base + *a);
+}
+
+int sl_kv_export_rows(sl_kv *kv, int l, int which, int r0, int n, void *dst)
+{
+    int rc = rows_ok(kv, l, which, r0, n);
+    if (rc || n == 0) return rc;
+    if (kv->fd < 0) {
+        memcpy(dst, row_ptr(kv, which ? kv->v : kv->k, l, r0), (size_t)n * kv->row);
+        return 0;
+    }
+    size_t a, b;
+    unsigned char *buf;
+    if ((rc = spill_span(kv, l, which, r0, n, &a, &b, &buf))) return rc;
+    memcpy(dst, buf + (size_t)r0 * kv->row, (size_t)n * kv->row);
+    return 0;
+}
+
+int sl_kv_import_rows(sl_kv *kv, int l, int which, int r0, int n, const void *src)
+{
+    int rc = rows_ok(kv, l, which, r0, n);
+    if (rc || n == 0) return rc;
+    if (kv->fd < 0) {
+        memcpy(row_ptr(kv, which ? kv->v : kv->k, l, r0), src, (size_t)n * kv->row);
+        return 0;
+    }
+    size_t a, b;
+    unsigned char *buf;
+    if ((rc = spill_span(kv, l, which, r0, n, &a, &b, &buf))) return rc;
+    memcpy(buf + (size_t)r0 * kv->row, src, (size_t)n * kv->row);
+    uint64_t base = (uint64_t)l * 2 * kv->region + (which ? kv->region : 0);
+    return xfer(kv, true, buf + a, b - a, base + a);
+}

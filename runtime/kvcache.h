@@ -47,4 +47,15 @@ const char *sl_kv_errmsg(const sl_kv *kv);
 /* Raw access for session files: bytes of one layer's K (or V) rows [0, n). */
 size_t sl_kv_row_bytes(const sl_kv *kv);
 
+/* ---- session files (runtime/session.c): copy raw rows out of and into a cache ----------------- */
+int  sl_kv_n_ctx(const sl_kv *kv);
+int  sl_kv_n_layers(const sl_kv *kv);
+/* Copy rows [r0, r0+n) of layer l's K (which = 0) or V (which = 1), in the cache's encoding
+ * (n * sl_kv_row_bytes bytes), to dst.  A spilled cache reads them from its file through the
+ * layer buffer, so call this only between evaluations.  0 or -errno (message: sl_kv_errmsg). */
+int  sl_kv_export_rows(sl_kv *kv, int l, int which, int r0, int n, void *dst);
+/* The reverse: overwrite rows [r0, r0+n) of layer l's K or V with src.  Spilled caches
+ * read-modify-write the pages covering the rows.  0 or -errno. */
+int  sl_kv_import_rows(sl_kv *kv, int l, int which, int r0, int n, const void *src);
+
 #endif

@@ -1,4 +1,6 @@
-/* runtime/cli/run.c — `sluice run`: prompt in, text out. */
+/* runtime/cli/run.c — `sluice run`: prompt in, text out.
+ * Built on the public API (include/sluice.h); --stats reaches into runtime/api_internal.h for the
+ * stream counters and the raw plan. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -6,140 +8,65 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "include/sluice.h"
 #include "loader/pagecache.h"
+#include "runtime/api_internal.h"
 #include "runtime/cli/cli.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/planner.h"
-#include "runtime/sampler.h"
-#include "runtime/stream.h"
-#include "runtime/tokenizer.h"
+#include "runtime/cli/genopts.h"
+#include "runtime/progress.h"
 
 static volatile sig_atomic_t g_interrupted;
+static sluice_ctx *volatile g_ctx;   /* the context a signal cancels (NULL until it exists) */
 
 static void on_signal(int sig)
 {
     if (g_interrupted) _exit(128 + sig);   /* second signal: leave at once */
     g_interrupted = sig;
+    sluice_ctx *c = g_ctx;
+    if (c) sluice_cancel(c);
 }
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sluice run [-m MODEL] -p PROMPT [options]\n"
-            "  -m, --model FILE        GGUF model (default: the bundled stories260K)\n"
             "  -p, --prompt TEXT       prompt text\n"
             "  -f, --file FILE         read the prompt from a file\n"
-            "  -n, --n-predict N       tokens to generate (default 128; stops early at end-of-text)\n"
-            "  -c, --ctx N             context length (default min(model context, 4096))\n"
-            "  -b, --batch N           prompt positions per forward batch (default 512)\n"
-            "  -t, --threads N         threads (default: number of CPUs)\n"
-            "      --temp T            temperature (default 0.8; 0 = greedy)\n"
-            "      --top-k K           (default 40; 0 = off)\n"
-            "      --top-p P           (default 0.95; 1 = off)\n"
-            "      --min-p P           (default 0.05; 0 = off)\n"
-            "      --repeat-penalty R  (default 1.0 = off)\n"
-            "      --seed S            random seed (default 0x5eed)\n"
-            "      --special           recognise special-token texts in the prompt\n"
-            "memory:\n"
-            "      --ram-budget SIZE   memory the run may use, RSS + page cache (96M, 1.5G, 2GiB, bytes; default\n"
-            "                          auto: MemAvailable or the cgroup limit minus a margin). The planner keeps\n"
-            "                          what fits resident and streams the rest (see sluice plan)\n"
-            "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
-            "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
-            "      --disk-bw GB/s      disk read rate for the plan's prediction (default: measured once per device)\n"
-            "streaming (weights read from disk as the forward pass reaches them):\n"
-            "      --stream            stream every weight matrix (norms stay resident)\n"
-            "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"
-            "      --io pread|mmap|uring   read backend (default uring; falls back to pread)\n"
-            "      --stream-unit U     block | tensor | CHUNK (MiB, e.g. 4 or 0.5): piece size (default tensor)\n"
-            "      --prefetch N        pieces in flight ahead of the one computing (default 2)\n"
-            "      --lm-head-chunk R   rows per LM-head piece (default 1024)\n"
-            "      --no-direct         buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT\n"
+            "  -n, --n-predict N       tokens to generate (default 128; stops early at end-of-text; 0 with\n"
+            "                          --session: evaluate the prompt, save the session and exit)\n"
+            "      --special           recognise special-token texts in the prompt\n");
+    gen_opts_usage(f);
+    fprintf(f,
+            "output:\n"
             "      --stats             print load time, tok/s, peak RSS (and I/O figures) to stderr\n"
             "      --stats-json FILE   write the same figures as one JSON object to FILE (for benchmarks)\n"
             "      --json              one JSON object per generated token on stdout\n"
             "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
-            "      --quiet             no prompt echo\n");
+            "      --quiet             no prompt echo, no progress bars\n");
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_file;
-    long n_predict, n_ctx, n_batch, threads, top_logits;
-    int kv_type;
-    bool stats, json, special, quiet;
-    sl_sampler_params sp;
-    bool stream, stream_head, no_direct;
-    sl_io_backend io;
-    uint64_t chunk;          /* 0: tensor unit */
-    long prefetch, head_rows;
-    const char *budget, *spill_dir, *stats_json;
-    double disk_bw, compute_bw;
-    bool kv_set;
+    gen_opts g;
+    const char *prompt, *prompt_file, *stats_json;
+    long top_logits;
+    bool json;
 } run_opts;
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){ .n_predict = 128, .n_batch = 512, .threads = 0, .kv_type = SL_KV_F16, .io = SL_IO_URING,
-                     .prefetch = 2, .head_rows = 1024, .disk_bw = 0, .compute_bw = SL_DEFAULT_COMPUTE_GBS };
-    o->sp = sl_sampler_defaults();
+    *o = (run_opts){ 0 };
+    gen_opts_default(&o->g, 128);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        double d;
-        long l;
+        int r = gen_opt_parse(argc, argv, &i, &o->g);
+        if (r < 0) return -1;
+        if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!cli_val(argc, argv, &i, &o->model)) return -1; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { if (!cli_val(argc, argv, &i, &o->prompt)) return -1; }
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { if (!cli_val(argc, argv, &i, &o->prompt_file)) return -1; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1 << 24, &o->n_predict)) return -1; }
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 22, &o->n_ctx)) return -1; }
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 16, &o->n_batch)) return -1; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 256, &o->threads)) return -1; }
-        else if (!strcmp(a, "--temp")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
-        else if (!strcmp(a, "--top-k")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1 << 30, &l)) return -1; o->sp.top_k = (int)l; }
-        else if (!strcmp(a, "--top-p")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
-        else if (!strcmp(a, "--min-p")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
-        else if (!strcmp(a, "--repeat-penalty")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.01, 100, &d)) return -1; o->sp.repeat_penalty = (float)d; }
-        else if (!strcmp(a, "--seed")) {
-            char *end;
-            if (!cli_val(argc, argv, &i, &v)) return -1;
-            errno = 0;
-            o->sp.seed = strtoull(v, &end, 0);
-            if (errno || *end || end == v) { cli_err("--seed: '%s' is not an unsigned integer", v); return -1; }
-        }
-        else if (!strcmp(a, "--kv")) {
-            if (!cli_val(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "f16")) o->kv_type = SL_KV_F16;
-            else if (!strcmp(v, "f32")) o->kv_type = SL_KV_F32;
-            else if (!strcmp(v, "q8_0")) o->kv_type = SL_KV_Q8_0;
-            else { cli_err("--kv: '%s' is not f16, f32 or q8_0", v); return -1; }
-            o->kv_set = true;
-        }
         else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
-        else if (!strcmp(a, "--ram-budget")) { if (!cli_val(argc, argv, &i, &o->budget)) return -1; }
-        else if (!strcmp(a, "--kv-spill-dir")) { if (!cli_val(argc, argv, &i, &o->spill_dir)) return -1; }
-        else if (!strcmp(a, "--disk-bw")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.001, 1000, &o->disk_bw)) return -1; }
-        else if (!strcmp(a, "--compute-bw")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.001, 1000, &o->compute_bw)) return -1; }
-        else if (!strcmp(a, "--stream")) o->stream = true;
-        else if (!strcmp(a, "--stream-lm-head")) o->stream_head = true;
-        else if (!strcmp(a, "--no-direct")) o->no_direct = true;
-        else if (!strcmp(a, "--io")) {
-            if (!cli_val(argc, argv, &i, &v)) return -1;
-            if (sl_io_backend_parse(v, &o->io)) { cli_err("--io: '%s' is not pread, mmap or uring", v); return -1; }
-        }
-        else if (!strcmp(a, "--stream-unit")) {
-            if (!cli_val(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "tensor")) o->chunk = 0;
-            else if (!strcmp(v, "block")) { o->chunk = 0; if (o->prefetch < 7) o->prefetch = 7; }
-            else { if (!cli_float(a, v, 0.001, 65536, &d)) return -1; o->chunk = (uint64_t)(d * 1048576); }
-        }
-        else if (!strcmp(a, "--prefetch")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 60, &o->prefetch)) return -1; }
-        else if (!strcmp(a, "--lm-head-chunk")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 1 << 24, &o->head_rows)) return -1; }
-        else if (!strcmp(a, "--stats")) o->stats = true;
         else if (!strcmp(a, "--stats-json")) { if (!cli_val(argc, argv, &i, &o->stats_json)) return -1; }
         else if (!strcmp(a, "--json")) o->json = true;
-        else if (!strcmp(a, "--special")) o->special = true;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
         else { cli_err("run: unknown option '%s' (see sluice run --help)", a); return -1; }
     }
     if (o->prompt && o->prompt_file) { cli_err("run: give -p or -f, not both"); return -1; }
@@ -253,12 +180,41 @@ static void write_stats_json(const char *path, const sl_model *m, sl_stream *s, 
     fclose(f);
 }
 
+/* Log lines from the library: warnings always, the plan line unless --json/--quiet, notes unless --json. */
+typedef struct log_ctx { bool json, quiet; sl_progress *bar; } log_ctx;
+
+static void cli_log(void *user, int level, const char *msg)
+{
+    log_ctx *lc = user;
+    if (level == SLUICE_LOG_INFO && (lc->json || lc->quiet)) return;
+    if (level == SLUICE_LOG_NOTE && lc->json) return;
+    sl_progress_clear(lc->bar);
+    fprintf(stderr, "sluice: %s%s\n", level == SLUICE_LOG_NOTE ? "note: " : "", msg);
+}
+
+static void cli_progress(void *user, const char *stage, uint64_t done, uint64_t total)
+{
+    log_ctx *lc = user;
+    sl_progress_update(lc->bar, stage, done, total);
+}
+
+/* Save the session; false (after a warning) when that failed. */
+static bool save_session(sluice_ctx *C, const char *path, sluice_session_stats *st)
+{
+    char err[SL_ERRLEN];
+    if (sluice_session_save(C, path, NULL, 0, st, err, sizeof err)) {
+        fprintf(stderr, "sluice: warning: %s\n", err);
+        return false;
+    }
+    return true;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_opts o;
     int pr = parse_args(argc, argv, &o);
     if (pr) return pr > 0 ? 0 : 2;
-    if (!o.model) o.model = cli_default_model();
+    if (!o.g.model) o.g.model = cli_default_model();
     size_t plen = 0;
     char *ptext = NULL;
     if (o.prompt_file) {
@@ -270,134 +226,103 @@ int cmd_run(int argc, char **argv)
     }
     char err[SL_ERRLEN] = "";
     int status = 1;
-    sl_model *m = NULL;
-    sl_vocab *voc = NULL;
-    sl_pool *pool = NULL;
-    sl_ctx *ctx = NULL;
-    sl_sampler *smp = NULL;
-    sl_stream *stream = NULL;
+    sluice_model *M = NULL;
+    sluice_ctx *C = NULL;
+    sluice_sampler *smp = NULL;
     int32_t *toks = NULL;
     uint64_t *lat = NULL;   /* per-token decode latency */
-    sl_plan_model *pm = NULL;
-    sl_plan *plan = NULL;
-    sl_plan_req preq;
+    sluice_session_stats ss_load = { 0 }, ss_save = { 0 };
+    bool sess_loaded = false, sess_saved = false;
+    int64_t n_evaluated = 0;
     uint64_t t0 = now_ns();
+    sl_progress bar;
+    sl_progress_init(&bar, sl_progress_tty() && !o.g.quiet && !o.json);
+    log_ctx lc = { o.json, o.g.quiet, &bar };
 
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    if (sl_model_open(o.model, &m, err, sizeof err)) { cli_err("%s", err); goto done; }
-    if (sl_vocab_load(m->gguf, &voc, err, sizeof err)) { cli_err("%s: %s", o.model, err); goto done; }
-    if (sl_vocab_n_tokens(voc) != m->cfg.vocab) {
-        cli_err("%s: vocabulary has %d tokens but the embedding table has %d rows", o.model, sl_vocab_n_tokens(voc), m->cfg.vocab);
-        goto done;
-    }
-    long n_ctx = o.n_ctx ? o.n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
-    if (o.n_ctx > m->cfg.ctx_train)
-        fprintf(stderr, "sluice: warning: -c %ld is larger than the model's trained context %d\n", o.n_ctx, m->cfg.ctx_train);
-    int threads = o.threads ? (int)o.threads : sl_ncpu();
-    const char *spill = NULL;
-    bool streaming = o.stream || o.stream_head;
-    if (!streaming || o.budget) {
-        /* The planner decides what stays resident (default budget: auto).  --stream / --stream-lm-head
-         * without a budget bypass it (tests and benchmarks force a mode). */
-        pm = malloc(sizeof *pm);
-        plan = malloc(sizeof *plan);
-        if (!pm || !plan) { cli_err("out of memory"); goto done; }
-        if (cli_plan_for(m, sl_vocab_mem_bytes(voc), o.budget, (int)n_ctx, (int)o.n_batch, threads, o.disk_bw * 1e9,
-                         o.compute_bw * 1e9, pm, &preq, plan))
-            goto done;
-        if (!streaming && !plan->all_resident) {
-            sl_plan_apply(plan, m);
-            streaming = true;
-            o.chunk = plan->chunk_bytes;
-            o.prefetch = plan->prefetch;
-            o.head_rows = plan->lm_head_rows;
-            o.n_batch = plan->n_batch;
-            if (!o.kv_set) o.kv_type = plan->kv == SL_PLAN_KV_Q8_0 ? SL_KV_Q8_0 : SL_KV_F16;
-            if (plan->kv == SL_PLAN_KV_SPILL) {
-                spill = o.spill_dir ? o.spill_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
-                if (o.kv_type == SL_KV_F32) o.kv_type = SL_KV_F16;
-            }
-            if (!o.json && !o.quiet)
-                fprintf(stderr, "sluice: plan: %d of %d blocks resident, LM head %s, %.0f MiB streamed per token, KV %s; "
-                        "%.0f of %.0f MiB\n", plan->n_layers_resident, m->cfg.n_layers,
-                        plan->lm_head_resident ? "resident" : "streamed", plan->stream_bytes / 1048576.0,
-                        plan->kv == SL_PLAN_KV_SPILL ? "spilled" : plan->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16",
-                        plan->total_bytes / 1048576.0, preq.budget / 1048576.0);
-        }
-    }
-    if (o.spill_dir && !spill) spill = o.spill_dir;
-    sl_model_set_streaming(m, o.stream, o.stream_head);
-    if (sl_model_load_resident(m, err, sizeof err)) { cli_err("%s", err); goto done; }
-    pool = sl_pool_create(threads);
-    if (!pool) { cli_err("out of memory"); goto done; }
-    if (streaming) {
-        sl_stream_opts so = { o.io, o.chunk, (int)o.prefetch, (int)o.head_rows, o.no_direct };
-        if (sl_stream_create(m, pool, &so, &stream, err, sizeof err)) { cli_err("%s", err); goto done; }
-        if (*sl_stream_notice(stream) && !o.json) fprintf(stderr, "sluice: note: %s\n", sl_stream_notice(stream));
-    }
-    sl_ctx_params cp = { (int)n_ctx, (int)o.n_batch, o.kv_type, spill };
-    if (sl_ctx_create(m, &cp, pool, &ctx, err, sizeof err)) { cli_err("%s", err); goto done; }
-    if (stream) ctx->src = sl_stream_source(stream);
-    ctx->cancel = &g_interrupted;
+    sluice_params sp;
+    if (!gen_opts_params(&o.g, &sp)) goto done;
+    sp.log = cli_log;
+    sp.progress = cli_progress;
+    sp.user = &lc;
+    if (sluice_open(o.g.model, &sp, &M, err, sizeof err)) { sl_progress_clear(&bar); cli_err("%s", err); goto done; }
+    if (sluice_ctx_new(M, &C, err, sizeof err)) { cli_err("%s", err); goto done; }
+    g_ctx = C;
+    if (g_interrupted) sluice_cancel(C);   /* a signal during loading stops the first evaluation */
+    long n_ctx = sluice_n_ctx(C);
 
-    int64_t nt = sl_tokenize(voc, ptext, plen, true, o.special, NULL, 0);
+    int flags = SLUICE_TOK_ADD_SPECIAL | (o.g.special ? SLUICE_TOK_PARSE_SPECIAL : 0);
+    int64_t nt = sluice_tokenize(M, ptext, (ptrdiff_t)plen, flags, NULL, 0);
     if (nt < 0) { cli_err("tokenizing the prompt failed: %s", strerror((int)-nt)); goto done; }
     if (nt == 0) { cli_err("the prompt is empty and the model adds no BOS token: nothing to evaluate"); goto done; }
-    if (nt + o.n_predict > n_ctx && nt > n_ctx) {
+    if (nt + o.g.n_predict > n_ctx && nt > n_ctx) {
         cli_err("the prompt has %" PRId64 " tokens, more than the context of %ld (raise -c)", nt, n_ctx);
         goto done;
     }
-    toks = malloc((size_t)(nt + o.n_predict + 1) * sizeof *toks);
-    lat = malloc((size_t)(o.n_predict + 1) * sizeof *lat);
+    toks = malloc((size_t)(nt + o.g.n_predict + 1) * sizeof *toks);
+    lat = malloc((size_t)(o.g.n_predict + 1) * sizeof *lat);
     if (!toks || !lat) { cli_err("out of memory"); goto done; }
-    sl_tokenize(voc, ptext, plen, true, o.special, toks, nt);
-    smp = sl_sampler_create(&o.sp, m->cfg.vocab);
+    sluice_tokenize(M, ptext, (ptrdiff_t)plen, flags, toks, (int)nt);
+    smp = sluice_sampler_new(M, &o.g.sp);
     if (!smp) { cli_err("out of memory"); goto done; }
+    if (o.g.session) {
+        int r = sluice_session_load(C, o.g.session, NULL, NULL, &ss_load, err, sizeof err);
+        if (r == 0) sess_loaded = true;
+        else if (r != -ENOENT) fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch\n", err);
+    }
     uint64_t t_load = now_ns();
 
     sl_utf8_stream us = { 0 };
     char piece[512], outb[512 + 8];
-    if (!o.quiet && !o.json) {
+    if (!o.g.quiet && !o.json) {
         /* echo the prompt as the model sees it (detokenized), so output reads as one text */
         for (int64_t i = 0; i < nt; i++) {
-            int pl = sl_token_piece(voc, toks[i], piece, sizeof piece);
+            int pl = sluice_token_piece(M, toks[i], false, piece, sizeof piece);
             if (pl > (int)sizeof piece) pl = sizeof piece;
             if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
         }
         fflush(stdout);
     }
-    int rc = sl_eval(ctx, toks, (int)nt);
+    /* Only the tokens past what the session already holds are evaluated. */
+    int rc = sluice_prefill(C, toks, (int)nt);
+    sl_progress_clear(&bar);
+    if (rc >= 0) { n_evaluated = rc; rc = 0; }
     uint64_t t_prompt = now_ns();
-    int64_t n_gen = 0;
+    if (rc == 0 && o.g.session && (n_evaluated > 0 || !sess_loaded)) {
+        sess_saved = save_session(C, o.g.session, &ss_save);
+        if (!sess_saved && o.g.n_predict == 0) { status = 1; goto done; }
+    }
+    uint64_t t_saved = now_ns();
+    int64_t n_gen = 0, n_at_save = sluice_n_past(C);
     uint64_t t_first = 0;
-    while (rc == 0 && n_gen < o.n_predict) {
-        int32_t next = sl_sample(smp, ctx->logits, toks, (int)(nt + n_gen));
+    while (rc == 0 && n_gen < o.g.n_predict) {
+        int32_t next = sluice_sample(smp, C);
         if (o.json) {
-            int pl = sl_token_piece(voc, next, piece, sizeof piece);
+            int pl = sluice_token_piece(M, next, false, piece, sizeof piece);
             if (pl > (int)sizeof piece) pl = sizeof piece;
             if (pl < 0) pl = 0;
             printf("{\"id\":%d,\"text\":", next);
             json_str(stdout, piece, (size_t)pl);
-            if (o.top_logits) json_top(stdout, ctx->logits, m->cfg.vocab, (int)o.top_logits);
+            if (o.top_logits) json_top(stdout, sluice_sampler_logits(smp), M->m->cfg.vocab, (int)o.top_logits);
             printf("}\n");
         }
         toks[nt + n_gen++] = next;
-        if (sl_vocab_is_eog(voc, next)) break;
+        if (sluice_token_is_eog(M, next)) break;
         if (!o.json) {
-            int pl = sl_token_piece(voc, next, piece, sizeof piece);
+            int pl = sluice_token_piece(M, next, false, piece, sizeof piece);
             if (pl > (int)sizeof piece) pl = sizeof piece;
             if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
         }
         fflush(stdout);
-        if (n_gen == o.n_predict) break;
-        if (ctx->n_past >= ctx->n_ctx) { fprintf(stderr, "\nsluice: context full (-c %d)\n", ctx->n_ctx); break; }
+        if (n_gen == o.g.n_predict) break;
+        if (sluice_n_past(C) >= n_ctx) { fprintf(stderr, "\nsluice: context full (-c %ld)\n", n_ctx); break; }
         if (n_gen == 1) t_first = now_ns();
         uint64_t ts = now_ns();
-        rc = sl_eval(ctx, &next, 1);
+        rc = sluice_eval(C, &next, 1);
         lat[n_gen - 1] = now_ns() - ts;
     }
     if (!o.json) {
@@ -410,40 +335,52 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", n_gen);
         status = g_interrupted == SIGTERM ? 143 : 130;
     } else if (rc) {
-        cli_err("%s", ctx->err);
+        cli_err("%s", sluice_ctx_error(C));
         status = 1;
     } else {
         status = 0;
     }
+    /* at exit the session also keeps the generated tokens (all but the last, which was never evaluated) */
+    if (o.g.session && sluice_n_past(C) > 0 && (sluice_n_past(C) != n_at_save || (!sess_saved && !sess_loaded)))
+        sess_saved = save_session(C, o.g.session, &ss_save) || sess_saved;
+    const sl_plan *plan = M->planned ? M->plan : NULL;
     if (o.stats_json) {
         int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
-        write_stats_json(o.stats_json, m, stream, plan, &preq, nt, t_prompt - t_load, n_dec,
+        write_stats_json(o.stats_json, M->m, M->stream, plan, &M->req, n_evaluated, t_prompt - t_load, n_dec,
                          t_first && n_dec ? t_end - t_first : 0, lat, t_end - t_load, status);
     }
-    if (o.stats) {
+    if (o.g.stats) {
         double load_s = (t_load - t0) / 1e9, pp_s = (t_prompt - t_load) / 1e9;
         int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
         double dec_s = t_first && n_dec ? (t_end - t_first) / 1e9 : 0;
         fprintf(stderr, "sluice: load %.3f s | prompt %" PRId64 " tok in %.3f s (%.2f tok/s) | decode %" PRId64
                 " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
-                load_s, nt, pp_s, pp_s > 0 ? nt / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
+                load_s, n_evaluated, pp_s, pp_s > 0 ? n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
                 peak_rss_bytes() / 1048576.0);
-        print_stream_stats(stream, m, lat, n_dec, t_end - t_load);
+        print_stream_stats(M->stream, M->m, lat, n_dec, t_end - t_load);
         if (plan)
             fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
-                    preq.budget / 1048576.0, plan->total_bytes / 1048576.0, plan->pred_tok_s, peak_rss_bytes() / 1048576.0);
+                    M->req.budget / 1048576.0, plan->total_bytes / 1048576.0, plan->pred_tok_s, peak_rss_bytes() / 1048576.0);
+        if (o.g.session) {
+            if (sess_loaded)
+                fprintf(stderr, "sluice: session: loaded %d tokens (%.2f MiB, %.2f MiB uncompressed) in %.3f s; reused %"
+                        PRId64 " of %" PRId64 " prompt tokens\n", ss_load.n_tokens, ss_load.file_bytes / 1048576.0,
+                        ss_load.raw_bytes / 1048576.0, ss_load.seconds, nt - n_evaluated, nt);
+            if (sess_saved)
+                fprintf(stderr, "sluice: session: saved %d tokens, %.2f MiB (%.2f MiB uncompressed, ratio %.2f) in %.3f s "
+                        "(after the prompt: %.3f s)\n", ss_save.n_tokens, ss_save.file_bytes / 1048576.0,
+                        ss_save.raw_bytes / 1048576.0,
+                        ss_save.file_bytes ? (double)ss_save.raw_bytes / (double)ss_save.file_bytes : 0, ss_save.seconds,
+                        (t_saved - t_prompt) / 1e9);
+        }
     }
 done:
-    free(pm);
-    free(plan);
+    g_ctx = NULL;
     free(lat);
-    sl_stream_free(stream);
     free(toks);
-    sl_sampler_free(smp);
-    sl_ctx_free(ctx);
-    sl_pool_free(pool);
-    sl_vocab_free(voc);
-    sl_model_free(m);
+    sluice_sampler_free(smp);
+    sluice_ctx_free(C);
+    sluice_close(M);
     free(ptext);
     return status;
 }

@@ -1,0 +1,234 @@
+/* sluice.h — the sluice C API: run llama-family GGUF models, streaming weights from disk under a
+ * RAM budget.
+ *
+ *   sluice_params p;  sluice_params_default(&p);  p.ram_budget = 2ull << 30;
+ *   sluice_model *m;  sluice_open("model.gguf", &p, &m, err, sizeof err);      // plan + load
+ *   sluice_ctx *c;    sluice_ctx_new(m, &c, err, sizeof err);                   // KV cache
+ *   int32_t ids[256]; int n = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, ids, 256);
+ *   sluice_eval(c, ids, n);                                                     // the prompt
+ *   sluice_sampler *s = sluice_sampler_new(m, NULL);                            // defaults
+ *   sluice_generate(c, s, 64, on_token, user);                                  // stream text
+ *   sluice_sampler_free(s); sluice_ctx_free(c); sluice_close(m);
+ *
+ * Conventions.  Functions that can fail return 0 (or a count) on success and a negative errno on
+ * failure; those that take `char *err, size_t errlen` write one line there, the others leave it in
+ * sluice_ctx_error().  Objects are not thread-safe: use a model and its contexts from one thread at a
+ * time (the engine runs its own worker threads inside each call).  sluice_cancel() is the exception:
+ * it may be called from any thread or a signal handler.  Link with `pkg-config --libs sluice`.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SLUICE_VERSION "0.1.0"
+#define SLUICE_API_VERSION 1
+
+typedef struct sluice_model sluice_model;       /* weights, tokenizer, plan, weight stream, threads */
+typedef struct sluice_ctx sluice_ctx;           /* one conversation: KV cache, tokens, logits */
+typedef struct sluice_sampler sluice_sampler;   /* next-token choice */
+
+/* ---- opening a model -------------------------------------------------------------------------- */
+
+enum sluice_kv { SLUICE_KV_AUTO = -1, SLUICE_KV_F16 = 0, SLUICE_KV_F32 = 1, SLUICE_KV_Q8_0 = 2 };
+enum sluice_io { SLUICE_IO_PREAD = 0, SLUICE_IO_MMAP = 1, SLUICE_IO_URING = 2 };
+enum sluice_planner {
+    SLUICE_PLANNER_DEFAULT = 0,   /* plan unless streaming is forced (stream_all/stream_lm_head) without a budget */
+    SLUICE_PLANNER_ON = 1,        /* always plan (a forced streaming mode still wins) */
+    SLUICE_PLANNER_OFF = 2        /* no plan: resident unless streaming is forced */
+};
+enum sluice_log { SLUICE_LOG_WARN = 0, SLUICE_LOG_INFO = 1, SLUICE_LOG_NOTE = 2 };
+
+/* Progress of long work: stage is "load" (units: bytes) or "prompt" (units: tokens). */
+typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+/* One line of information (no newline). */
+typedef void (*sluice_log_fn)(void *user, int level, const char *msg);
+
+typedef struct sluice_params {
+    uint64_t ram_budget;      /* bytes the process may hold (RSS + page cache); 0 = auto (MemAvailable/cgroup) */
+    int      planner;         /* enum sluice_planner */
+    int      n_ctx;           /* context positions; 0 = min(model's trained context, 4096) */
+    int      n_batch;         /* prompt positions per forward batch; 0 = 512 (the plan may lower it) */
+    int      n_threads;       /* 0 = all CPUs */
+    int      kv_type;         /* enum sluice_kv: AUTO = f16 unless the plan picks q8_0 */
+    const char *kv_spill_dir; /* where a spilled KV cache lives (NULL: $TMPDIR or /var/tmp when the plan spills) */
+    bool     stream_all;      /* force: stream every weight matrix */
+    bool     stream_lm_head;  /* force: stream only the LM head */
+    int      io;              /* enum sluice_io (uring falls back to pread) */
+    uint64_t chunk_bytes;     /* streamed piece size: 0 = one piece per tensor */
+    int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2) */
+    int      lm_head_rows;    /* rows per LM-head piece (0 = 1024) */
+    bool     no_direct;       /* buffered reads instead of O_DIRECT */
+    double   disk_bw;         /* GB/s for the plan's prediction; 0 = unknown */
+    double   compute_bw;      /* GB/s of weights the kernels process; 0 = default */
+    sluice_progress_fn progress;
+    sluice_log_fn log;
+    void    *user;            /* passed to progress and log */
+} sluice_params;
+
+void sluice_params_default(sluice_params *p);
+
+/* Open a GGUF model, plan for the budget, load the resident part, open the weight stream.
+ * *out is set only on success.  0 or -errno (-ENOSPC: the budget is too small; err says how much
+ * would work and what dominates). */
+int  sluice_open(const char *path, const sluice_params *p, sluice_model **out, char *err, size_t errlen);
+void sluice_close(sluice_model *m);
+
+typedef struct sluice_model_info {
+    int n_vocab, n_ctx_train, n_layers, n_heads, n_kv_heads, dim, ffn_dim;
+    uint64_t file_bytes;
+    int32_t bos, eos, eot;    /* -1 when the vocabulary has none */
+    const char *chat_template;/* tokenizer.chat_template (NUL-terminated copy) or NULL */
+} sluice_model_info;
+void sluice_model_get_info(const sluice_model *m, sluice_model_info *out);
+
+typedef struct sluice_plan_info {
+    bool     planned;         /* false: the planner was not used (forced mode) */
+    bool     all_resident;
+    uint64_t budget, planned_bytes, min_budget;
+    int      n_layers_resident, n_layers;
+    bool     lm_head_resident;
+    uint64_t stream_bytes_per_token;
+    int      kv_type;         /* enum sluice_kv of the context; spilled: see kv_spilled */
+    bool     kv_spilled;
+    int      n_ctx, n_batch;
+    double   pred_tok_s;
+} sluice_plan_info;
+void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
+/* The plan as `sluice plan` prints it (json: one JSON object). */
+void sluice_plan_print(const sluice_model *m, FILE *f, bool json);
+
+/* Plan without loading anything: reads only the metadata.  0 (feasible), -ENOSPC (out->min_budget
+ * says what would work, err why), other -errno. */
+int  sluice_plan(const char *path, const sluice_params *p, sluice_plan_info *out, char *err, size_t errlen);
+
+/* ---- tokens ----------------------------------------------------------------------------------- */
+
+enum { SLUICE_TOK_ADD_SPECIAL = 1,    /* add BOS (and EOS) as the model's metadata says */
+       SLUICE_TOK_PARSE_SPECIAL = 2 };/* match special-token texts such as <|eot_id|> in the input */
+
+/* Tokenize text (len < 0: NUL-terminated).  Writes up to n_max ids; returns the total count (may
+ * exceed n_max: call again with a larger buffer) or -errno. */
+int     sluice_tokenize(const sluice_model *m, const char *text, ptrdiff_t len, int flags, int32_t *out, int n_max);
+/* The bytes token id stands for (control tokens: ""; special = true: their text).  Returns the
+ * length (may exceed buflen) or -EINVAL.  Pieces may be partial UTF-8: see sluice_generate. */
+int     sluice_token_piece(const sluice_model *m, int32_t id, bool special, char *buf, size_t buflen);
+/* Detokenize a sequence (as llama.cpp's llama_detokenize).  Returns the full length or -errno. */
+int64_t sluice_detokenize(const sluice_model *m, const int32_t *ids, int n, char *buf, size_t buflen);
+/* End of generation (EOS, EOT, ...). */
+bool    sluice_token_is_eog(const sluice_model *m, int32_t id);
+
+/* ---- contexts ---------------------------------------------------------------------------------- */
+
+int  sluice_ctx_new(sluice_model *m, sluice_ctx **out, char *err, size_t errlen);
+void sluice_ctx_free(sluice_ctx *c);
+
+/* Evaluate tokens at the end of the context.  On success the logits are those after the last
+ * token.  0 or -errno: -ENOSPC context full, -ECANCELED sluice_cancel() was called (the context
+ * keeps every fully evaluated batch), I/O errors from the weight stream.  Message: sluice_ctx_error. */
+int  sluice_eval(sluice_ctx *c, const int32_t *tokens, int n);
+/* Make the context hold exactly tokens[0..n): keep the longest common prefix already evaluated,
+ * evaluate the rest (at least the last token, unless its logits are still current).  Returns the
+ * number of tokens evaluated (0 when all were reused) or -errno. */
+int  sluice_prefill(sluice_ctx *c, const int32_t *tokens, int n);
+/* Forget positions n and beyond (n <= sluice_n_past).  0 or -EINVAL. */
+int  sluice_rewind(sluice_ctx *c, int n);
+void sluice_reset(sluice_ctx *c);
+
+const float   *sluice_logits(const sluice_ctx *c);         /* n_vocab floats, NULL before any eval */
+const int32_t *sluice_tokens(const sluice_ctx *c, int *n); /* the tokens in the context */
+int  sluice_n_past(const sluice_ctx *c);
+int  sluice_n_ctx(const sluice_ctx *c);
+const char *sluice_ctx_error(const sluice_ctx *c);
+/* Ask the evaluation in progress (or the next one) to stop with -ECANCELED; the request stays until
+ * sluice_uncancel().  Async-signal-safe: may be called from a signal handler or another thread. */
+void sluice_cancel(sluice_ctx *c);
+void sluice_uncancel(sluice_ctx *c);
+
+/* ---- sampling and generation ------------------------------------------------------------------ */
+
+typedef struct sluice_sampler_params {
+    float temp;               /* <= 0: greedy (default 0.8) */
+    int   top_k;              /* 0 = off (default 40) */
+    float top_p;              /* 1 = off (default 0.95) */
+    float min_p;              /* 0 = off (default 0.05) */
+    float repeat_penalty;     /* 1 = off (default) */
+    int   repeat_last_n;      /* (default 64) */
+    uint64_t seed;
+} sluice_sampler_params;
+
+void sluice_sampler_params_default(sluice_sampler_params *p);
+sluice_sampler *sluice_sampler_new(const sluice_model *m, const sluice_sampler_params *p);   /* NULL p: defaults */
+void sluice_sampler_free(sluice_sampler *s);
+/* Choose the next token from the context's current logits (which are not modified); the repetition
+ * penalty looks at the context's tokens.  Returns the id, or -EINVAL before any evaluation. */
+int32_t sluice_sample(sluice_sampler *s, sluice_ctx *c);
+/* The logits the last sluice_sample chose from (after the repetition penalty). */
+const float *sluice_sampler_logits(const sluice_sampler *s);
+
+/* Called for every generated token with the text it completes: whole UTF-8 characters only (a
+ * token ending inside a character gives "" and the bytes come with a later token); at the end any
+ * held-back bytes come with token -1.  Return non-zero to stop. */
+typedef int (*sluice_token_fn)(void *user, int32_t token, const char *text, size_t len);
+
+/* Sample, report and evaluate up to n_max tokens after the context's current logits.  Stops at an
+ * end-of-generation token, at n_max, when the context is full, when the callback returns non-zero,
+ * or on sluice_cancel() (sluice_stop_reason says which).  Every reported token but the last is
+ * evaluated into the context; the last one is not (nothing needs its logits yet): to continue after
+ * it, sluice_eval it (or sluice_prefill the whole sequence).  Returns the number of tokens reported
+ * (>= 0) or -errno (the tokens evaluated before an error stay in the context). */
+int  sluice_generate(sluice_ctx *c, sluice_sampler *s, int n_max, sluice_token_fn cb, void *user);
+
+enum sluice_stop { SLUICE_STOP_NONE = 0, SLUICE_STOP_EOG, SLUICE_STOP_LIMIT, SLUICE_STOP_CALLBACK,
+                   SLUICE_STOP_CTX_FULL, SLUICE_STOP_CANCELED, SLUICE_STOP_ERROR };
+/* Why the last sluice_generate returned. */
+int  sluice_stop_reason(const sluice_ctx *c);
+
+/* ---- sessions ----------------------------------------------------------------------------------
+ * A session file holds a context's tokens, its KV cache and logits (zstd-compressed), plus an
+ * optional application blob; it is applied only to the same model file and KV precision.  Writes are
+ * atomic (temporary file, fsync, rename). */
+
+typedef struct sluice_session_stats {
+    int      n_tokens;
+    uint64_t raw_bytes, file_bytes;   /* payload before compression; the file */
+    double   seconds;
+} sluice_session_stats;
+
+int  sluice_session_save(sluice_ctx *c, const char *path, const void *extra, size_t extra_len,
+                         sluice_session_stats *st, char *err, size_t errlen);
+/* Restore: replaces the context's contents.  -ENOENT: no such file; -EINVAL: not a session, another
+ * model, another KV precision, corrupt or truncated (the context is then empty); -ENOSPC: more
+ * tokens than n_ctx.  extra (may be NULL): a malloc'd copy of the blob, free() it. */
+int  sluice_session_load(sluice_ctx *c, const char *path, void **extra, size_t *extra_len,
+                         sluice_session_stats *st, char *err, size_t errlen);
+
+/* ---- figures ---------------------------------------------------------------------------------- */
+
+typedef struct sluice_stats {
+    uint64_t peak_rss;            /* VmHWM of the process */
+    uint64_t resident_weight_bytes;
+    uint64_t stream_bytes_read, stream_reads;
+    double   stream_wait_s, stream_compute_s;
+    const char *backend;          /* "resident", "pread", "mmap", "uring" */
+    uint64_t kv_bytes;            /* memory held by the context's KV cache */
+    int      n_past, n_ctx;
+    uint64_t n_eval, n_sampled;   /* tokens evaluated / sampled in this context */
+    double   eval_s;              /* time spent in evaluation */
+} sluice_stats;
+/* c may be NULL (model figures only). */
+void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);
+
+const char *sluice_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
