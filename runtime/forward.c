@@ -212,7 +212,16 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
     /* logits of the last position only: that is all generation needs */
     float *last = c->x + (size_t)(nb - 1) * dim;
     sl_rmsnorm(c->xb, last, m->output_norm, dim, cf->rms_eps);
-    return wmat(c, &m->output, c->xb, 1, c->logits, cf->vocab);
+    if ((rc = wmat(c, &m->output, c->xb, 1, c->logits, cf->vocab))) return rc;
+    /* NaN/Inf in weights (or an overflow) would otherwise sample garbage silently: stop instead.
+     * One pass over vocab floats per batch costs nothing next to the LM head itself. */
+    for (int i = 0; i < cf->vocab; i++)
+        if (!isfinite(c->logits[i])) {
+            snprintf(c->err, sizeof c->err, "forward: non-finite logits at position %d (token id %d): the model's "
+                     "weights contain NaN/Inf or the activations overflowed", p0 + nb - 1, i);
+            return -EDOM;
+        }
+    return 0;
 }
 
 int sl_eval(sl_ctx *c, const int32_t *tokens, int n)

@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernels/types.h"
+#include "loader/errmsg.h"
 #include "loader/fileio.h"
 
 /* Required integer hyperparameter "<arch>.<key>", 1 <= value <= max. */
@@ -83,6 +85,12 @@ static int load_vec(int fd, const sl_weight *w, float **out, char *err, size_t e
     }
     sl_type_get(w->type)->dequant(raw, f, w->cols);
     free(raw);
+    for (int64_t i = 0; i < w->cols; i++)
+        if (!isfinite(f[i])) {
+            snprintf(err, errlen, "model: non-finite value (%g) in %s at element %lld", f[i], w->name, (long long)i);
+            free(f);
+            return -EINVAL;
+        }
     *out = f;
     return 0;
 }
@@ -133,7 +141,7 @@ static int read_config(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
         return -EINVAL;
     }
     if (!sl_str_eq(arch, "llama")) {
-        snprintf(err, errlen, "model: architecture '%.*s' is not supported (sluice runs llama-architecture models)",
+        sl_errf(err, errlen, 0, "model: architecture '%.*s' is not supported (sluice runs llama-architecture models)",
                  (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
         return -ENOTSUP;
     }
@@ -188,7 +196,7 @@ static int read_config(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
     if (sl_gguf_get_str(g, "llama.rope.scaling.type", &st) && !sl_str_eq(st, "none")) {
         float f;
         if (!sl_str_eq(st, "linear")) {
-            snprintf(err, errlen, "model: rope scaling '%.*s' is not supported (only linear)", (int)(st.len > 20 ? 20 : st.len), st.ptr);
+            sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (only linear)", (int)(st.len > 20 ? 20 : st.len), st.ptr);
             return -ENOTSUP;
         }
         if (sl_gguf_get_f32(g, "llama.rope.scaling.factor", &f) && f > 0) c->rope_scale = 1.0f / f;

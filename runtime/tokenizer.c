@@ -5,6 +5,7 @@
  * tokenizer_spm.c, byte-level BPE in tokenizer_bpe.c and its pre-tokenizer in tokenizer_pre.c,
  * the hash tables (and the merge-list loader) in tokenizer_table.c.
  */
+#include "loader/errmsg.h"
 #include "runtime/tokenizer_internal.h"
 
 #include <errno.h>
@@ -14,14 +15,13 @@
 #include <string.h>
 
 /* Write one formatted line to err (if any) and return rc. */
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    sl_verrf(err, errlen, rc, fmt, ap);   /* escapes control bytes quoted from the file */
+    va_end(ap);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* runtime/tokenizer_table.c — the vocabulary's hash tables: strings (token texts and merge
  * halves) -> id, and merge pairs (left id, right id) -> rank; plus the growable vectors and the
  * merge-candidate heap the tokenizers use.  Layout notes are in tokenizer_internal.h. */
+#include "loader/errmsg.h"
 #include "runtime/tokenizer_internal.h"
 
 #include <errno.h>
@@ -10,14 +11,13 @@
 #include <string.h>
 
 /* Write one formatted line to err (if any) and return rc. */
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    sl_verrf(err, errlen, rc, fmt, ap);   /* escapes control bytes quoted from the file */
+    va_end(ap);
     return rc;
 }
 

@@ -12,14 +12,21 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Messages quote strings from the model file (keys, tensor names, tokenizer names): control bytes
+ * are escaped so a hostile file cannot write terminal escape sequences through an error line. */
 void cli_err(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("sluice: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("sluice: ", stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
 }
 
 bool cli_val(int argc, char **argv, int *i, const char **out)
