@@ -31,11 +31,12 @@ usage: bench/budget_bench.sh --model FILE | --shape NAME [options]
   --cleanup            delete the models this invocation generated, at the end
   --budgets LIST       comma list of sizes (K/M/G = KiB/MiB/GiB, or bytes), "min" (the planner's minimum, rounded
                        up to a MiB) and "unlimited" (no limit, no --ram-budget; the cgroup only measures)
-                       (default min,128M,256M,512M,1G,2G,4G,unlimited)
+                       (default min,128M,256M,512M,1G,2G,4G,unlimited); SIZE:be+be runs only those backends
+                       at that budget (e.g. 128M:uring+pread)
   --backends LIST      comma list of pread,mmap,uring (default pread,mmap,uring)
   --runs N             runs per budget x backend (default 3)
   -n N                 tokens to generate per run (default 6: 1 from the prompt pass + 5 timed decode steps)
-  -c N                 context length (default 256)
+  -c N                 context length (default 512)
   -p, --prompt TEXT    prompt (default "Hello": 2 tokens with BOS, so prefill is one pass at every budget)
   -t N                 threads for sluice and llama.cpp (default 2)
   --time-limit S       total wall-clock limit in seconds; rows not started by then are skipped (default 10800)
@@ -45,8 +46,9 @@ usage: bench/budget_bench.sh --model FILE | --shape NAME [options]
   --llama-cpp-args A   extra arguments for it (e.g. "-no-cnv")
   --disk-gbs X         skip bench_io and use X GB/s as the device's read rate
   --build DIR          build directory holding sluice, sluice-gen, bench_io (default $SLUICE_BUILD or ./build)
-  --out DIR            results directory (default results/<timestamp>)
+  --out DIR            results directory (default results/<timestamp>-<model>)
   --docs FILE|none     markdown file whose budget-bench section receives the table (default docs/benchmarks.md)
+  --report DIR         only rebuild summary, table, plot and docs from the results in DIR
   -h, --help
 EOF
     exit "${1:-0}"
@@ -57,12 +59,13 @@ die() { log "error: $*"; exit 1; }
 elapsed_hms() { local s=$(( $(date +%s) - T0 )); printf '%d:%02d:%02d' $((s / 3600)) $((s / 60 % 60)) $((s % 60)); }
 
 # ---------------------------------------------------------------- options
-MODEL="" SHAPE="" QTYPE=Q4_K_M MODELS_DIR=/var/tmp/sluice-models CLEANUP=0
-BUDGETS="min,128M,256M,512M,1G,2G,4G,unlimited" BACKENDS="pread,mmap,uring" RUNS=3 NTOK=6 CTX=256
+MODEL="" SHAPE="" QTYPE=Q4_K_M MODELS_DIR=/var/tmp/sluice-models CLEANUP=0 REPORT_DIR=""
+BUDGETS="min,128M,256M,512M,1G,2G,4G,unlimited" BACKENDS="pread,mmap,uring" RUNS=3 NTOK=6 CTX=512
 PROMPT="Hello" THREADS=2 TIME_LIMIT=10800 RUN_TIMEOUT=900 LLAMA="" LLAMA_ARGS="" DISK_GBS=""
 BUILD=${SLUICE_BUILD:-$REPO/build} OUT="" DOCS=$REPO/docs/benchmarks.md
 ARGV_STR="bench/budget_bench.sh $*"
 while [ $# -gt 0 ]; do
+    [ $# -ge 2 ] || case "$1" in --cleanup|-h|--help) ;; *) echo "budget_bench: $1 needs a value" >&2; usage 2 ;; esac
     case "$1" in
         --model) MODEL=$2; shift ;;
         --shape) SHAPE=$2; shift ;;
@@ -84,45 +87,12 @@ while [ $# -gt 0 ]; do
         --build) BUILD=$2; shift ;;
         --out) OUT=$2; shift ;;
         --docs) DOCS=$2; shift ;;
+        --report) REPORT_DIR=$2; shift ;;
         -h|--help) usage 0 ;;
         *) echo "budget_bench: unknown option $1" >&2; usage 2 ;;
     esac
-    shift || usage 2
+    shift
 done
-[ -n "$MODEL" ] || [ -n "$SHAPE" ] || usage 2
-for v in RUNS NTOK CTX THREADS TIME_LIMIT RUN_TIMEOUT; do
-    case "${!v}" in ''|*[!0-9]*) die "$v must be a positive integer (got '${!v}')" ;; esac
-done
-SLUICE=$BUILD/sluice GEN=$BUILD/sluice-gen BENCH_IO=$BUILD/bench_io
-[ -x "$SLUICE" ] || die "$SLUICE not found: build first (bash scripts/build.sh) or pass --build DIR"
-[ -z "$LLAMA" ] || [ -x "$LLAMA" ] || die "--llama-cpp $LLAMA is not executable"
-IFS=, read -r -a BUDGET_LIST <<<"$BUDGETS"
-IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
-for b in "${BACKEND_LIST[@]}"; do
-    case "$b" in pread|mmap|uring) ;; *) die "unknown backend $b" ;; esac
-done
-
-# ---------------------------------------------------------------- the model
-GENERATED=()
-if [ -z "$MODEL" ]; then
-    MODEL=$MODELS_DIR/$SHAPE.$QTYPE.gguf
-    if [ ! -s "$MODEL" ]; then
-        [ -x "$GEN" ] || die "$GEN not found (needed to generate $MODEL)"
-        mkdir -p "$MODELS_DIR" || die "cannot create $MODELS_DIR"
-        log "generating $MODEL (sluice-gen --shape $SHAPE --type $QTYPE)"
-        "$GEN" --shape "$SHAPE" --type "$QTYPE" --out "$MODEL" --quiet || die "sluice-gen failed"
-        GENERATED+=("$MODEL")
-    fi
-fi
-[ -r "$MODEL" ] || die "cannot read $MODEL"
-MODEL_BYTES=$(stat -c %s "$MODEL")
-MODEL_NAME=$(basename "$MODEL" .gguf)
-
-# ---------------------------------------------------------------- results directory
-STAMP=$(date +%Y%m%d-%H%M%S)
-[ -n "$OUT" ] || OUT=$REPO/results/$STAMP-$MODEL_NAME
-mkdir -p "$OUT/runs" || die "cannot create $OUT"
-log "results in $OUT"
 
 # ---------------------------------------------------------------- small helpers
 # json_get FILE KEY: the value of KEY in a flat one-line JSON object (number, bool or string, quotes removed).
@@ -140,6 +110,14 @@ size_bytes() {
 }
 mib() { awk -v b="$1" 'BEGIN { if (b == "") print ""; else printf "%.1f", b / 1048576 }'; }
 
+# dev_sectors: sectors read so far by the block device holding the model (/proc/diskstats; whole device, so
+# other processes' reads count too).  Shows the weights really came from the device, not the page cache.
+DEV_NAME=""
+dev_sectors() {
+    [ -n "$DEV_NAME" ] || return 0
+    awk -v d="$DEV_NAME" '$3 == d { print $6 }' /proc/diskstats
+}
+
 DROP_OK=1
 drop_caches() {
     sync
@@ -149,24 +127,29 @@ drop_caches() {
     fi
 }
 
+
 # ---------------------------------------------------------------- cgroup v1 memory controller
 CG_PARENT="" CG_OK=0 CG_CUR=""
-cg_line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup 2>/dev/null | head -n1)
-if [ -n "$cg_line" ]; then
-    CG_PARENT=/sys/fs/cgroup/memory${cg_line#*:*:}
-    CG_PARENT=${CG_PARENT%/}
-    probe=$CG_PARENT/sluice-bench-probe-$$
-    if mkdir "$probe" 2>/dev/null && [ -w "$probe/memory.limit_in_bytes" ]; then CG_OK=1; fi
-    rmdir "$probe" 2>/dev/null
-fi
-if [ "$CG_OK" = 1 ]; then
-    log "memory cgroup: children of $CG_PARENT"
-else
-    log "note: no writable cgroup-v1 memory controller (${CG_PARENT:-none found}); budgets are passed to sluice" \
-        "but not enforced, and only peak RSS (VmHWM) is measured"
-fi
-
-# cg_create LIMIT_BYTES|"": make a fresh child cgroup (no limit when empty); sets CG_CUR.
+# cg_detect: set CG_PARENT to our own memory cgroup and CG_OK=1 when we may create children in it.
+cg_detect() {
+    local line probe
+    line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup 2>/dev/null | head -n1)
+    if [ -n "$line" ]; then
+        CG_PARENT=/sys/fs/cgroup/memory${line#*:*:}
+        CG_PARENT=${CG_PARENT%/}
+        probe=$CG_PARENT/sluice-bench-probe-$$
+        if mkdir "$probe" 2>/dev/null && [ -w "$probe/memory.limit_in_bytes" ]; then CG_OK=1; fi
+        rmdir "$probe" 2>/dev/null
+    fi
+    if [ "$CG_OK" = 1 ]; then
+        log "memory cgroup: children of $CG_PARENT"
+    else
+        log "note: no writable cgroup-v1 memory controller (${CG_PARENT:-none found}); budgets are passed to" \
+            "sluice but not enforced, and only peak RSS (VmHWM) is measured"
+    fi
+}
+# cg_create LIMIT_BYTES|"": make a fresh child cgroup (no limit when empty: it then only measures); sets
+# CG_CUR.  memsw (memory + swap) gets the same limit so swap cannot stretch the budget.
 cg_create() {
     CG_CUR=$CG_PARENT/sluice-bench-$$-$RANDOM
     mkdir "$CG_CUR" || { CG_CUR=""; return 1; }
@@ -198,65 +181,15 @@ cg_remove() {
     CG_CUR=""
 }
 
-CHILD_PID=""
-on_exit() {
-    [ -z "$CHILD_PID" ] || kill "$CHILD_PID" 2>/dev/null
-    cg_remove
-    if [ "$CLEANUP" = 1 ] && [ ${#GENERATED[@]} -gt 0 ]; then
-        log "cleanup: removing ${GENERATED[*]}"
-        rm -f -- "${GENERATED[@]}"
-    fi
-}
-trap on_exit EXIT
-trap 'log "interrupted"; exit 130' INT TERM
-
-# ---------------------------------------------------------------- device read rate
 # bench_io_rate TAG: run bench_io on the model (after dropping the cache) and print the better of its two raw
-# O_DIRECT sequential figures (one 64 MiB read at a time; 1 MiB reads 16 in flight), in GB/s.
+# O_DIRECT sequential figures (one 64 MiB read at a time; 1 MiB reads 16 in flight), in GB/s.  bench_io
+# then also streams the file once through mmap; that figure is in the saved output but not used.
 bench_io_rate() {
     local f=$OUT/bench_io-$1.txt
     drop_caches
     "$BENCH_IO" "$MODEL" --backend mmap >"$f" 2>&1 || { log "bench_io failed (see $f)"; return 1; }
     awk -F': ' '/^raw O_DIRECT sequential/ { v = $NF + 0; if (v > best) best = v } END { if (best > 0) print best }' "$f"
 }
-DISK_START="" DISK_END=""
-if [ -n "$DISK_GBS" ]; then
-    DISK_START=$DISK_GBS DISK_END=$DISK_GBS
-    log "device read rate given: $DISK_GBS GB/s (bench_io skipped)"
-elif [ -x "$BENCH_IO" ]; then
-    log "bench_io: measuring the device's O_DIRECT sequential read rate on $MODEL"
-    DISK_START=$(bench_io_rate start)
-    log "bench_io: ${DISK_START:-?} GB/s"
-else
-    log "note: $BENCH_IO not found; no disk bound"
-fi
-
-# ---------------------------------------------------------------- budgets
-MIN_BYTES=$("$SLUICE" plan -m "$MODEL" --ram-budget 1G -c "$CTX" -t "$THREADS" --json 2>/dev/null |
-            sed -n 's/.*"min_budget":\([0-9]*\).*/\1/p')
-[ -n "$MIN_BYTES" ] || die "sluice plan did not report min_budget for $MODEL"
-MIN_BYTES=$(( (MIN_BYTES + 1048575) / 1048576 * 1048576 ))
-log "model $MODEL_NAME: $(mib "$MODEL_BYTES") MiB; planner minimum at -c $CTX: $(mib "$MIN_BYTES") MiB"
-BLABEL=() BBYTES=()
-for b in "${BUDGET_LIST[@]}"; do
-    case "$b" in
-        min) BLABEL+=("min"); BBYTES+=("$MIN_BYTES") ;;
-        unlimited) BLABEL+=("unlimited"); BBYTES+=("") ;;
-        *) v=$(size_bytes "$b") || die "bad budget '$b'"; BLABEL+=("$b"); BBYTES+=("$v") ;;
-    esac
-done
-
-# ---------------------------------------------------------------- machine
-{
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "command: $ARGV_STR"
-    echo "sluice: $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown), build $BUILD"
-    echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores"
-    echo "memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-    echo "kernel: $(uname -r)"
-    echo "disk: $(df -P "$MODEL" | awk 'NR == 2 { print $1 }'), $(findmnt -no FSTYPE -T "$MODEL" 2>/dev/null)"
-    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$OUT/machine.txt"
 
 # ---------------------------------------------------------------- one run
 # runs.csv: one row per run.  Columns after `note`'s predecessors come from the stats JSON (named alike; `io`
@@ -265,12 +198,10 @@ done
 RUN_COLS="model model_bytes budget_label budget_bytes backend run status exit_code wall_s peak_rss cg_max cg_memsw_max
 cg_failcnt oom_kills n_prompt prompt_tok_s n_decode decode_s decode_tok_s lat_median_ms lat_p90_ms pass_bytes bytes_read
 passes read_per_pass read_gbs wait_s compute_s pred_tok_s planned_bytes blocks_resident lm_head_resident kv n_batch
-chunk_bytes prefetch io page_cache_at_exit run_budget note"
+chunk_bytes prefetch io page_cache_at_exit run_budget load1 cpu_psi dev_read_bytes note"
 JSON_KEYS="peak_rss n_prompt prompt_tok_s n_decode decode_s decode_tok_s lat_median_ms lat_p90_ms pass_bytes bytes_read
 read_gbs wait_s compute_s pred_tok_s planned_bytes blocks_resident lm_head_resident kv n_batch chunk_bytes prefetch
 page_cache_at_exit"
-RUNS_CSV=$OUT/runs.csv
-echo $RUN_COLS | tr ' ' ',' >"$RUNS_CSV"
 declare -A R
 
 # emit_row: append R[...] as one runs.csv row, in RUN_COLS order.
@@ -307,6 +238,7 @@ run_one() {
     CG_MAX="" CG_MEMSW="" CG_FAILCNT="" CG_OOM=""
     drop_caches
     if [ "$CG_OK" = 1 ]; then cg_create "$bytes" || { log "warning: cgroup setup failed"; cg_remove; }; fi
+    local d0; d0=$(dev_sectors)
     t1=$(date +%s.%N)
     if [ "$be" = llama.cpp ]; then
         local timef=()
@@ -324,6 +256,11 @@ run_one() {
         rc=$?
     fi
     t2=$(date +%s.%N)
+    local d1; d1=$(dev_sectors)
+    [ -z "$d0" ] || [ -z "$d1" ] || R[dev_read_bytes]=$(( (d1 - d0) * 512 ))
+    R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+    # share of the last 60 s in which some runnable task waited for a CPU (PSI; empty without it)
+    R[cpu_psi]=$(sed -n 's/^some avg10=[0-9.]* avg60=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null)
     if [ -n "$CG_CUR" ]; then cg_read; cg_remove; fi
     R[exit_code]=$rc R[cg_max]=$CG_MAX R[cg_memsw_max]=$CG_MEMSW R[cg_failcnt]=$CG_FAILCNT R[oom_kills]=$CG_OOM
     R[wall_s]=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
@@ -361,45 +298,13 @@ run_one() {
         "cgroup max $(mib "$CG_MAX") MiB, failcnt ${CG_FAILCNT:-?}, ${R[wall_s]} s${R[note]:+ (${R[note]})}"
 }
 
-# ---------------------------------------------------------------- the matrix
-ALL_BACKENDS=("${BACKEND_LIST[@]}")
-[ -z "$LLAMA" ] || ALL_BACKENDS+=(llama.cpp)
-total=$(( ${#BLABEL[@]} * RUNS * ${#ALL_BACKENDS[@]} )) done_n=0 skipped=0
-log "$total runs: budgets $BUDGETS; backends ${ALL_BACKENDS[*]}; $RUNS runs each; -n $NTOK -c $CTX -t $THREADS;" \
-    "prompt '$PROMPT'; time limit $TIME_LIMIT s"
-for i in "${!BLABEL[@]}"; do
-    for run in $(seq 1 "$RUNS"); do
-        for be in "${ALL_BACKENDS[@]}"; do      # interleaved: every backend once, then the next run
-            done_n=$((done_n + 1))
-            if [ $(( $(date +%s) - T0 )) -ge "$TIME_LIMIT" ]; then
-                R=([model]=$MODEL_NAME [model_bytes]=$MODEL_BYTES [budget_label]=${BLABEL[$i]}
-                   [budget_bytes]=${BBYTES[$i]} [backend]=$be [run]=$run [status]=skipped
-                   [note]="time limit $TIME_LIMIT s reached")
-                emit_row
-                skipped=$((skipped + 1))
-                continue
-            fi
-            log "[$done_n/$total] budget ${BLABEL[$i]}${BBYTES[$i]:+ ($(mib "${BBYTES[$i]}") MiB)}, $be, run $run"
-            run_one "$i" "$be" "$run"
-        done
-    done
-done
-[ "$skipped" = 0 ] || log "time limit reached: $skipped runs skipped (status 'skipped' in runs.csv)"
 
-if [ -z "$DISK_GBS" ] && [ -x "$BENCH_IO" ]; then
-    DISK_END=$(bench_io_rate end)
-    log "bench_io at the end: ${DISK_END:-?} GB/s"
-fi
-{
-    echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "disk O_DIRECT sequential read GB/s: start ${DISK_START:-?}, end ${DISK_END:-?}"
-    echo "page cache dropped before each run: $([ "$DROP_OK" = 1 ] && echo yes || echo no)"
-    echo "memory cgroup per run: $([ "$CG_OK" = 1 ] && echo yes || echo no)"
-    echo "runs skipped by the time limit: $skipped"
-} >>"$OUT/machine.txt"
+# ---------------------------------------------------------------- the report
+# make_report: from $OUT/runs.csv (and the run's parameters) write summary.csv, summary.json, table.md,
+# plot.png, and the table + plot into $DOCS.  Used after the measurements and by --report DIR.
+make_report() {
 DISK_GBS_USED=$(awk -v a="$DISK_START" -v b="$DISK_END" 'BEGIN {
     if (a != "" && b != "") printf "%.3f", (a + b) / 2; else if (a != "") print a; else if (b != "") print b }')
-
 # ---------------------------------------------------------------- summary.csv / summary.json
 # One row per budget x backend, in the order run.  Decode and prefill: median over the ok runs, with min and
 # max.  Memory: the worst (max) over the runs, because a budget is kept only if every run keeps it.
@@ -414,6 +319,7 @@ function med(s,   n, v, i, j, t) { n = split(s, v, " "); if (n == 0) return ""
     return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
 function mn(s,   n, v, i, r) { n = split(s, v, " "); r = ""; for (i = 1; i <= n; i++) if (r == "" || v[i] + 0 < r) r = v[i] + 0; return r }
 function mx(s,   n, v, i, r) { n = split(s, v, " "); r = ""; for (i = 1; i <= n; i++) if (r == "" || v[i] + 0 > r) r = v[i] + 0; return r }
+function r0(v) { return v == "" ? "" : sprintf("%.0f", v) }
 function add(k, c, v) { if (v != "") L[k, c] = L[k, c] " " v }
 NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 {
@@ -424,13 +330,13 @@ NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     add(k, "cg", $col["cg_max"]); add(k, "fail", $col["cg_failcnt"])
     if (st != "ok") next
     nok[k]++
-    split("decode_tok_s prompt_tok_s peak_rss pass_bytes read_per_pass read_gbs pred_tok_s lat_median_ms wait_s compute_s passes planned_bytes", cs, " ")
-    for (i in cs) add(k, cs[i], $col[cs[i]])
+    split("decode_tok_s prompt_tok_s peak_rss pass_bytes read_per_pass read_gbs pred_tok_s lat_median_ms wait_s compute_s passes planned_bytes load1 cpu_psi dev_read_bytes", cs, " ")
+    for (i in cs) if (cs[i] in col) add(k, cs[i], $col[cs[i]])   # older runs.csv may lack a column
     BR[k] = $col["blocks_resident"]; LH[k] = $col["lm_head_resident"]; KV[k] = $col["kv"]; IO[k] = $col["io"]
     RB[k] = $col["run_budget"]; CH[k] = $col["chunk_bytes"]; NB[k] = $col["n_batch"]
 }
 END {
-    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib"
+    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib,load1_med,dev_read_bytes_med,cpu_psi_med"
     for (o = 1; o <= nk; o++) {
         k = order[o]
         x = BB[k] != "" ? BB[k] / 1048576 : xunl
@@ -443,23 +349,23 @@ END {
         wpp = (ps > 0 && L[k, "wait_s"] != "") ? med(L[k, "wait_s"]) / ps : ""
         cpp = (ps > 0 && L[k, "compute_s"] != "") ? med(L[k, "compute_s"]) / ps : ""
         status = nruns[k] == cnt[k, "ok"] ? "ok" : cnt[k, "oom"] ? "oom" : nruns[k] == cnt[k, "skipped"] ? "skipped" : cnt[k, "ok"] ? "partial" : "fail"
-        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
             MN, MB, B[k], BB[k], x, BE[k], nok[k], nruns[k], d, mn(L[k, "decode_tok_s"]), mx(L[k, "decode_tok_s"]),
-            med(L[k, "prompt_tok_s"]), rss, cg, mx(L[k, "fail"]), cnt[k, "oom"], pb, med(L[k, "read_per_pass"]),
-            med(L[k, "read_gbs"]), disk, bound, pct, pr, err, rss > 0 ? MB / rss : "", cg > 0 ? MB / cg : "",
-            BR[k], LH[k], KV[k], IO[k], status, med(L[k, "lat_median_ms"]), wpp, cpp, RB[k], med(L[k, "planned_bytes"]),
-            CH[k], NB[k], BB[k] != "" ? BB[k] / 1048576 : ""
+            med(L[k, "prompt_tok_s"]), r0(rss), r0(cg), mx(L[k, "fail"]), cnt[k, "oom"], r0(pb), r0(med(L[k, "read_per_pass"])),
+            med(L[k, "read_gbs"]), disk, bound, pct, pr, err, (rss > 0 ? MB / rss : ""), (cg > 0 ? MB / cg : ""),
+            BR[k], LH[k], KV[k], IO[k], status, med(L[k, "lat_median_ms"]), wpp, cpp, RB[k], r0(med(L[k, "planned_bytes"])),
+            CH[k], NB[k], (BB[k] != "" ? BB[k] / 1048576 : ""), med(L[k, "load1"]), r0(med(L[k, "dev_read_bytes"])), med(L[k, "cpu_psi"])
     }
 }' "$RUNS_CSV" >"$SUMMARY"
 
 # summary.json: the same rows as objects (numbers unquoted, empty fields null).
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[i] = $i; n = NF; printf "["; next }
-{ printf "%s\n {", NR > 2 ? "," : ""
+{ printf "%s\n {", (NR > 2 ? "," : "")
   for (i = 1; i <= n; i++) {
       v = $i
       if (v == "") v = "null"
       else if (v !~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/ && v != "true" && v != "false") v = "\"" v "\""
-      printf "%s\"%s\":%s", i > 1 ? "," : "", h[i], v } printf "}" }
+      printf "%s\"%s\":%s", (i > 1 ? "," : ""), h[i], v } printf "}" }
 END { print "\n]" }' "$SUMMARY" >"$OUT/summary.json"
 
 # ---------------------------------------------------------------- table.md
@@ -471,13 +377,13 @@ function m(v) { return v == "" ? "–" : sprintf("%.0f", v / 1048576) }
 NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 {
     if (!hdr++) {
-        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s (error) | expansion RSS× / cgroup× | notes |\n"
-        printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s (error) | expansion RSS× / cgroup× | load (CPU wait %%) | notes |\n"
+        printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     }
     bl = $c["budget_label"]; bb = $c["budget_bytes"]
-    budget = bl == "unlimited" ? "unlimited" : bl == "min" ? sprintf("min (%s M)", m(bb)) : bl
+    budget = bl == "unlimited" ? "unlimited" : bl == "min" ? sprintf("min (%sM)", m(bb)) : bl
     d = $c["decode_med"] == "" ? "–" : sprintf("%.3f (%.3f–%.3f)", $c["decode_med"], $c["decode_min"], $c["decode_max"])
-    rd = $c["pass_bytes"] == "" ? (bl == "unlimited" ? "0 (resident)" : "–") : sprintf("%s (%s)", m($c["pass_bytes"]), m($c["read_per_pass"]))
+    rd = $c["pass_bytes"] == "" ? ($c["io"] == "resident" ? "0 (resident)" : "–") : sprintf("%s (%s)", m($c["pass_bytes"]), m($c["read_per_pass"]))
     pred = $c["pred_tok_s"] == "" ? "–" : sprintf("%.3f (%+.0f%%)", $c["pred_tok_s"], $c["pred_err_pct"])
     ex = ($c["exp_rss"] == "" ? "–" : sprintf("%.1f", $c["exp_rss"])) " / " ($c["exp_cg"] == "" ? "–" : sprintf("%.1f", $c["exp_cg"]))
     note = ""
@@ -487,10 +393,11 @@ NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     if (bb != "" && $c["cg_max_max"] != "" && $c["cg_max_max"] > bb) note = note (note ? "; " : "") sprintf("**over budget by %.1f MiB**", ($c["cg_max_max"] - bb) / 1048576)
     if ($c["failcnt_max"] > 0) note = note (note ? "; " : "") sprintf("limit reached (failcnt %d)", $c["failcnt_max"])
     if ($c["kv"] == "spill") note = note (note ? "; " : "") "KV spilled"
-    if ($c["blocks_resident"] != "") note = note (note ? "; " : "") sprintf("%s blocks%s resident", $c["blocks_resident"], $c["lm_head_resident"] == "true" ? " + head" : "")
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", budget, $c["backend"], d,
+    if ($c["io"] == "resident") note = note (note ? "; " : "") "all resident"
+    else if ($c["blocks_resident"] != "") note = note (note ? "; " : "") sprintf("%s blocks%s resident", $c["blocks_resident"], $c["lm_head_resident"] == "true" ? " + head" : "")
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", budget, $c["backend"], d,
         f($c["prefill_med"], "%.2f"), m($c["peak_rss_max"]), m($c["cg_max_max"]), rd, f($c["read_gbs"], "%.2f"),
-        f($c["bound_tok_s"], "%.3f"), f($c["pct_bound"], "%.0f%%"), pred, ex, note
+        f($c["bound_tok_s"], "%.3f"), f($c["pct_bound"], "%.0f%%"), pred, ex, f($c["load1_med"], "%.1f") ($c["cpu_psi_med"] == "" ? "" : sprintf(" (%.0f%%)", $c["cpu_psi_med"])), note
 }' "$SUMMARY" >"$TABLE"
 
 # ---------------------------------------------------------------- plot.png
@@ -508,8 +415,10 @@ if command -v gnuplot >/dev/null; then
         else xt+="$sep\"${BLABEL[$i]}\" $(mib "${BBYTES[$i]}")"; fi
         sep=", "
     done
+    xr=$(awk -F, 'NR > 1 { if (min == "" || $5 < min) min = $5; if ($5 > max) max = $5 }
+                 END { printf "xmin=%g; xmax=%g", min, max }' "$SUMMARY")
     ttl="$MODEL_NAME ($(awk -v b="$MODEL_BYTES" 'BEGIN { printf "%.2f GB", b / 1e9 }')), -n $NTOK -c $CTX, $RUNS runs, page cache dropped"
-    gnuplot -e "dir='$OUT'; out='$PLOT'; backends='$bl_used'; ttl='$ttl'; xt='($xt)'; model_mib=$(mib "$MODEL_BYTES"); disk='${DISK_GBS_USED:-?}'" \
+    gnuplot -e "dir='$OUT'; out='$PLOT'; backends='$bl_used'; ttl='$ttl'; xt='($xt)'; model_mib=$(mib "$MODEL_BYTES"); disk='${DISK_GBS_USED:-?}'; $xr" \
         "$REPO/bench/plot.gp" 2>"$OUT/gnuplot.log" || log "gnuplot failed (see $OUT/gnuplot.log)"
 else
     log "note: gnuplot not installed; no plot"
@@ -553,4 +462,166 @@ if [ "$DOCS" != none ]; then
                        block(); print "<!-- budget-bench:end -->" } }' "$DOCS" >"$tmp" && mv "$tmp" "$DOCS"
     log "table and plot written into $DOCS"
 fi
+
+}
+
+# ================================================================ main
+if [ -n "$REPORT_DIR" ]; then
+    # --report DIR: rebuild the summary, table, plot and docs section from an earlier run's results
+    [ -r "$REPORT_DIR/params.sh" ] && [ -r "$REPORT_DIR/runs.csv" ] || die "$REPORT_DIR has no params.sh/runs.csv"
+    OUT=$(cd "$REPORT_DIR" && pwd) RUNS_CSV=$OUT/runs.csv
+    # shellcheck disable=SC1091
+    . "$OUT/params.sh"
+    make_report
+    log "report rebuilt: $OUT"
+    exit 0
+fi
+
+[ -n "$MODEL" ] || [ -n "$SHAPE" ] || usage 2
+for v in RUNS NTOK CTX THREADS TIME_LIMIT RUN_TIMEOUT; do
+    case "${!v}" in ''|*[!0-9]*|0) die "$v must be a positive integer (got '${!v}')" ;; esac
+done
+SLUICE=$BUILD/sluice GEN=$BUILD/sluice-gen BENCH_IO=$BUILD/bench_io
+[ -x "$SLUICE" ] || die "$SLUICE not found: build first (bash scripts/build.sh) or pass --build DIR"
+[ -z "$LLAMA" ] || [ -x "$LLAMA" ] || die "--llama-cpp $LLAMA is not executable"
+IFS=, read -r -a BUDGET_LIST <<<"$BUDGETS"
+IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
+for b in "${BACKEND_LIST[@]}"; do
+    case "$b" in pread|mmap|uring) ;; *) die "unknown backend $b" ;; esac
+done
+
+CHILD_PID="" GENERATED=()
+on_exit() {
+    [ -z "$CHILD_PID" ] || kill "$CHILD_PID" 2>/dev/null
+    cg_remove
+    if [ "$CLEANUP" = 1 ] && [ ${#GENERATED[@]} -gt 0 ]; then
+        log "cleanup: removing ${GENERATED[*]}"
+        rm -f -- "${GENERATED[@]}"
+    fi
+}
+trap on_exit EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+# -- the model: given, or generated (and then removed by --cleanup; a model already there is never removed)
+if [ -z "$MODEL" ]; then
+    MODEL=$MODELS_DIR/$SHAPE.$QTYPE.gguf
+    if [ ! -s "$MODEL" ]; then
+        [ -x "$GEN" ] || die "$GEN not found (needed to generate $MODEL)"
+        mkdir -p "$MODELS_DIR" || die "cannot create $MODELS_DIR"
+        log "generating $MODEL (sluice-gen --shape $SHAPE --type $QTYPE)"
+        GENERATED+=("$MODEL")
+        "$GEN" --shape "$SHAPE" --type "$QTYPE" --out "$MODEL" --quiet || die "sluice-gen failed"
+    fi
+fi
+[ -r "$MODEL" ] || die "cannot read $MODEL"
+MODEL_BYTES=$(stat -L -c %s "$MODEL")
+MODEL_NAME=$(basename "$MODEL" .gguf)
+DEV_NAME=$(lsblk -no PKNAME "$(df -P "$MODEL" | awk 'NR == 2 { print $1 }')" 2>/dev/null | head -n1)
+[ -n "$DEV_NAME" ] || DEV_NAME=$(basename "$(df -P "$MODEL" | awk 'NR == 2 { print $1 }')")
+awk -v d="$DEV_NAME" '$3 == d { f = 1 } END { exit !f }' /proc/diskstats || DEV_NAME=""
+
+[ -n "$OUT" ] || OUT=$REPO/results/$(date +%Y%m%d-%H%M%S)-$MODEL_NAME
+mkdir -p "$OUT/runs" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd) RUNS_CSV=$OUT/runs.csv
+log "results in $OUT"
+cg_detect
+
+# -- budgets.  "min" asks the planner with an impossible budget: its refusal names the smallest budget of
+# any plan (everything streamed, KV spilled); a feasible query would report only its own mode's minimum.
+MIN_BYTES=$("$SLUICE" plan -m "$MODEL" --ram-budget 1M -c "$CTX" -t "$THREADS" --json 2>/dev/null |
+            sed -n 's/.*"min_budget":\([0-9]*\).*/\1/p')
+[ -n "$MIN_BYTES" ] || die "sluice plan did not report min_budget for $MODEL"
+MIN_BYTES=$(( (MIN_BYTES + 1048575) / 1048576 * 1048576 ))
+log "model $MODEL_NAME: $(mib "$MODEL_BYTES") MiB; planner minimum at -c $CTX: $(mib "$MIN_BYTES") MiB"
+BLABEL=() BBYTES=() BBACK=()
+for b in "${BUDGET_LIST[@]}"; do
+    # "SIZE:be+be" runs only those backends at that budget (e.g. 128M:uring+pread)
+    if [ "${b#*:}" != "$b" ]; then
+        bb=${b#*:} b=${b%%:*}
+        for be in ${bb//+/ }; do
+            case " ${BACKEND_LIST[*]} " in *" $be "*) ;; *) die "budget $b: backend $be is not in --backends" ;; esac
+        done
+        BBACK+=("${bb//+/ }")
+    else
+        BBACK+=("${BACKEND_LIST[*]}")
+    fi
+    case "$b" in
+        min) BLABEL+=("min"); BBYTES+=("$MIN_BYTES") ;;
+        unlimited) BLABEL+=("unlimited"); BBYTES+=("") ;;
+        *) v=$(size_bytes "$b") || die "bad budget '$b'"; BLABEL+=("$b"); BBYTES+=("$v") ;;
+    esac
+done
+
+# -- machine
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "command: $ARGV_STR"
+    echo "sluice: $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown), build $BUILD"
+    echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores"
+    echo "memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    echo "kernel: $(uname -r)"
+    echo "disk: $(df -P "$MODEL" | awk 'NR == 2 { print $1 }') $(findmnt -no FSTYPE -T "$MODEL" 2>/dev/null)"
+    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/machine.txt"
+
+# -- the device's read rate, before the runs (and again after them)
+DISK_START="" DISK_END=""
+if [ -n "$DISK_GBS" ]; then
+    DISK_START=$DISK_GBS DISK_END=$DISK_GBS
+    log "device read rate given: $DISK_GBS GB/s (bench_io skipped)"
+elif [ -x "$BENCH_IO" ]; then
+    log "bench_io: measuring the device's O_DIRECT sequential read rate on $MODEL"
+    DISK_START=$(bench_io_rate start)
+    log "bench_io: ${DISK_START:-?} GB/s"
+else
+    log "note: $BENCH_IO not found; no disk bound"
+fi
+
+# -- the matrix: budgets in order; within a budget run 1 of every backend, then run 2 of every backend, ...
+echo $RUN_COLS | tr ' ' ',' >"$RUNS_CSV"
+ALL_BACKENDS=("${BACKEND_LIST[@]}")
+[ -z "$LLAMA" ] || ALL_BACKENDS+=(llama.cpp)
+total=0 done_n=0 skipped=0
+for i in "${!BLABEL[@]}"; do
+    [ -z "$LLAMA" ] || BBACK[$i]+=" llama.cpp"
+    set -- ${BBACK[$i]}
+    total=$(( total + RUNS * $# ))
+done
+log "$total runs: budgets $BUDGETS; backends ${ALL_BACKENDS[*]} (interleaved); $RUNS runs each; -n $NTOK -c $CTX -t $THREADS;" \
+    "prompt '$PROMPT'; time limit $TIME_LIMIT s"
+for i in "${!BLABEL[@]}"; do
+    for run in $(seq 1 "$RUNS"); do
+        for be in ${BBACK[$i]}; do
+            done_n=$((done_n + 1))
+            if [ $(( $(date +%s) - T0 )) -ge "$TIME_LIMIT" ]; then
+                R=([model]=$MODEL_NAME [model_bytes]=$MODEL_BYTES [budget_label]=${BLABEL[$i]}
+                   [budget_bytes]=${BBYTES[$i]} [backend]=$be [run]=$run [status]=skipped
+                   [note]="time limit $TIME_LIMIT s reached")
+                emit_row
+                skipped=$((skipped + 1))
+                continue
+            fi
+            log "[$done_n/$total] budget ${BLABEL[$i]}${BBYTES[$i]:+ ($(mib "${BBYTES[$i]}") MiB)}, $be, run $run"
+            run_one "$i" "$be" "$run"
+        done
+    done
+done
+[ "$skipped" = 0 ] || log "time limit reached: $skipped runs skipped (status 'skipped' in runs.csv)"
+
+if [ -z "$DISK_GBS" ] && [ -x "$BENCH_IO" ]; then
+    DISK_END=$(bench_io_rate end)
+    log "bench_io at the end: ${DISK_END:-?} GB/s"
+fi
+{
+    echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "disk O_DIRECT sequential read GB/s: start ${DISK_START:-?}, end ${DISK_END:-?}"
+    echo "page cache dropped before each run: $([ "$DROP_OK" = 1 ] && echo yes || echo no)"
+    echo "memory cgroup per run: $([ "$CG_OK" = 1 ] && echo yes || echo no)"
+    echo "runs skipped by the time limit: $skipped"
+    echo "wall time: $(elapsed_hms)"
+} >>"$OUT/machine.txt"
+# everything make_report needs, so that --report DIR can rebuild the outputs later
+declare -p MODEL_NAME MODEL_BYTES BLABEL BBYTES ALL_BACKENDS DISK_START DISK_END DROP_OK CG_OK NTOK CTX PROMPT \
+    THREADS RUNS TIME_LIMIT ARGV_STR skipped >"$OUT/params.sh"
+make_report
 log "done: $OUT (runs.csv, summary.csv, summary.json, table.md, plot.png)"

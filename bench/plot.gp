@@ -1,7 +1,7 @@
 # bench/plot.gp — the expansion-factor plot, called by bench/budget_bench.sh:
 #
 #   gnuplot -e "dir='RESULTS'; out='PNG'; backends='pread mmap uring'; ttl='TITLE'; xt='(\"min\" 37, ...)';
-#               model_mib=4692.8; disk='0.43'" bench/plot.gp
+#               model_mib=4692.8; disk='0.43'; xmin=37; xmax=8192" bench/plot.gp
 #
 # Reads RESULTS/plot-BACKEND.csv (rows of summary.csv for one backend; column 5 = budget in MiB, the
 # "unlimited" row placed right of the largest budget).  Top: decode tok/s (median, bars min–max) per backend,
@@ -10,11 +10,14 @@
 # budget line y = x and the model's size.  Both axes logarithmic.
 set datafile separator ","
 set datafile missing ""
-set terminal pngcairo size 1100,1000 font "sans,10"
+set terminal pngcairo size 1100,1000 font "sans,10" noenhanced
 set output out
 set multiplot layout 2,1 title ttl font "sans,12"
 set logscale x 2
 set xtics @xt
+set xrange [xmin / 1.4 : xmax * 1.4]
+set lmargin at screen 0.08
+set rmargin at screen 0.70
 set grid xtics ytics mytics lc rgb "#dddddd"
 set key outside right top
 colour(b) = b eq "pread" ? "#1f77b4" : b eq "mmap" ? "#2ca02c" : b eq "uring" ? "#d62728" : "#7f7f7f"

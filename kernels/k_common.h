@@ -79,6 +79,20 @@ typedef struct {
 } sl_block_q8_k;
 static_assert(sizeof(sl_block_q8_k) == 292, "block_q8_K is 292 bytes");
 
+/* The activation block made from input holding a NaN or infinity: d = NaN (every dot with it is
+ * NaN), quants zero.  Shared by all kernel paths so that their bytes agree. */
+static inline void sl_act_nonfinite_q8_0(sl_block_q8_0 *b)
+{
+    memset(b, 0, sizeof *b);
+    b->d = 0x7e00;                       /* f16 quiet NaN */
+}
+
+static inline void sl_act_nonfinite_q8_k(sl_block_q8_k *b)
+{
+    memset(b, 0, sizeof *b);
+    b->d = NAN;
+}
+
 /* Scales and mins of all 8 sub-blocks of a Q4_K/Q5_K super-block at once (same values as
  * sl_k_scale_min for j = 0..7), from the 12 packed bytes read as three little-endian words. */
 static inline void sl_k_scales8(const uint8_t *s, uint8_t sc[8], uint8_t m[8])

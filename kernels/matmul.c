@@ -1,18 +1,23 @@
 /* kernels/matmul.c — threaded weight-matrix x batch products (sl_matmul and its two halves).
  *
- * Work split: rows are divided evenly between the pool's threads.  Each thread walks its rows in
- * tiles of ~32 KiB of weights and the batch in tiles of ~256 KiB of (quantized) activations, so in
- * prefill a weight tile stays in L1/L2 while a vector tile streams past it, and every weight row
- * is read from memory once per call.  The per-(row, vector) kernel never depends on the tiling,
+ * Work split: rows are handed out in chunks (~1/8 of an even share each) from an atomic counter,
+ * so a thread that the OS preempts or that shares a core with another process does not hold the
+ * whole product back (with a fixed even split the other thread spun idle for up to a third of
+ * decode time on a loaded machine).  Each thread walks a chunk in tiles of ~32 KiB of weights and
+ * the batch in tiles of ~256 KiB of (quantized) activations, so in prefill a weight tile stays in
+ * L1/L2 while a vector tile streams past it, and every weight row is read from memory once per
+ * call.  The per-(row, vector) kernel never depends on the tiling,
  * the batch size or the row range (see ops.h), which the forward and streaming tests check bit for
  * bit.
  *
- * Quantized activations live in a per-thread scratch buffer (thread-local, grown on demand, kept
- * for the life of the thread): matrix products run back to back hundreds of times per token, and a
+ * Quantized activations live in a per-thread scratch buffer (thread-local, grown on demand, freed
+ * when the thread exits): matrix products run back to back hundreds of times per token, and a
  * malloc/free pair per call would page-fault large buffers in again and again.
  */
 #include "kernels/ops.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +27,24 @@
 #define TILE_W_BYTES   (32u << 10)    /* weights per row tile */
 #define TILE_ACT_BYTES (256u << 10)   /* activations per vector tile */
 #define PAR_QUANT_MIN  (1 << 15)      /* elements below which activations are quantized inline */
+#define PAR_MM_MIN     (1 << 17)      /* row x vector products below which one thread does it all:
+                                       * ~10 µs of work, where a pool handoff costs 1-2 µs idle and
+                                       * far more when the other core is busy elsewhere */
 
 static _Thread_local struct { void *p; size_t cap; } t_scratch;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static bool g_key_ok;
 
-/* Contract: a 64-byte aligned buffer of at least `bytes`, owned by the calling thread, contents
- * undefined; NULL when out of memory. */
+/* Thread exit: the buffer goes with the thread (the key holds the same pointer as t_scratch). */
+static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
+
+/* Contract: a 64-byte aligned buffer of at least `bytes`, owned by the calling thread (freed when
+ * it exits), contents undefined; NULL when out of memory. */
 static void *scratch(size_t bytes)
 {
     if (bytes <= t_scratch.cap) return t_scratch.p;
+    pthread_once(&g_key_once, make_key);
     size_t cap = bytes + bytes / 4;
     cap = (cap + 63) & ~(size_t)63;
     void *p = aligned_alloc(64, cap);
@@ -37,6 +52,7 @@ static void *scratch(size_t bytes)
     free(t_scratch.p);
     t_scratch.p = p;
     t_scratch.cap = cap;
+    if (g_key_ok) pthread_setspecific(g_key, p);
     return p;
 }
 
@@ -45,6 +61,7 @@ typedef struct act_fmt {
     sl_actq_fn quant;     /* NULL: f32 activations */
     int blck, bytes;      /* quantized block geometry */
     sl_qdot_fn qdot;
+    sl_qdot4_fn qdot4;    /* 4 vectors at once (NULL: not on this path) */
     sl_dot_fn fdot;
 } act_fmt;
 
@@ -58,11 +75,11 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_F32:  f.fdot = ks->dot_f32; break;
     case SL_TYPE_F16:  f.fdot = ks->dot_f16; break;
     case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
-    case SL_TYPE_Q4_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q4_0_q8_0, NULL }; break;
-    case SL_TYPE_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q8_0_q8_0, NULL }; break;
-    case SL_TYPE_Q4_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q4_k_q8_k, NULL }; break;
-    case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, NULL }; break;
-    case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, NULL }; break;
+    case SL_TYPE_Q4_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q4_0_q8_0, ks->dot4_q4_0_q8_0, NULL }; break;
+    case SL_TYPE_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q8_0_q8_0, ks->dot4_q8_0_q8_0, NULL }; break;
+    case SL_TYPE_Q4_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q4_k_q8_k, ks->dot4_q4_k_q8_k, NULL }; break;
+    case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, ks->dot4_q5_k_q8_k, NULL }; break;
+    case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, ks->dot4_q6_k_q8_k, NULL }; break;
     default: break;   /* other types: the reference f32 dot */
     }
     return f;
@@ -115,21 +132,22 @@ typedef struct mm_job {
     size_t row_bytes;
     float *out;
     int64_t out_stride;
+    int64_t chunk;          /* rows per grab */
+    atomic_llong next;      /* first row not yet handed out */
 } mm_job;
 
-static void mm_worker(void *arg, int ith, int nth)
+/* Rows [ra0, rb0) against every vector, in weight-row tiles x vector tiles. */
+static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
 {
-    const mm_job *j = arg;
     const sl_mm_input *in = j->in;
-    const int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
     const int64_t cols = in->cols;
     const size_t act_bytes = in->q ? in->q_stride : (size_t)cols * sizeof(float);
     int64_t rt = (int64_t)(TILE_W_BYTES / (j->row_bytes ? j->row_bytes : 1));
     int vt = (int)(TILE_ACT_BYTES / act_bytes);
     if (rt < 1) rt = 1;
     if (vt < 1) vt = 1;
-    for (int64_t ra = r0; ra < r1; ra += rt) {
-        const int64_t rb = ra + rt < r1 ? ra + rt : r1;
+    for (int64_t ra = ra0; ra < rb0; ra += rt) {
+        const int64_t rb = ra + rt < rb0 ? ra + rt : rb0;
         for (int va = 0; va < in->nb; va += vt) {
             const int vb = va + vt < in->nb ? va + vt : in->nb;
             for (int64_t r = ra; r < rb; r++) {
@@ -137,7 +155,14 @@ static void mm_worker(void *arg, int ith, int nth)
                 float *o = j->out + r;
                 if (in->q) {
                     const unsigned char *q = (const unsigned char *)in->q + (size_t)va * in->q_stride;
-                    for (int b = va; b < vb; b++, q += in->q_stride)
+                    int b = va;
+                    if (j->f.qdot4)
+                        for (; b + 4 <= vb; b += 4, q += 4 * in->q_stride) {
+                            float r4[4];
+                            j->f.qdot4(wr, q, in->q_stride, cols, r4);
+                            for (int v = 0; v < 4; v++) o[(size_t)(b + v) * j->out_stride] = r4[v];
+                        }
+                    for (; b < vb; b++, q += in->q_stride)
                         o[(size_t)b * j->out_stride] = j->f.qdot(wr, q, cols);
                 } else {
                     for (int b = va; b < vb; b++)
@@ -148,16 +173,36 @@ static void mm_worker(void *arg, int ith, int nth)
     }
 }
 
+static void mm_worker(void *arg, int ith, int nth)
+{
+    (void)ith;
+    (void)nth;
+    mm_job *j = arg;
+    for (;;) {
+        const int64_t r = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+        if (r >= j->rows) break;
+        mm_rows(j, r, r + j->chunk < j->rows ? r + j->chunk : j->rows);
+    }
+}
+
 /* Contract: out[b*out_stride + r] = row r of w (rows rows from w) . vector b of `in`, with the
  * kernels and mode captured by sl_mm_prepare. */
 void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int64_t rows, size_t row_bytes,
                         float *out, int64_t out_stride)
 {
     if (rows < 1 || in->nb < 1) return;
-    mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride };
-    if (!in->q) j.f.qdot = NULL;
+    mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
+    if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
-    sl_pool_run(pool, mm_worker, &j);
+    /* ~8 grabs per thread, at least 16 rows (a grab costs an atomic add; rows are >= 128 bytes) */
+    const int nth = sl_pool_size(pool);
+    if (nth > 1) {
+        j.chunk = rows / (8 * nth);
+        if (j.chunk < 16) j.chunk = 16;
+    }
+    atomic_init(&j.next, 0);
+    if ((double)rows * (double)in->cols * in->nb < PAR_MM_MIN) mm_worker(&j, 0, 1);
+    else sl_pool_run(pool, mm_worker, &j);
 }
 
 void sl_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t row_bytes,

@@ -2,7 +2,9 @@
 #include "kernels/ops.h"
 
 #include <math.h>
+#include <string.h>
 
+#include "kernels/simd.h"
 #include "kernels/types.h"
 
 void sl_rmsnorm(float *out, const float *x, const float *w, int n, float eps)
@@ -44,5 +46,38 @@ void sl_swiglu(float *gate, const float *up, int n)
     for (int i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+/* Contract: see ops.h.  Scores and the weighted sum use the active path's f32/f16 dots and axpy
+ * (SIMD where the CPU has it); Q8_0 rows use the reference dot and a dequantized row in tmp.
+ * Position-outer, head-inner: each K/V row is fetched from memory once for the nq query heads that
+ * share it (GQA) and then hit in L1 — at long context the cache rows, not the arithmetic, are the
+ * cost (measured 4096 positions: 8 heads reading their rows separately ran ~60 ns per row). */
+void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                   float scale, float *att, float *tmp, float *out)
+{
+    const sl_kernel_set *ks = sl_kernels();
+    const unsigned char *kb = k, *vb = v;
+    for (int t = 0; t < n; t++) {
+        const unsigned char *row = kb + (size_t)t * stride;
+        for (int h = 0; h < nq; h++) {
+            const float *qh = q + (size_t)h * hd;
+            const float s = type == SL_TYPE_F16 ? ks->dot_f16(row, qh, hd)
+                          : type == SL_TYPE_F32 ? ks->dot_f32(row, qh, hd) : sl_dot_q8_0(row, qh, hd);
+            att[(size_t)h * n + t] = s * scale;
+        }
+    }
+    for (int h = 0; h < nq; h++) sl_softmax(att + (size_t)h * n, n);
+    memset(out, 0, (size_t)nq * hd * sizeof *out);
+    for (int t = 0; t < n; t++) {
+        const unsigned char *row = vb + (size_t)t * stride;
+        if (type == SL_TYPE_Q8_0) sl_dequant_q8_0(row, tmp, hd);
+        for (int h = 0; h < nq; h++) {
+            const float a = att[(size_t)h * n + t];
+            float *o = out + (size_t)h * hd;
+            if (type == SL_TYPE_F16) ks->axpy_f16(o, a, (const uint16_t *)row, hd);
+            else ks->axpy_f32(o, a, type == SL_TYPE_F32 ? (const float *)row : tmp, hd);
+        }
     }
 }

@@ -19,6 +19,17 @@ void sl_rope(float *x, int n_heads, int head_dim, int rot_dim, int pos, float ba
 /* In-place softmax over x[0..n). */
 void sl_softmax(float *x, int n);
 
+/* Attention of nq query heads that share one kv head (GQA group; nq = 1 without GQA) over n cached
+ * positions, for each head h < nq:
+ *   att_h[t] = scale * (q_h . K[t]),  att_h = softmax(att_h),  out_h = sum_t att_h[t] * V[t]   (t < n)
+ * q: nq heads of hd floats, consecutive; out likewise.  K and V rows hold hd elements of `type`
+ * (SL_TYPE_F16, SL_TYPE_F32 or SL_TYPE_Q8_0 with hd a multiple of 32) and sit `stride` bytes apart
+ * (k, v point at position 0 of this kv head).  att: scratch of nq*n floats; tmp: hd floats (Q8_0).
+ * Uses the SIMD dots/axpy of the active kernel path; out_h depends only on (q_h, K, V, n): not on
+ * nq, batching or threads. */
+void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                   float scale, float *att, float *tmp, float *out);
+
 /* gate[i] = silu(gate[i]) * up[i]. */
 void sl_swiglu(float *gate, const float *up, int n);
 

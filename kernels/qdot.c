@@ -7,21 +7,30 @@
 #include "kernels/k_common.h"
 #include "kernels/simd.h"
 
+#include <float.h>
+
 /* ---- activation quantizers ----------------------------------------------------------------- */
 
-/* Contract: x[0..n) (n a multiple of 32, finite) -> n/32 Q8_0 blocks: amax = max|x|, d = amax/127
+/* Contract: x[0..n) (n a multiple of 32) -> n/32 Q8_0 blocks: amax = max|x|, d = amax/127
  * stored as f16, q = x * (127/amax) rounded to nearest even (|q| <= 127: the product is at most
- * 127 * (1 + 2^-23), which rounds to 127); an all-zero block gets d = 0, q = 0.  ggml's AVX2
- * quantize_row_q8_0 uses the same formulas. */
+ * 127 * (1 + 2^-23), which rounds to 127); an all-zero block gets d = 0, q = 0; a block holding a
+ * NaN or an infinity gets d = NaN, q = 0, so every dot with it is NaN (non-finite activations stay
+ * visible in the logits, as in exact mode).  ggml's AVX2 quantize_row_q8_0 uses the same formulas. */
 void sl_quantize_act_q8_0(const float *restrict x, void *restrict vy, int64_t n)
 {
     sl_block_q8_0 *y = vy;
     for (int64_t i = 0; i < n / SL_QK; i++) {
         const float *v = x + i * SL_QK;
         float amax = 0;
+        int bad = 0;
         for (int j = 0; j < SL_QK; j++) {
             const float a = fabsf(v[j]);
             amax = a > amax ? a : amax;
+            bad |= !(a <= FLT_MAX);
+        }
+        if (bad) {
+            sl_act_nonfinite_q8_0(&y[i]);
+            continue;
         }
         const float id = amax != 0 ? 127.0f / amax : 0.0f;
         y[i].d = sl_f32_to_f16(amax / 127.0f);
@@ -30,9 +39,9 @@ void sl_quantize_act_q8_0(const float *restrict x, void *restrict vy, int64_t n)
     }
 }
 
-/* Contract: x[0..n) (n a multiple of 256, finite) -> n/256 Q8_K blocks: iscale = 127/amax,
+/* Contract: x[0..n) (n a multiple of 256) -> n/256 Q8_K blocks: iscale = 127/amax,
  * q = iscale*x rounded to nearest even, d = 1/iscale (f32), bsums[k] = sum q[16k..16k+15]; an
- * all-zero block is all zero.  (ggml's reference anchors on the signed extreme, -127/max, which
+ * all-zero block is all zero; a block with a NaN or infinity gets d = NaN and zeros.  (ggml's reference anchors on the signed extreme, -127/max, which
  * flips the signs of d and q together: every dot product comes out the same.) */
 void sl_quantize_act_q8_k(const float *restrict x, void *restrict vy, int64_t n)
 {
@@ -40,9 +49,15 @@ void sl_quantize_act_q8_k(const float *restrict x, void *restrict vy, int64_t n)
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         const float *v = x + i * SL_QK_K;
         float amax = 0;
+        int bad = 0;
         for (int j = 0; j < SL_QK_K; j++) {
             const float a = fabsf(v[j]);
             amax = a > amax ? a : amax;
+            bad |= !(a <= FLT_MAX);
+        }
+        if (bad) {
+            sl_act_nonfinite_q8_k(&y[i]);
+            continue;
         }
         if (amax == 0) {
             memset(&y[i], 0, sizeof y[i]);
@@ -182,14 +197,16 @@ float sl_qdot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_
             const uint8_t *ql = w[i].ql + 64 * h, *qh = w[i].qh + 32 * h;
             const int8_t *a = y[i].qs + 128 * h;
             for (int k = 0; k < 4; k++) {          /* elements 32k..32k+31 of the half */
-                int32_t part[2] = {0, 0};
-                for (int l = 0; l < 32; l++) {
-                    const uint8_t lb = ql[l + 32 * (k & 1)];
-                    const int q = ((k >> 1) ? lb >> 4 : lb & 0x0f) | (((qh[l] >> (2 * k)) & 3) << 4);
-                    part[l >> 4] += q * a[32 * k + l];
-                }
+                const uint8_t *lq = ql + 32 * (k & 1);
+                const int8_t *ak = a + 32 * k;
+                const int sh = 4 * (k >> 1), hs = 2 * k;
+                int32_t p0 = 0, p1 = 0;          /* sub-blocks 8h+2k and 8h+2k+1 */
+                for (int l = 0; l < 16; l++)
+                    p0 += (((lq[l] >> sh) & 0x0f) | (((qh[l] >> hs) & 3) << 4)) * ak[l];
+                for (int l = 16; l < 32; l++)
+                    p1 += (((lq[l] >> sh) & 0x0f) | (((qh[l] >> hs) & 3) << 4)) * ak[l];
                 const int s0 = 8 * h + 2 * k;
-                S += w[i].scales[s0] * part[0] + w[i].scales[s0 + 1] * part[1];
+                S += w[i].scales[s0] * p0 + w[i].scales[s0 + 1] * p1;
             }
         }
         int32_t C = 0;
@@ -199,4 +216,18 @@ float sl_qdot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_
         acc = acc + d * (float)S;
     }
     return acc;
+}
+
+/* ---- attention helpers -------------------------------------------------------------------------- */
+
+/* Contract: o[i] = o[i] + a * v[i] (rounded product, rounded sum), i < n. */
+void sl_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) o[i] += a * v[i];
+}
+
+/* Contract: as sl_axpy_f32 with v given as halfs (converted exactly). */
+void sl_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) o[i] += a * sl_f16_to_f32(v[i]);
 }

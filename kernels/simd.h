@@ -3,7 +3,9 @@
  * The fast path computes a weight row × activation dot the way llama.cpp does on a CPU: the f32
  * activation vector is quantized once per matrix product (Q8_0 blocks of 32 for Q4_0/Q8_0 weights,
  * Q8_K blocks of 256 with per-16 sums for Q4_K/Q5_K/Q6_K), then each row is dotted with integer
- * multiply-adds.  F32/F16/BF16 weights keep f32 activations (ggml does not quantize those either).
+ * multiply-adds.  F32/F16/BF16 weights keep f32 activations (ggml does not quantize those either;
+ * for F16 weights ggml rounds the activations to f16 — we do not: the weights are widened with
+ * F16C instead, which costs nothing at memory speed and keeps F16 files ~0.002 from float64).
  *
  * Determinism contract (tests/test_kernels_simd.c checks it on random blocks, under every path the
  * CPU has):
@@ -20,6 +22,9 @@
  * supports is chosen at first use from cpuid; env SLUICE_KERNELS=portable|avx2|avx512 or
  * sl_kernels_force() choose one (a path the CPU lacks is refused).  SIMD code is compiled with
  * per-function target attributes, so the default build runs on any x86-64 (no -march needed).
+ * The AVX-512 path has so far been checked bit-exactly only under SIMDe's emulation of AVX-512
+ * (kernels/simd_avx512.c, SL_SIMD_EMULATE) — the development machine has AVX2 only; on a CPU with
+ * AVX-512 the tests run it for real.
  *
  * Canonical float steps of the integer dots (s_i: f32 block scale products, exact in f32 for the
  * f16 x f16 products of the 32-blocks):
@@ -47,6 +52,10 @@ enum sl_kpath { SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2, S
 typedef void  (*sl_actq_fn)(const float *restrict x, void *restrict y, int64_t n);
 /* Integer dot of a weight row w (n elements) with a quantized activation vector y. */
 typedef float (*sl_qdot_fn)(const void *restrict w, const void *restrict y, int64_t n);
+/* The same row against 4 vectors at y + v*y_stride (v < 4): out[v] has exactly the bits of the
+ * single dot; the weights are unpacked once for all four (batched prefill). */
+typedef void  (*sl_qdot4_fn)(const void *restrict w, const void *restrict y, size_t y_stride, int64_t n,
+                             float *restrict out);
 
 typedef struct sl_kernel_set {
     const char *name;                       /* "portable", "avx2", "avx512" */
@@ -55,6 +64,13 @@ typedef struct sl_kernel_set {
     sl_qdot_fn dot_q4_0_q8_0, dot_q8_0_q8_0;
     sl_qdot_fn dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k;
     sl_dot_fn  dot_f32, dot_f16, dot_bf16;  /* f32 activations */
+    /* o[i] += a * v[i], i < n (attention's weighted sum of value rows; f32 rounding per step, or
+     * one rounding with FMA on the SIMD paths) */
+    void (*axpy_f32)(float *restrict o, float a, const float *restrict v, int64_t n);
+    void (*axpy_f16)(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
+    /* 4-vector forms (NULL: callers use the single dot) */
+    sl_qdot4_fn dot4_q4_0_q8_0, dot4_q8_0_q8_0;
+    sl_qdot4_fn dot4_q4_k_q8_k, dot4_q5_k_q8_k, dot4_q6_k_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -81,6 +97,8 @@ void sl_kernels_set_exact(bool on);
 bool sl_kernels_exact(void);
 
 /* Portable references (also members of the "portable" set). */
+void  sl_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n);
+void  sl_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
 void  sl_quantize_act_q8_0(const float *restrict x, void *restrict y, int64_t n);
 void  sl_quantize_act_q8_k(const float *restrict x, void *restrict y, int64_t n);
 float sl_qdot_q4_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
@@ -93,8 +111,16 @@ float sl_qdot_q6_k_q8_k(const void *restrict w, const void *restrict y, int64_t 
  * other architectures). */
 extern const sl_kernel_set sl_kernels_avx2_set;
 extern const sl_kernel_set sl_kernels_avx512_set;
-/* The AVX2 activation quantizers, shared with the AVX-512 set (same bytes as the portable ones). */
+/* AVX2 functions shared with the AVX-512 set (the activation quantizers, whose bytes are the same
+ * on every path, and the 4-vector dots, whose bits are). */
 void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict y, int64_t n);
 void sl_avx2_quantize_q8_k(const float *restrict x, void *restrict y, int64_t n);
+void sl_avx2_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n);
+void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
+void sl_avx2_dot4_q4_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx2_dot4_q5_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx2_dot4_q6_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 
 #endif

@@ -310,8 +310,12 @@ const sl_kernel_set sl_kernels_avx512_set = {
     dot_q4_0_q8_0, dot_q8_0_q8_0,
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
     dot_f32, dot_f16, dot_bf16,
+    sl_avx2_axpy_f32, sl_avx2_axpy_f16,   /* head_dim rows are short: 256-bit is enough */
+    /* 4-vector dots: the AVX2 ones (no 512-bit version yet; same bits either way) */
+    sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
+    sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */
-const sl_kernel_set sl_kernels_avx512_set = { "avx512", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+const sl_kernel_set sl_kernels_avx512_set = { "avx512" };
 #endif

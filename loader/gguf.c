@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kernels/types.h"
+#include "loader/errmsg.h"
 #include "loader/fileio.h"
 
 #define GGUF_MAGIC 0x46554747u         /* "GGUF" little-endian */
@@ -76,11 +77,9 @@ static int fail(cursor *c, uint64_t at, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        snprintf(c->err, c->errlen, "gguf: %s%s%s at byte offset %" PRIu64,
-                 c->path && *c->path ? c->path : "", c->path && *c->path ? ": " : "", msg, at);
-        /* Names in the message come from the file: keep the message one printable line. */
-        for (char *q = c->err; *q; q++)
-            if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
+        /* names in the message come from the file: sl_errf keeps it one printable line */
+        sl_errf(c->err, c->errlen, -EINVAL, "gguf: %s%s%s at byte offset %" PRIu64,
+                c->path && *c->path ? c->path : "", c->path && *c->path ? ": " : "", msg, at);
     }
     return -EINVAL;
 }
@@ -296,10 +295,19 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
     uint64_t n_tensors, n_kv;
 
     if (!rd_u32(&c, &magic, "magic")) goto out;
-    if (magic != GGUF_MAGIC) { rc = fail(&c, 0, "not a GGUF file (bad magic 0x%08x)", magic); goto out; }
+    if (magic != GGUF_MAGIC) {
+        /* llama.cpp's pre-GGUF formats wrote these magics as host-order u32s */
+        bool old = magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u;
+        rc = fail(&c, 0, "not a GGUF file (bad magic 0x%08x%s)", magic,
+                  old ? ": an old GGML/GGMF/GGJT file, convert it to GGUF with llama.cpp" : "");
+        goto out;
+    }
     if (!rd_u32(&c, &version, "version")) goto out;
     if (version != 2 && version != 3) {
-        rc = fail(&c, 4, "unsupported GGUF version %u (sluice reads v2 and v3)", version);
+        /* a byte-swapped 2 or 3 is a big-endian file (llama.cpp can write those for s390x) */
+        bool be = version == 0x02000000u || version == 0x03000000u;
+        rc = fail(&c, 4, "unsupported GGUF version %u (%s)", version,
+                  be ? "a big-endian GGUF file: sluice reads little-endian files only" : "sluice reads v2 and v3");
         goto out;
     }
     if (!rd_u64(&c, &n_tensors, "tensor count") || !rd_u64(&c, &n_kv, "metadata count")) goto out;

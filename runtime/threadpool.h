@@ -2,7 +2,8 @@
  *
  * sl_pool_run(pool, fn, arg, n) calls fn(arg, i, n) for i = 0..n-1, one call per thread
  * (the caller's thread runs i = 0), and returns when all calls are done.  No threads are created
- * per call; workers sleep on a condition variable between calls.
+ * per call; between calls workers spin for up to 50 µs (SLUICE_SPIN_US; 0 = never) watching for the
+ * next job, then sleep on a condition variable (see threadpool.c for why).
  */
 #ifndef SL_RUNTIME_THREADPOOL_H
 #define SL_RUNTIME_THREADPOOL_H

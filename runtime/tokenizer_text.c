@@ -248,7 +248,7 @@ int64_t sl_detokenize(const sl_vocab *v, const int32_t *ids, int64_t n, char *bu
     }
     if (rc) { free(b.p); return rc; }
     size_t total = v->clean_spaces ? clean_spaces(b.p, b.n) : b.n;
-    if (total) memcpy(buf, b.p, total < buflen ? total : buflen);
+    if (total && buflen) memcpy(buf, b.p, total < buflen ? total : buflen);   /* buf may be NULL for a size query */
     free(b.p);
     return (int64_t)total;
 }

@@ -11,6 +11,9 @@
 #             sanitizer report — the input that caused it is copied to tests/fuzz/regressions/
 #             <target>-<kind>-<sha1> (tests/test_fuzz_regressions.c replays that folder in ctest).
 #   * stats:  one line per run appended to build-fuzz/fuzz-stats.tsv (execs, coverage, corpus size).
+#   * $FUZZ_ARGS: extra libFuzzer flags (e.g. FUZZ_ARGS=-len_control=0 to try long inputs at once).
+# scripts/fuzz.sh coverage — replay the saved corpora through source-coverage builds and print llvm-cov's
+#   line/branch report for the files the targets are about (nothing is fuzzed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -24,6 +27,24 @@ REG=$ROOT/tests/fuzz/regressions
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang not found (scripts/install-deps.sh installs it)" >&2; exit 2; }
 [ -d "$SHARED/models" ] || { echo "fuzz.sh: reference data not found at $SHARED" >&2; exit 2; }
+
+if [ "$SECS" = coverage ]; then
+  make -s -f tests/fuzz/Makefile OUT="$OUT" SHARED="$SHARED" -j2 cov
+  for t in gguf tokenizer; do
+    [ -d "$OUT/corpus/$t" ] || { echo "fuzz.sh: no corpus for $t yet (run the fuzzer first)" >&2; continue; }
+    rm -f "$OUT/cov/$t.profraw"
+    LLVM_PROFILE_FILE="$OUT/cov/$t.profraw" "$OUT/cov/fuzz_$t" -runs=0 "$OUT/corpus/$t" > "$OUT/cov/$t.log" 2>&1
+    llvm-profdata merge -o "$OUT/cov/$t.profdata" "$OUT/cov/$t.profraw"
+    case $t in
+      gguf) files="loader/gguf.c runtime/model.c runtime/tokenizer.c" ;;
+      tokenizer) files="runtime/tokenizer.c runtime/tokenizer_spm.c runtime/tokenizer_bpe.c runtime/tokenizer_pre.c runtime/tokenizer_text.c runtime/unicode.c" ;;
+    esac
+    echo "== $t (corpus $(ls "$OUT/corpus/$t" | wc -l) inputs)"
+    # shellcheck disable=SC2086
+    llvm-cov report "$OUT/cov/fuzz_$t" -instr-profile="$OUT/cov/$t.profdata" $files
+  done
+  exit 0
+fi
 
 echo "fuzz.sh: building into $OUT"
 make -s -f tests/fuzz/Makefile OUT="$OUT" SHARED="$SHARED" -j2
@@ -63,7 +84,7 @@ for t in "${TARGETS[@]}"; do
   rc=0
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$OUT/fuzz_$t" -max_total_time="$SECS" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t/" \
+      -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t/" ${FUZZ_ARGS:-} \
       "$OUT/corpus/$t" "$OUT/seeds/$t" > "$log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)

@@ -11,3 +11,7 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j2
 fi
+# The libFuzzer targets for a fixed short time each (scripts/fuzz.sh; longer runs: docs/reliability.md).
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi

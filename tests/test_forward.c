@@ -118,6 +118,7 @@ Test(stories260K, f32_kv_matches_llama2c_all_steps)
         }
         fprintf(stderr, "stories260K %s f32 KV vs llama2.c: max %.2e rms %.2e over %d steps\n", names[pi], st.max, rms(&st), steps);
         cr_assert_leq(st.max, 1e-3, "%s: max |diff| %g", names[pi], st.max);
+        free(ref);
         engine_close(&e);
     }
 }

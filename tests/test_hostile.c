@@ -5,6 +5,8 @@
  * committed as files in tests/hostile/ (the corpus the fuzzers start from).  Regenerate the corpus
  * and its README after changing a case:  SL_HOSTILE_WRITE=1 build/test_hostile --filter 'hostile/corpus'
  * Run under -DSL_SANITIZE=ON too: the point is that nothing reads out of bounds.
+ * No Criterion `.timeout` here: with it, libcriterion's runner intermittently leaks 48 bytes, which
+ * LeakSanitizer turns into a failure of the whole binary (ctest's own timeout still applies).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -30,7 +32,7 @@ extern char **environ;
 
 static const char *level_name(int l)
 {
-    static const char *n[] = { "gguf", "model", "vocab", "run", "ok" };
+    static const char *n[] = { "gguf", "model", "vocab", "run", "model or run", "ok" };
     return n[l];
 }
 
@@ -144,7 +146,11 @@ static void check_library(const hcase *c, const gc_image *img, const char *path)
     sl_model *m = NULL;
     err[0] = 0;
     rc = sl_model_open(path, &m, err, sizeof err);
-    if (c->level == H_GGUF || c->level == H_MODEL) {
+    if (c->level == H_NONFINITE && rc) {   /* refused at load: fine, if it says why */
+        cr_expect_eq(rc, -EINVAL, "%s: sl_model_open returned %d (%s)", c->name, rc, err);
+        cr_expect(strstr(err, c->kw), "%s: model message lacks '%s': %s", c->name, c->kw, err);
+        expect_one_line(c->name, err);
+    } else if (c->level == H_GGUF || c->level == H_MODEL) {
         cr_expect_eq(rc, c->err, "%s: sl_model_open returned %d, want %d (%s)", c->name, rc, c->err, err);
         cr_expect(strstr(err, c->kw), "%s: model message lacks '%s': %s", c->name, c->kw, err);
         expect_one_line(c->name, err);
@@ -171,11 +177,13 @@ static void check_library(const hcase *c, const gc_image *img, const char *path)
     sl_gguf_close(g);
 }
 
-Test(hostile, library_layers, .timeout = 120)
+/* The library layers for the settled cases (pending = false) or the ones awaiting a fix elsewhere. */
+static void check_library_all(bool pending)
 {
     make_tmp();
     for (size_t i = 0; i < N_CASES; i++) {
         const hcase *c = &g_cases[i];
+        if ((c->pending != NULL) != pending) continue;
         gc_image img;
         build_case(c, &img);
         char path[128];
@@ -187,6 +195,8 @@ Test(hostile, library_layers, .timeout = 120)
     }
     rm_tmp();
 }
+
+Test(hostile, library_layers) { check_library_all(false); }
 
 /* The decisions the table encodes, checked in detail where "it opens" is not enough. */
 Test(hostile, accepted_cases_mean_what_they_say)
@@ -237,7 +247,7 @@ Test(hostile, accepted_cases_mean_what_they_say)
 /* Every prefix of a real model's metadata region (header, 19 key/values incl. a 512-token
  * vocabulary, 48 tensor infos) plus the first bytes of its data must be refused with a "truncated"
  * or "past the end" message; every structural boundary of a crafted file as well, from a file. */
-Test(hostile, every_prefix_of_a_real_header, .timeout = 300)
+Test(hostile, every_prefix_of_a_real_header)
 {
     const char *path = SL_SHARED_DIR "/models/stories260K.gguf";
     FILE *fp = fopen(path, "rb");
@@ -271,7 +281,7 @@ Test(hostile, every_prefix_of_a_real_header, .timeout = 300)
     free(buf);
 }
 
-Test(hostile, every_boundary_of_a_crafted_file_from_disk, .timeout = 120)
+Test(hostile, every_boundary_of_a_crafted_file_from_disk)
 {
     make_tmp();
     gc_image img;
@@ -315,13 +325,14 @@ static const char *level_rule(int l)
     case H_GGUF: case H_MODEL: return "inspect and run exit 1";
     case H_VOCAB: return "inspect warns (exit 0), run exits 1";
     case H_RUN: return "inspect exits 0, run exits 1";
+    case H_NONFINITE: return "run exits 1; inspect exits 1 if the value is read at load";
     default: return "accepted: inspect and run exit 0";
     }
 }
 
 /* Write tests/hostile/<case>.gguf and README.md (SL_HOSTILE_WRITE=1), else check every case's file
  * is there and is what the case builds today. */
-Test(hostile, corpus, .timeout = 120)
+Test(hostile, corpus)
 {
     const bool write = getenv("SL_HOSTILE_WRITE") && *getenv("SL_HOSTILE_WRITE") == '1';
     FILE *readme = NULL;
@@ -336,8 +347,9 @@ Test(hostile, corpus, .timeout = 120)
                 "valid tiny llama of `valid.gguf` (dim 32, 1 block, 56-token SentencePiece vocabulary, Q8_0 matrices)\n"
                 "with exactly one thing broken.  `tests/test_hostile.c` checks each against its expected layer, errno\n"
                 "and message keyword, through the library and the CLI (`sluice inspect FILE`, `sluice run -m FILE -p hi\n"
-                "-n 1`: exit status and one line on stderr); `tests/test_fuzz_regressions.c` replays them all; the\n"
-                "fuzzers use them as seeds.\n\n"
+                "-n 1`, `sluice tokenize -m FILE hi`: exit status and one line on stderr); `tests/test_fuzz_regressions.c`\n"
+                "replays them through the fuzz harness; the fuzzers use them as seeds.  Cases marked **awaits** need a\n"
+                "fix in another module and are checked by `hostile_pending` only (see docs/reliability.md).\n\n"
                 "| file | what is wrong | refused by | errno | message (as sluice prints it) |\n|---|---|---|---|---|\n");
     }
     for (size_t i = 0; i < N_CASES; i++) {
@@ -354,7 +366,7 @@ Test(hostile, corpus, .timeout = 120)
             sl_vocab *v = NULL;
             if (c->level <= H_MODEL) sl_model_open(path, &m, err, sizeof err);
             else if (c->level == H_VOCAB && sl_gguf_open(path, &g, err, sizeof err) == 0) sl_vocab_load(g, &v, err, sizeof err);
-            else if (c->level == H_RUN) {
+            else if (c->level == H_RUN || c->level == H_NONFINITE) {
                 /* what `sluice run` says, without the "sluice: " prefix and the newline */
                 char eb[4096];
                 const char *argv[] = { "sluice", "run", "-m", path, "-p", "hi", "-n", "1", "--temp", "0", "-t", "1", NULL };
@@ -372,12 +384,13 @@ Test(hostile, corpus, .timeout = 120)
             size_t k = 0;
             for (const char *p = err; *p && k < sizeof msg - 3; p++) {
                 if (*p == '|') msg[k++] = '\\';
-                msg[k++] = *p;
+                msg[k++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;   /* keep the row one line */
             }
             msg[k] = 0;
             char *at = strstr(msg, SL_SOURCE_DIR "/");
             if (at) memmove(at, at + strlen(SL_SOURCE_DIR "/"), strlen(at + strlen(SL_SOURCE_DIR "/")) + 1);
-            fprintf(readme, "| `%s.gguf` | %s | %s (%s) | %s | %s |\n", c->name, c->what, level_name(c->level),
+            fprintf(readme, "| `%s.gguf` | %s%s%s%s | %s (%s) | %s | %s |\n", c->name, c->what,
+                    c->pending ? " **(awaits: " : "", c->pending ? c->pending : "", c->pending ? ")**" : "", level_name(c->level),
                     level_rule(c->level), c->err ? strerror(-c->err) : "-", c->level == H_OK ? "-" : msg);
         } else {
             struct stat st;
@@ -394,12 +407,14 @@ Test(hostile, corpus, .timeout = 120)
 
 /* ---- the CLI --------------------------------------------------------------------------------- */
 
-/* `sluice inspect FILE` for every corpus file: exit status and the one stderr line per the table. */
-static void check_cli(bool run)
+/* `sluice inspect FILE` or `sluice run -m FILE ...` for the corpus files (the non-finite cases, or all
+ * the others): exit status and the one stderr line per the table. */
+static void check_cli(bool run, bool pending)
 {
     make_tmp();
     for (size_t i = 0; i < N_CASES; i++) {
         const hcase *c = &g_cases[i];
+        if ((c->pending != NULL) != pending) continue;
         char path[256], errbuf[4096];
         snprintf(path, sizeof path, "%s/%s.gguf", HOSTILE_DIR, c->name);
         const char *inspect[] = { "sluice", "inspect", path, NULL };
@@ -409,7 +424,8 @@ static void check_cli(bool run)
                   WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         if (!WIFEXITED(st)) continue;
         int code = WEXITSTATUS(st);
-        bool fails = c->level <= H_MODEL || (run && (c->level == H_VOCAB || c->level == H_RUN));
+        bool fails = c->level <= H_MODEL || (run && (c->level == H_VOCAB || c->level == H_RUN || c->level == H_NONFINITE));
+        if (!run && c->level == H_NONFINITE && code != 0) fails = true;   /* refused at load */
         bool warns = !run && c->level == H_VOCAB;
         if (fails) {
             cr_expect_eq(code, 1, "%s: %s exit %d, want 1; stderr: %s", c->name, run ? "run" : "inspect", code, errbuf);
@@ -428,8 +444,47 @@ static void check_cli(bool run)
     rm_tmp();
 }
 
-Test(hostile_cli, inspect, .timeout = 300) { check_cli(false); }
-Test(hostile_cli, run, .timeout = 300) { check_cli(true); }
+Test(hostile_cli, inspect) { check_cli(false, false); }
+
+/* `sluice tokenize -m FILE hi` reads only the GGUF and the vocabulary: those errors, one line, exit 1. */
+static void check_tokenize(bool pending)
+{
+    make_tmp();
+    for (size_t i = 0; i < N_CASES; i++) {
+        const hcase *c = &g_cases[i];
+        if ((c->pending != NULL) != pending) continue;
+        char path[256], errbuf[4096];
+        snprintf(path, sizeof path, "%s/%s.gguf", HOSTILE_DIR, c->name);
+        const char *argv[] = { "sluice", "tokenize", "-m", path, "hi", NULL };
+        int st = run_cli(argv, errbuf, sizeof errbuf);
+        cr_expect(WIFEXITED(st), "%s: tokenize killed by signal %d", c->name, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        if (!WIFEXITED(st)) continue;
+        if (c->level == H_GGUF || c->level == H_VOCAB) {
+            cr_expect_eq(WEXITSTATUS(st), 1, "%s: tokenize exit %d: %s", c->name, WEXITSTATUS(st), errbuf);
+            cr_expect(count_lines(errbuf) == 1 && strstr(errbuf, c->kw), "%s: tokenize stderr: %s", c->name, errbuf);
+        } else {
+            cr_expect_eq(WEXITSTATUS(st), 0, "%s: tokenize exit %d: %s", c->name, WEXITSTATUS(st), errbuf);
+        }
+    }
+    rm_tmp();
+}
+
+Test(hostile_cli, tokenize) { check_tokenize(false); }
+Test(hostile_cli, run) { check_cli(true, false); }
+/* Cases whose expected behaviour needs a change in a module this file's author does not own (the
+ * table's `pending` field names it): every check of the settled cases, in one place, so that what
+ * fails here is exactly the list of fixes still to make.  When a fix lands, clear the case's field. */
+Test(hostile_pending, awaiting_fixes_in_other_modules)
+{
+    int n = 0;
+    for (size_t i = 0; i < N_CASES; i++)
+        if (g_cases[i].pending) { cr_log_warn("%s awaits: %s", g_cases[i].name, g_cases[i].pending); n++; }
+    if (n == 0) cr_skip_test("no case awaits a fix elsewhere");
+    check_library_all(true);
+    check_cli(false, true);
+    check_cli(true, true);
+    check_tokenize(true);
+}
 
 /* A path that is not a usable file: one line, exit 1. */
 Test(hostile_cli, not_a_file)

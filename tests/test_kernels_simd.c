@@ -50,6 +50,17 @@ static sl_qdot_fn qdot_of(const sl_kernel_set *ks, int type)
     }
 }
 
+static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    case SL_TYPE_Q4_0: return ks->dot4_q4_0_q8_0;
+    case SL_TYPE_Q8_0: return ks->dot4_q8_0_q8_0;
+    case SL_TYPE_Q4_K: return ks->dot4_q4_k_q8_k;
+    case SL_TYPE_Q5_K: return ks->dot4_q5_k_q8_k;
+    default: return ks->dot4_q6_k_q8_k;
+    }
+}
+
 static void fill_weights(tk_rng *r, const qcase *c, uint8_t *w, int nblocks, int emin, int emax)
 {
     tk_bytes(r, w, (size_t)nblocks * c->bytes);
@@ -139,6 +150,12 @@ Test(actq, every_path_gives_the_portable_bytes)
         fill_acts(&r, x, n);
         if (rep == 1) /* rounding ties: values that land exactly on k + 0.5 after scaling */
             for (int64_t i = 0; i < n; i++) x[i] = (float)((int)(tk_next(&r) % 255) - 127) * 0.5f + (i % 32 == 0 ? 127 : 0);
+        if (rep == 2) { /* non-finite inputs: the block becomes d = NaN, q = 0 on every path */
+            x[5] = NAN;
+            x[300] = INFINITY;
+            x[1000] = -INFINITY;
+            x[4095] = -NAN;
+        }
         portable()->quantize_q8_0(x, ref0, n);
         portable()->quantize_q8_k(x, refk, n);
         for (int p = 1; p < SL_KPATH_COUNT; p++) {
@@ -259,6 +276,42 @@ Test(qdot, every_path_bit_identical_to_portable)
         }
     }
     fprintf(stderr, "qdot: %d SIMD integer dots bit-identical to portable\n", checked);
+}
+
+/* The 4-vector forms return each single dot's bits. */
+Test(qdot, four_vector_forms_equal_single_dots)
+{
+    tk_rng r = { 108 };
+    int checked = 0;
+    for (int ci = 0; ci < N_CASES; ci++) {
+        const qcase *c = &k_cases[ci];
+        const int nbs[] = { 1, 3, 8, 17 };
+        for (int k = 0; k < 4; k++) {
+            const int64_t n = (int64_t)nbs[k] * c->blck;
+            const size_t ys = c->k ? (size_t)(n / 256) * SL_Q8_K_BYTES : (size_t)(n / 32) * SL_Q8_0_BYTES;
+            uint8_t *w = malloc((size_t)nbs[k] * c->bytes), *y = malloc(4 * ys);
+            float *x = malloc(n * sizeof *x);
+            fill_weights(&r, c, w, nbs[k], k == 0 ? -14 : -3, k == 0 ? 15 : 3);
+            for (int v = 0; v < 4; v++) {
+                fill_acts(&r, x, n);
+                (c->k ? sl_quantize_act_q8_k : sl_quantize_act_q8_0)(x, y + v * ys, n);
+            }
+            for (int p = 0; p < SL_KPATH_COUNT; p++) {
+                const sl_kernel_set *ks = sl_kernels_for(p);
+                if (!ks || !qdot4_of(ks, c->type)) continue;
+                float got[4];
+                qdot4_of(ks, c->type)(w, y, ys, n, got);
+                for (int v = 0; v < 4; v++) {
+                    const float want = qdot_of(portable(), c->type)(w, y + v * ys, n);
+                    cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != %a", ks->name,
+                                 sl_type_name(c->type), nbs[k], v, got[v], want);
+                }
+                checked++;
+            }
+            free(w); free(y); free(x);
+        }
+    }
+    fprintf(stderr, "qdot: %d 4-vector dots bit-identical to single dots\n", checked);
 }
 
 /* ---- float dots ------------------------------------------------------------------------------ */
@@ -431,4 +484,91 @@ Test(matmul, exact_mode_uses_reference_dot_and_fast_mode_is_close)
     }
     free(x); free(fast); free(ex);
     sl_pool_free(pool);
+}
+
+/* ---- attention helper ------------------------------------------------------------------------ */
+
+/* sl_attn_heads against a float64 attention over the same (exactly decoded) K/V rows, for every
+ * KV type and kernel path; and axpy on its own.  f32 dots of 64 terms and a softmax over <= 300
+ * positions carry relative errors ~1e-6 on outputs of size ~1: 1e-4 leaves 100x margin, while a
+ * wrong row, stride or scale moves outputs by > 0.01. */
+Test(attn, head_matches_float64_every_type_and_path)
+{
+    tk_rng r = { 109 };
+    const int hd = 64;
+    const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_Q8_0 };
+    const int ns[] = { 1, 37, 300 };
+    int checked = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (int ni = 0; ni < 3; ni++) {
+            const int type = types[ti], n = ns[ni];
+            const size_t rowb = sl_row_bytes(type, hd), stride = rowb + 64;   /* rows with a gap, as in a cache */
+            unsigned char *K = malloc(stride * n), *V = malloc(stride * n);
+            float *src = malloc(hd * sizeof *src), *kf = malloc((size_t)n * hd * sizeof *kf), *vf = malloc((size_t)n * hd * sizeof *vf);
+            float q[64], out[64], att[300], tmp[64];
+            for (int t = 0; t < n; t++) {
+                for (int i = 0; i < hd; i++) src[i] = (float)tk_gauss(&r);
+                sl_type_get(type)->quantize(src, K + t * stride, hd);
+                sl_type_get(type)->dequant(K + t * stride, kf + (size_t)t * hd, hd);
+                for (int i = 0; i < hd; i++) src[i] = (float)tk_gauss(&r);
+                sl_type_get(type)->quantize(src, V + t * stride, hd);
+                sl_type_get(type)->dequant(V + t * stride, vf + (size_t)t * hd, hd);
+            }
+            for (int i = 0; i < hd; i++) q[i] = (float)tk_gauss(&r);
+            double sc[300], mx = -1e300, sum = 0, ref[64] = { 0 };
+            for (int t = 0; t < n; t++) {
+                double s = 0;
+                for (int i = 0; i < hd; i++) s += (double)q[i] * kf[(size_t)t * hd + i];
+                sc[t] = s * 0.125;
+                mx = fmax(mx, sc[t]);
+            }
+            for (int t = 0; t < n; t++) sum += (sc[t] = exp(sc[t] - mx));
+            for (int t = 0; t < n; t++)
+                for (int i = 0; i < hd; i++) ref[i] += sc[t] / sum * vf[(size_t)t * hd + i];
+            for (int p = 0; p < SL_KPATH_COUNT; p++) {
+                if (sl_kernels_force(p) != 0) continue;
+                /* as head 1 of a group of 3 (heads 0 and 2 get other queries): same result as alone */
+                float q3[3 * 64], out3[3 * 64], att3[3 * 300];
+                for (int i = 0; i < hd; i++) q3[i] = -q[i], q3[hd + i] = q[i], q3[2 * hd + i] = 0.5f * q[i];
+                sl_attn_heads(q, 1, K, V, type, stride, n, hd, 0.125f, att, tmp, out);
+                sl_attn_heads(q3, 3, K, V, type, stride, n, hd, 0.125f, att3, tmp, out3);
+                cr_assert_eq(memcmp(out, out3 + hd, sizeof out), 0, "%s %s n=%d: grouped head differs", sl_kpath_name(p),
+                             sl_type_name(type), n);
+                for (int i = 0; i < hd; i++)
+                    cr_assert_leq(fabs(out[i] - ref[i]), 1e-4, "%s %s n=%d out[%d] %g vs %g", sl_kpath_name(p),
+                                  sl_type_name(type), n, i, out[i], ref[i]);
+                checked++;
+            }
+            free(K); free(V); free(src); free(kf); free(vf);
+        }
+    sl_kernels_force(SL_KPATH_PORTABLE);
+    fprintf(stderr, "attn: %d head attentions within 1e-4 of float64\n", checked);
+}
+
+/* A NaN or infinity in an activation vector makes the outputs NaN in fast mode too (exact mode
+ * propagates it through the f32 dots): the quantizers must not turn it into finite garbage, or
+ * non-finite model data would go unnoticed. */
+Test(matmul, non_finite_activations_give_nan)
+{
+    tk_rng r = { 110 };
+    const int64_t rows = 8, cols = 512;
+    float *x = malloc((size_t)cols * sizeof *x), out[8];
+    for (int p = 0; p < SL_KPATH_COUNT; p++) {
+        if (sl_kernels_force(p) != 0) continue;
+        for (size_t ti = 0; ti < sizeof mm_types / sizeof *mm_types; ti++) {
+            size_t rb;
+            unsigned char *w = make_matrix(&r, mm_types[ti], rows, cols, &rb);
+            for (int k = 0; k < 2; k++) {
+                for (int64_t j = 0; j < cols; j++) x[j] = (float)tk_gauss(&r);
+                x[300] = k ? INFINITY : NAN;
+                sl_matmul(NULL, mm_types[ti], w, rows, cols, rb, x, 1, out, rows);
+                for (int64_t row = 0; row < rows; row++)
+                    cr_assert(isnan(out[row]) || (k && isinf(out[row])), "%s %s: %s input gave %g", sl_kpath_name(p),
+                              sl_type_name(mm_types[ti]), k ? "inf" : "NaN", out[row]);
+            }
+            free(w);
+        }
+    }
+    sl_kernels_force(SL_KPATH_PORTABLE);
+    free(x);
 }

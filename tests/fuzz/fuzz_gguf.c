@@ -5,18 +5,24 @@
  * On success every accessor is exercised, including out-of-range indexes, and the validation
  * contract of loader/gguf.h is checked (tensor extents inside the file, aligned, sizes consistent):
  * a violation aborts, so the fuzzer finds wrong answers as well as memory errors.  If the metadata
- * describes a vocabulary it is loaded and used to tokenize part of the input.
+ * describes a vocabulary it is loaded and used to tokenize part of the input; if it describes a llama
+ * model, the input is put in a memfd and opened with sl_model_open (hyperparameter and tensor-table
+ * validation, norm vectors read from the "file").
  *
  * Build and run: scripts/fuzz.sh.  tests/test_fuzz_regressions.c compiles this file with
  * SL_FUZZ_REPLAY defined and calls fuzz_gguf_one() on every saved input.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels/types.h"
 #include "loader/gguf.h"
+#include "runtime/model.h"
 #include "runtime/tokenizer.h"
 
 #define FZ_CHECK(cond) do { if (!(cond)) { fprintf(stderr, "fuzz_gguf: contract violated: %s (%s:%d)\n", #cond, __FILE__, __LINE__); abort(); } } while (0)
@@ -34,7 +40,13 @@ static void exercise_vocab(const sl_gguf *g, const uint8_t *data, size_t size)
     sl_vocab *v = NULL;
     char err[SL_ERRLEN];
     if (sl_vocab_load(g, &v, err, sizeof err) != 0) {
-        FZ_CHECK(err[0] && !strchr(err, '\n'));
+        FZ_CHECK(err[0]);
+        /* A message that echoes file bytes must stay one printable line.  SL_FUZZ_KNOWN_VOCAB_MSG=1
+         * downgrades this one check to a note, to keep fuzzing while a known case awaits its fix
+         * (the saved input still fails test_fuzz_regressions, which never sets it). */
+        bool ctrl = false;
+        for (const char *p = err; *p; p++) ctrl |= (unsigned char)*p < 0x20 || *p == 0x7f;
+        if (ctrl && !getenv("SL_FUZZ_KNOWN_VOCAB_MSG")) FZ_CHECK(!"vocabulary error message holds a control character");
         return;
     }
     int32_t n_tok = sl_vocab_n_tokens(v);
@@ -122,6 +134,36 @@ static void exercise(const sl_gguf *g, const uint8_t *data, size_t size)
     exercise_vocab(g, data, size);
 }
 
+/* sl_model_open on the input as a file (a memfd: no disk I/O).  Only for llama metadata: other inputs
+ * stop at the architecture check, which costs a file for nothing. */
+static void exercise_model(const sl_gguf *g, const uint8_t *data, size_t size)
+{
+    sl_str arch;
+    if (!sl_gguf_get_str(g, "general.architecture", &arch) || !sl_str_eq(arch, "llama")) return;
+    int fd = memfd_create("fuzz_gguf", MFD_CLOEXEC);
+    if (fd < 0) return;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t w = write(fd, data + done, size - done);
+        if (w <= 0) { close(fd); return; }
+        done += (size_t)w;
+    }
+    char path[64], err[SL_ERRLEN];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    sl_model *m = NULL;
+    int rc = sl_model_open(path, &m, err, sizeof err);
+    if (rc == 0) {
+        const sl_config *c = &m->cfg;
+        FZ_CHECK(c->dim > 0 && c->n_layers > 0 && c->n_heads > 0 && c->n_kv_heads > 0 && c->vocab > 0);
+        FZ_CHECK(c->n_heads % c->n_kv_heads == 0 && c->rope_dim <= c->head_dim);
+        FZ_CHECK(m->tok_embd.nbytes <= size && m->output.nbytes <= size);
+        sl_model_free(m);
+    } else {
+        FZ_CHECK(rc < 0 && !m && err[0] && !strchr(err, '\n'));
+    }
+    close(fd);
+}
+
 /* One input.  Always returns 0 (libFuzzer convention); problems abort. */
 static int fuzz_gguf_one(const uint8_t *data, size_t size)
 {
@@ -130,6 +172,7 @@ static int fuzz_gguf_one(const uint8_t *data, size_t size)
     int rc = sl_gguf_parse(data, size, size, &g, err, sizeof err);
     if (rc == 0) {
         exercise(g, data, size);
+        exercise_model(g, data, size);
         sl_gguf_close(g);
     } else {
         FZ_CHECK(rc < 0 && !g && err[0] && !strchr(err, '\n'));
