@@ -319,9 +319,21 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         free(blob);
         return -e;
     }
+    /* no asynchronous readahead: it would keep filling the cache after the last drop below (and the
+     * 8 MiB reads are large enough on their own) */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        int rc = sl_pread_full(fd, blob + at, all[i]->nbytes, all[i]->offset);
+        /* Read in 8 MiB steps and drop each step from the page cache at once: resident weights live in
+         * our heap, and a budget (or a cgroup) also counts page cache, so a 400 MiB LM head must not
+         * sit in the cache twice while it loads.  Buffered reads keep the kernel's readahead. */
+        const uint64_t step = 8u << 20;
+        int rc = 0;
+        for (uint64_t done = 0; done < all[i]->nbytes && !rc; done += step) {
+            uint64_t len = all[i]->nbytes - done < step ? all[i]->nbytes - done : step;
+            rc = sl_pread_full(fd, blob + at + done, (size_t)len, all[i]->offset + done);
+            posix_fadvise(fd, (off_t)(all[i]->offset + done), (off_t)len, POSIX_FADV_DONTNEED);
+        }
         if (rc) {
             snprintf(err, errlen, "model: reading %s (%" PRIu64 " bytes at offset %" PRIu64 "): %s",
                      all[i]->name, all[i]->nbytes, all[i]->offset, rc == -EIO ? "unexpected end of file or I/O error" : strerror(-rc));
@@ -329,8 +341,6 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
             free(blob);
             return rc;
         }
-        /* resident weights live in our heap: the page-cache copy is redundant */
-        posix_fadvise(fd, (off_t)all[i]->offset, (off_t)all[i]->nbytes, POSIX_FADV_DONTNEED);
         all[i]->data = blob + at;
         at += (all[i]->nbytes + 63) & ~(size_t)63;
     }
