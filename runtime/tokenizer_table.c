@@ -10,16 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Write one formatted line to err (if any) and return rc. */
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sl_verrf(err, errlen, rc, fmt, ap);   /* escapes control bytes quoted from the file */
-    va_end(ap);
-    return rc;
-}
+/* Errors quote bytes from the file: sl_errf (loader/errmsg.c) escapes control characters. */
+#define fail sl_errf
 
 int sl_ivec_push(sl_ivec *a, int32_t x)
 {
