@@ -11,4 +11,7 @@ int sl_page_cache_bytes(const char *path, uint64_t *resident, uint64_t *file_siz
 /* Ask the kernel to drop the file's clean pages (POSIX_FADV_DONTNEED).  0 or -errno. */
 int sl_page_cache_drop(const char *path);
 
+/* Peak resident set size of this process (VmHWM of /proc/self/status), bytes; 0 if unknown. */
+uint64_t sl_peak_rss(void);
+
 #endif

@@ -1,5 +1,6 @@
 /* runtime/api_ctx.c — include/sluice.h, part 2: contexts, evaluation, sampling, generation,
  * sessions, figures. */
+#include "loader/pagecache.h"
 #include "runtime/api_internal.h"
 
 #include <errno.h>
@@ -293,17 +294,7 @@ int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *e
 
 /* ---- figures ----------------------------------------------------------------------------------- */
 
-static uint64_t vm_hwm(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    uint64_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) { kb = strtoull(line + 6, NULL, 10); break; }
-    fclose(f);
-    return kb * 1024;
-}
+static uint64_t vm_hwm(void) { return sl_peak_rss(); }
 
 void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *o)
 {

@@ -1,6 +1,8 @@
 /* runtime/cli/common.c — argument parsing, default model lookup, JSON, process stats. */
 #include "runtime/cli/cli.h"
 
+#include "loader/pagecache.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -137,17 +139,7 @@ void json_str(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
-uint64_t peak_rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    uint64_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) { kb = strtoull(line + 6, NULL, 10); break; }
-    fclose(f);
-    return kb * 1024;
-}
+uint64_t peak_rss_bytes(void) { return sl_peak_rss(); }
 
 uint64_t now_ns(void)
 {
