@@ -20,6 +20,7 @@ static const sl_kernel_set portable_set = {
     sl_qdot_q4_k_q8_k, sl_qdot_q5_k_q8_k, sl_qdot_q6_k_q8_k,
     sl_dot_f32, sl_dot_f16, sl_dot_bf16,
     sl_axpy_f32, sl_axpy_f16,
+    sl_adot_f32, sl_adot_f16,
     NULL, NULL, NULL, NULL, NULL,
 };
 

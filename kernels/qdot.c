@@ -220,14 +220,56 @@ float sl_qdot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_
 
 /* ---- attention helpers -------------------------------------------------------------------------- */
 
-/* Contract: o[i] = o[i] + a * v[i] (rounded product, rounded sum), i < n. */
+/* Contract: o[i] = fma(a, v[i], o[i]) (one rounding), i < n: the bits of the SIMD paths' FMA axpy,
+ * so attention outputs do not depend on the kernel path. */
 void sl_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) o[i] += a * v[i];
+    for (int64_t i = 0; i < n; i++) o[i] = fmaf(a, v[i], o[i]);
 }
 
 /* Contract: as sl_axpy_f32 with v given as halfs (converted exactly). */
 void sl_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) o[i] += a * sl_f16_to_f32(v[i]);
+    for (int64_t i = 0; i < n; i++) o[i] = fmaf(a, sl_f16_to_f32(v[i]), o[i]);
+}
+
+/* The attention dot's fixed order (kernels/simd.h, adot_*), written out in scalar code with fmaf:
+ * 32 lanes as the AVX2 path's four 8-wide registers a0..a3, then its reduction tree
+ * ((a0 + a1) + (a2 + a3)) -> high half + low half -> pairs -> one, then the tail. */
+static float adot_lanes(float acc[32], const float *restrict w, const float *restrict x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 32; k++) acc[k] = fmaf(w[i + k], x[i + k], acc[k]);
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] = fmaf(w[i + k], x[i + k], acc[k]);
+    float t[8], u[4];
+    for (int k = 0; k < 8; k++) t[k] = (acc[k] + acc[8 + k]) + (acc[16 + k] + acc[24 + k]);
+    for (int k = 0; k < 4; k++) u[k] = t[k] + t[4 + k];
+    float s = (u[0] + u[2]) + (u[1] + u[3]);
+    for (; i < n; i++) s = fmaf(w[i], x[i], s);
+    return s;
+}
+
+/* Contract: see simd.h (sl_kernel_set.adot_f32). */
+float sl_adot_f32(const void *restrict w, const float *restrict x, int64_t n)
+{
+    float acc[32] = { 0 };
+    return adot_lanes(acc, w, x, n);
+}
+
+/* Contract: as sl_adot_f32 with w given as halfs (converted exactly).  Head rows are short (<= 256
+ * in every llama shape); longer ones are converted in pieces of 256 that keep the lane order. */
+float sl_adot_f16(const void *restrict w, const float *restrict x, int64_t n)
+{
+    const uint16_t *h = w;
+    float acc[32] = { 0 }, f[256];
+    int64_t i = 0;
+    for (; n - i > 256; i += 256) {   /* whole steps of 32 only, so lanes line up */
+        for (int k = 0; k < 256; k++) f[k] = sl_f16_to_f32(h[i + k]);
+        for (int64_t j = 0; j < 256; j += 32)
+            for (int k = 0; k < 32; k++) acc[k] = fmaf(f[j + k], x[i + j + k], acc[k]);
+    }
+    for (int64_t k = 0; k < n - i; k++) f[k] = sl_f16_to_f32(h[i + k]);
+    return adot_lanes(acc, f, x + i, n - i);
 }

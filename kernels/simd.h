@@ -68,6 +68,11 @@ typedef struct sl_kernel_set {
      * one rounding with FMA on the SIMD paths) */
     void (*axpy_f32)(float *restrict o, float a, const float *restrict v, int64_t n);
     void (*axpy_f16)(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
+    /* Attention scores q . K[t]: one summation order on every path (32 FMA lanes, lane k taking
+     * elements i with i % 32 == k in steps of 32, then elements of a last partial step of 8 into
+     * lanes 0..7, a fixed pairwise tree over the lanes, then any n % 8 tail by FMA), so attention
+     * gives the same bits on the portable, AVX2 and AVX-512 paths. */
+    sl_dot_fn  adot_f32, adot_f16;
     /* 4-vector forms (NULL: callers use the single dot) */
     sl_qdot4_fn dot4_q4_0_q8_0, dot4_q8_0_q8_0;
     sl_qdot4_fn dot4_q4_k_q8_k, dot4_q5_k_q8_k, dot4_q6_k_q8_k;
@@ -99,6 +104,8 @@ bool sl_kernels_exact(void);
 /* Portable references (also members of the "portable" set). */
 void  sl_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n);
 void  sl_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
+float sl_adot_f32(const void *restrict w, const float *restrict x, int64_t n);
+float sl_adot_f16(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_quantize_act_q8_0(const float *restrict x, void *restrict y, int64_t n);
 void  sl_quantize_act_q8_k(const float *restrict x, void *restrict y, int64_t n);
 float sl_qdot_q4_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
@@ -117,6 +124,8 @@ void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict y, int64_t n)
 void sl_avx2_quantize_q8_k(const float *restrict x, void *restrict y, int64_t n);
 void sl_avx2_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n);
 void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n);
+float sl_avx2_adot_f32(const void *restrict w, const float *restrict x, int64_t n);
+float sl_avx2_adot_f16(const void *restrict w, const float *restrict x, int64_t n);
 void sl_avx2_dot4_q4_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);

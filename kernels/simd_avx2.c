@@ -567,6 +567,30 @@ AVX2 void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict 
     for (; i < n; i++) o[i] = fmaf(a, f16f(v[i]), o[i]);
 }
 
+/* Contract: the attention dot of simd.h (sl_kernel_set.adot_*): 4 registers of 8 FMA lanes over
+ * steps of 32, a last step of 8 into the first, the hsum_ps4 tree, then the tail by FMA.  The
+ * portable sl_adot_* (kernels/qdot.c) spell out the same operations, so both give the same bits. */
+#define ATTN_DOT(NAME, T, LOAD, SCALAR)                                                                \
+    AVX2 float NAME(const void *restrict vw, const float *restrict x, int64_t n)                       \
+    {                                                                                                  \
+        const T *w = vw;                                                                               \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        int64_t i = 0;                                                                                 \
+        for (; i + 32 <= n; i += 32) {                                                                 \
+            a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);                             \
+            a1 = _mm256_fmadd_ps(LOAD(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);                     \
+            a2 = _mm256_fmadd_ps(LOAD(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);                   \
+            a3 = _mm256_fmadd_ps(LOAD(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);                   \
+        }                                                                                              \
+        for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);      \
+        float s = hsum_ps4(a0, a1, a2, a3);                                                            \
+        for (; i < n; i++) s = fmaf(SCALAR(w[i]), x[i], s);                                            \
+        return s;                                                                                      \
+    }
+
+ATTN_DOT(sl_avx2_adot_f32, float, _mm256_loadu_ps, F32_ID)
+ATTN_DOT(sl_avx2_adot_f16, uint16_t, ld_f16, f16f)
+
 const sl_kernel_set sl_kernels_avx2_set = {
     "avx2",
     sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
@@ -574,30 +598,11 @@ const sl_kernel_set sl_kernels_avx2_set = {
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
     dot_f32, dot_f16, dot_bf16,
     sl_avx2_axpy_f32, sl_avx2_axpy_f16,
+    sl_avx2_adot_f32, sl_avx2_adot_f16,
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
     sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */
-/* Contract: o[i] += a * v[i] with one rounding per element (FMA). */
-AVX2 void sl_avx2_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n)
-{
-    const __m256 va = _mm256_set1_ps(a);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(o + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(v + i), _mm256_loadu_ps(o + i)));
-    for (; i < n; i++) o[i] = fmaf(a, v[i], o[i]);
-}
-
-/* Contract: as sl_avx2_axpy_f32 with v given as halfs. */
-AVX2 void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, int64_t n)
-{
-    const __m256 va = _mm256_set1_ps(a);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(o + i, _mm256_fmadd_ps(va, ld_f16(v + i), _mm256_loadu_ps(o + i)));
-    for (; i < n; i++) o[i] = fmaf(a, f16f(v[i]), o[i]);
-}
-
 const sl_kernel_set sl_kernels_avx2_set = { "avx2" };
 #endif

@@ -311,6 +311,7 @@ const sl_kernel_set sl_kernels_avx512_set = {
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
     dot_f32, dot_f16, dot_bf16,
     sl_avx2_axpy_f32, sl_avx2_axpy_f16,   /* head_dim rows are short: 256-bit is enough */
+    sl_avx2_adot_f32, sl_avx2_adot_f16,   /* and the one summation order of attention scores */
     /* 4-vector dots: the AVX2 ones (no 512-bit version yet; same bits either way) */
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
     sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,

@@ -21,11 +21,18 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
+/* Per-thread attention scratch: scores of one GQA group over the context, plus one head row
+ * decoded from q8_0.  sl_ctx_bytes and the planner's act_bytes count the same. */
+static size_t att_scratch_floats(const sl_config *cf, int n_ctx)
+{
+    return (size_t)(cf->n_heads / cf->n_kv_heads) * (size_t)n_ctx + (size_t)cf->head_dim;
+}
+
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
     size_t B = (size_t)p->n_batch, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
-               (size_t)n_threads * ((size_t)p->n_ctx + 2 * (size_t)c->head_dim) + (size_t)c->vocab;
+               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + (size_t)c->vocab;
     return sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL) + f * sizeof(float);
 }
 
@@ -66,7 +73,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->v = malloc(B * kvd * sizeof(float));
     c->hb = malloc(B * cf->ffn_dim * sizeof(float));
     c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
-    c->att = malloc((size_t)nt * ((size_t)c->n_ctx + 2 * (size_t)cf->head_dim) * sizeof(float));
+    c->att = malloc((size_t)nt * att_scratch_floats(cf, c->n_ctx) * sizeof(float));
     c->logits = calloc((size_t)cf->vocab, sizeof(float));
     if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits) {
         snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
@@ -125,7 +132,9 @@ typedef struct att_job {
     int layer, nb, p0;
 } att_job;
 
-/* One (position, head) unit per iteration; units are split evenly across threads. */
+/* One (position, kv head) unit per iteration: the grp query heads that share a kv head attend
+ * together, so each cached K/V row is read from memory once for all of them (sl_attn_heads).
+ * Units are split evenly across threads; a head's result does not depend on the split. */
 static void attention_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
@@ -133,27 +142,17 @@ static void attention_worker(void *arg, int ith, int nth)
     const sl_config *cf = &c->m->cfg;
     const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)hd);
-    float *att = c->att + (size_t)ith * ((size_t)c->n_ctx + 2 * (size_t)hd);
-    float *tmp = att + c->n_ctx;
-    const int units = j->nb * cf->n_heads;
+    float *att = c->att + (size_t)ith * att_scratch_floats(cf, c->n_ctx);
+    float *tmp = att + (size_t)grp * c->n_ctx;
+    const int units = j->nb * cf->n_kv_heads;
     for (int u = ith; u < units; u += nth) {
-        int b = u / cf->n_heads, h = u % cf->n_heads, kh = h / grp;
-        int pos = j->p0 + b;
-        const float *q = c->q + (size_t)b * cf->n_heads * hd + (size_t)h * hd;
-        for (int t = 0; t <= pos; t++) {
-            const float *k = sl_kv_k(c->kv, j->layer, t, kh, tmp);
-            float s = 0;
-            for (int i = 0; i < hd; i++) s += q[i] * k[i];
-            att[t] = s * scale;
-        }
-        sl_softmax(att, pos + 1);
-        float *o = c->att_out + (size_t)b * cf->n_heads * hd + (size_t)h * hd;
-        memset(o, 0, (size_t)hd * sizeof *o);
-        for (int t = 0; t <= pos; t++) {
-            const float *v = sl_kv_v(c->kv, j->layer, t, kh, tmp);
-            float a = att[t];
-            for (int i = 0; i < hd; i++) o[i] += a * v[i];
-        }
+        int b = u / cf->n_kv_heads, kh = u % cf->n_kv_heads;
+        int type;
+        size_t stride;
+        const void *k = sl_kv_k_head(c->kv, j->layer, kh, &type, &stride);
+        const void *v = sl_kv_v_head(c->kv, j->layer, kh, &type, &stride);
+        size_t off = (size_t)b * cf->n_heads * hd + (size_t)kh * grp * hd;
+        sl_attn_heads(c->q + off, grp, k, v, type, stride, j->p0 + b + 1, hd, scale, att, tmp, c->att_out + off);
     }
 }
 

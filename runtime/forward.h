@@ -49,7 +49,7 @@ typedef struct sl_ctx {
     float *k, *v;           /* (n_batch, kv_dim) */
     float *att_out;         /* (n_batch, n_heads*head_dim) */
     float *hb, *hb2;        /* (n_batch, ffn_dim) */
-    float *att;             /* (n_threads, n_ctx + 2*head_dim) attention scores + head conversion */
+    float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
     float *logits;          /* (vocab) logits of the last evaluated position */
     size_t mem_bytes;       /* heap held by this context (KV + scratch) */
     volatile sig_atomic_t *cancel;   /* when set to non-zero, evaluation stops with -ECANCELED */

@@ -210,6 +210,22 @@ static const float *head(const sl_kv *kv, unsigned char *arr, int l, int pos, in
 const float *sl_kv_k(const sl_kv *kv, int l, int pos, int kh, float *tmp) { return head(kv, kv->k, l, pos, kh, tmp); }
 const float *sl_kv_v(const sl_kv *kv, int l, int pos, int kh, float *tmp) { return head(kv, kv->v, l, pos, kh, tmp); }
 
+/* Contract: see kvcache.h.  A head's bytes within a row: hd elements (f16/f32), or hd/32 Q8_0
+ * blocks (head_dim % 32 == 0 is required for a q8_0 cache). */
+static const void *head_raw(const sl_kv *kv, unsigned char *arr, int l, int kh, int *type, size_t *stride)
+{
+    const unsigned char *r = row_ptr(kv, arr, l, 0);
+    *stride = kv->row;
+    switch (kv->type) {
+    case SL_KV_F32: *type = SL_TYPE_F32; return r + (size_t)kh * kv->hd * 4;
+    case SL_KV_F16: *type = SL_TYPE_F16; return r + (size_t)kh * kv->hd * 2;
+    default:        *type = SL_TYPE_Q8_0; return r + (size_t)kh * (kv->hd / 32) * 34;
+    }
+}
+
+const void *sl_kv_k_head(const sl_kv *kv, int l, int kh, int *type, size_t *stride) { return head_raw(kv, kv->k, l, kh, type, stride); }
+const void *sl_kv_v_head(const sl_kv *kv, int l, int kh, int *type, size_t *stride) { return head_raw(kv, kv->v, l, kh, type, stride); }
+
 /* ---- session files ---------------------------------------------------------------------------- */
 
 int sl_kv_n_ctx(const sl_kv *kv) { return kv->n_ctx; }

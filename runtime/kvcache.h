@@ -42,6 +42,12 @@ int  sl_kv_layer_end(sl_kv *kv, int l, int p0, int n);
  * either the cache itself (f32) or tmp (converted). */
 const float *sl_kv_k(const sl_kv *kv, int l, int pos, int kh, float *tmp);
 const float *sl_kv_v(const sl_kv *kv, int l, int pos, int kh, float *tmp);
+/* Head `kh` of position 0 of layer l's K (or V) rows, in the cache's encoding (SL_TYPE_F16,
+ * SL_TYPE_F32 or SL_TYPE_Q8_0, in *type); position t's head is *stride bytes further per t.  For
+ * sl_attn_heads: valid for positions [0, n_past) after sl_kv_layer_begin and the stores of this
+ * batch, until sl_kv_layer_end. */
+const void *sl_kv_k_head(const sl_kv *kv, int l, int kh, int *type, size_t *stride);
+const void *sl_kv_v_head(const sl_kv *kv, int l, int kh, int *type, size_t *stride);
 
 const char *sl_kv_errmsg(const sl_kv *kv);
 /* Raw access for session files: bytes of one layer's K (or V) rows [0, n). */

@@ -545,6 +545,53 @@ Test(attn, head_matches_float64_every_type_and_path)
     fprintf(stderr, "attn: %d head attentions within 1e-4 of float64\n", checked);
 }
 
+/* The attention dots and axpy give the same bits on every path (that is their contract: attention
+ * must not make logits depend on the CPU), for lengths that exercise every stage of the fixed order
+ * (steps of 32, a step of 8, a tail, f16 rows longer than one conversion piece of 256), and stay
+ * within 1e-5 relative of a float64 dot (n <= 1000 terms of size ~1: f32 error ~n*6e-8). */
+Test(attn, dots_and_axpy_bit_identical_across_paths)
+{
+    tk_rng r = { 111 };
+    const int ns[] = { 1, 7, 8, 31, 32, 40, 64, 128, 257, 300, 1000 };
+    float w[1000], x[1000], o[1000], o0[1000];
+    uint16_t h[1000];
+    int checked = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        const int n = ns[ni];
+        for (int i = 0; i < n; i++) {
+            w[i] = (float)tk_gauss(&r);
+            x[i] = (float)tk_gauss(&r);
+            h[i] = sl_f32_to_f16(w[i]);
+        }
+        double ref32 = 0, ref16 = 0, mag = 0;
+        for (int i = 0; i < n; i++) {
+            ref32 += (double)w[i] * x[i];
+            ref16 += (double)sl_f16_to_f32(h[i]) * x[i];
+            mag += fabs((double)w[i] * x[i]);
+        }
+        const sl_kernel_set *p0 = sl_kernels_for(SL_KPATH_PORTABLE);
+        const float a32 = p0->adot_f32(w, x, n), a16 = p0->adot_f16(h, x, n);
+        cr_assert_leq(fabs(a32 - ref32), 1e-5 * mag + 1e-30, "n=%d adot_f32 %g vs %g", n, a32, ref32);
+        cr_assert_leq(fabs(a16 - ref16), 1e-5 * mag + 1e-30, "n=%d adot_f16 %g vs %g", n, a16, ref16);
+        for (int i = 0; i < n; i++) o0[i] = x[i];
+        p0->axpy_f16(o0, 0.37f, h, n);
+        p0->axpy_f32(o0, -1.3f, w, n);
+        for (int p = 1; p < SL_KPATH_COUNT; p++) {
+            const sl_kernel_set *ks = sl_kernels_for(p);
+            if (!ks || !sl_kernels_available(p)) continue;
+            float b32 = ks->adot_f32(w, x, n), b16 = ks->adot_f16(h, x, n);
+            cr_assert_eq(memcmp(&a32, &b32, 4), 0, "%s n=%d adot_f32 %a vs portable %a", ks->name, n, b32, a32);
+            cr_assert_eq(memcmp(&a16, &b16, 4), 0, "%s n=%d adot_f16 %a vs portable %a", ks->name, n, b16, a16);
+            for (int i = 0; i < n; i++) o[i] = x[i];
+            ks->axpy_f16(o, 0.37f, h, n);
+            ks->axpy_f32(o, -1.3f, w, n);
+            cr_assert_eq(memcmp(o, o0, (size_t)n * 4), 0, "%s n=%d axpy differs from portable", ks->name, n);
+            checked++;
+        }
+    }
+    fprintf(stderr, "attn: adot/axpy bit-identical to portable on %d (path, length) pairs\n", checked);
+}
+
 /* A NaN or infinity in an activation vector makes the outputs NaN in fast mode too (exact mode
  * propagates it through the f32 dots): the quantizers must not turn it into finite garbage, or
  * non-finite model data would go unnoticed. */
