@@ -66,8 +66,9 @@ typedef struct sluice_params {
     int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2) */
     int      lm_head_rows;    /* rows per LM-head piece (0 = 1024) */
     bool     no_direct;       /* buffered reads instead of O_DIRECT */
-    double   disk_bw;         /* GB/s for the plan's prediction; 0 = unknown */
-    double   compute_bw;      /* GB/s of weights the kernels process; 0 = default */
+    double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured once per device, cached */
+    double   compute_bw;      /* GB/s of weights the decode kernels process; 0 = measured once per kernel
+                               * path, thread count and weight type, cached (~0.1 s per type) */
     sluice_progress_fn progress;
     sluice_log_fn log;
     void    *user;            /* passed to progress and log */

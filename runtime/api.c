@@ -15,8 +15,6 @@
 #include "runtime/session.h"
 #include "runtime/threadpool.h"
 
-#define DEFAULT_COMPUTE_GBS 2.0   /* same default as the CLI (runtime/cli/cli.h) */
-
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -72,9 +70,9 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .disk_bw = p->disk_bw * 1e9,
-                          .compute_bw = (p->compute_bw > 0 ? p->compute_bw : DEFAULT_COMPUTE_GBS) * 1e9,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+    /* rates not given are measured (once per device / kernel path, then cached) */
+    sl_plan_rates(m, pm, req, p->disk_bw, p->compute_bw);
     int rc = sl_plan_make(pm, req, plan);
     if (rc) {
         snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);

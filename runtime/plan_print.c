@@ -1,9 +1,12 @@
-/* runtime/plan_print.c — rendering a plan for people (table) and programs (JSON); auto budget. */
+/* runtime/plan_print.c — the planner's impure companions: rendering a plan for people (table) and
+ * programs (JSON), the auto budget, and the measured disk and compute rates a plan is made with. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/computeprobe.h"
+#include "runtime/diskprobe.h"
 #include "runtime/planner.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -11,6 +14,24 @@
 static const char *kv_name(int kv)
 {
     return kv == SL_PLAN_KV_F16 ? "f16" : kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spilled to disk (f16)";
+}
+
+/* Contract: bytes of the matrices a decode token multiplies with (blocks and LM head). */
+static double compute_weight_bytes(const sl_plan_model *pm)
+{
+    double b = (double)pm->lm_head_bytes;
+    for (int l = 0; l < pm->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++)
+        for (int i = 0; i < 7; i++) b += (double)pm->tensor_bytes[l][i];
+    return b;
+}
+
+/* Contract: s as the body of a JSON string (quotes and backslashes escaped, controls dropped). */
+static void json_body(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
 }
 
 void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *fp)
@@ -55,9 +76,12 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         if (p->kv == SL_PLAN_KV_SPILL)
             fprintf(f, "KV file:  %.1f MiB at full context, read and appended per layer\n", p->kv_file_bytes / MiB);
     }
-    fprintf(f, "read per token: %.1f MiB; predicted decode %.2f tok/s (I/O %.3f s at %.2f GB/s, compute %.3f s at %.2f GB/s)\n",
-            p->read_per_token / MiB, p->pred_tok_s, p->pred_io_s, req->disk_bw / 1e9, p->pred_compute_s,
-            req->compute_bw / 1e9);
+    fprintf(f, "read per token: %.1f MiB; predicted decode %.2f tok/s (%.3f s per token: I/O %.3f s at %.2f GB/s, "
+            "compute %.3f s at %.2f GB/s)\n",
+            p->read_per_token / MiB, p->pred_tok_s, p->pred_token_s, p->pred_io_s, req->disk_bw / 1e9, p->pred_compute_s,
+            p->pred_compute_s > 0 ? compute_weight_bytes(pm) / p->pred_compute_s / 1e9 : req->compute_bw / 1e9);
+    if (*req->disk_how) fprintf(f, "disk rate: %s\n", req->disk_how);
+    if (*req->compute_how) fprintf(f, "compute rate: %s\n", req->compute_how);
     fprintf(f, "minimum budget for this model at -c %d: %.1f MiB\n", req->n_ctx, p->min_budget / MiB);
 }
 
@@ -77,14 +101,19 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
             ",\"act_bytes\":%" PRIu64 ",\"stream_buf_bytes\":%" PRIu64 ",\"resident_bytes\":%" PRIu64
             ",\"total_bytes\":%" PRIu64 ",\"blocks_resident\":%d,\"n_layers\":%d,\"lm_head_resident\":%s"
             ",\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d,\"lm_head_rows\":%d,\"stream_bytes\":%" PRIu64
-            ",\"read_per_token\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_io_s\":%.4f,\"pred_compute_s\":%.4f"
-            ",\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"model_bytes\":%" PRIu64 "}\n",
+            ",\"read_per_token\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_token_s\":%.4f,\"pred_io_s\":%.4f"
+            ",\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"model_bytes\":%" PRIu64,
             p->all_resident ? "resident" : "streaming", p->n_batch, p->kv == SL_PLAN_KV_F16 ? "f16" : p->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill",
             p->kv_bytes, p->kv_file_bytes, p->base_bytes, p->meta_bytes, p->vocab_bytes, p->norm_bytes, p->act_bytes,
             p->stream_buf_bytes, p->resident_bytes, p->total_bytes, p->n_layers_resident, pm->cfg.n_layers,
             p->lm_head_resident ? "true" : "false", p->chunk_bytes, p->prefetch, p->lm_head_rows, p->stream_bytes,
-            p->read_per_token, p->pred_tok_s, p->pred_io_s, p->pred_compute_s, req->disk_bw, req->compute_bw,
-            pm->file_bytes);
+            p->read_per_token, p->pred_tok_s, p->pred_token_s, p->pred_io_s, p->pred_compute_s, req->disk_bw,
+            req->compute_bw, pm->file_bytes);
+    fprintf(f, ",\"disk_how\":\"");
+    json_body(f, req->disk_how);
+    fprintf(f, "\",\"compute_how\":\"");
+    json_body(f, req->compute_how);
+    fprintf(f, "\"}\n");
 }
 
 /* Read one unsigned number from a file (cgroup limits); 0 when absent or "max". */
@@ -141,4 +170,33 @@ uint64_t sl_plan_auto_budget(char *how, size_t howlen)
     if (margin > base / 2) margin = base / 2;
     snprintf(how, howlen, "auto: %s %.0f MiB minus %.0f MiB margin", src, base / MiB, margin / MiB);
     return base - margin;
+}
+
+#define FALLBACK_DISK_BW    1.8e9   /* a SATA/NVMe-class disk, when the probe cannot run */
+#define FALLBACK_COMPUTE_BW 2.0e9   /* the portable kernels' order of magnitude, likewise */
+#define PROBE_MARGIN        (2ull << 20)
+
+/* Contract: see planner.h. */
+void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, double disk_gbs, double compute_gbs)
+{
+    memset(req->type_bw, 0, sizeof req->type_bw);
+    if (disk_gbs > 0) {
+        req->disk_bw = disk_gbs * 1e9;
+        snprintf(req->disk_how, sizeof req->disk_how, "%.2f GB/s as given (--disk-bw)", disk_gbs);
+    } else {
+        req->disk_bw = sl_disk_read_rate(m->path, FALLBACK_DISK_BW, req->disk_how, sizeof req->disk_how);
+    }
+    if (compute_gbs > 0) {
+        req->compute_bw = compute_gbs * 1e9;
+        snprintf(req->compute_how, sizeof req->compute_how, "%.2f GB/s as given (--compute-bw)", compute_gbs);
+        return;
+    }
+    /* The probe's matrix is memory the process holds for a moment: keep it within the budget, on top
+     * of what the open model already holds (a run in a memory cgroup of the budget's size must not be
+     * killed by its own measurement). */
+    uint64_t fixed = sl_plan_fixed_bytes(pm) + PROBE_MARGIN;
+    size_t room = req->budget > fixed ? (size_t)(req->budget - fixed) : 0;
+    req->compute_bw = sl_compute_rate_model(m, req->n_threads, room, FALLBACK_COMPUTE_BW, req->type_bw,
+                                            req->compute_how, sizeof req->compute_how);
+    if (!(req->compute_bw > 0)) req->compute_bw = FALLBACK_COMPUTE_BW;
 }

@@ -38,10 +38,12 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
         for (int i = 0; i < 7; i++) {
             pm->tensor_bytes[l][i] = w[i]->nbytes;
             pm->tensor_row_bytes[l][i] = w[i]->row_bytes;
+            pm->tensor_type[l][i] = w[i]->type;
         }
     }
     pm->lm_head_bytes = m->output.nbytes;
     pm->lm_head_row_bytes = m->output.row_bytes;
+    pm->lm_head_type = m->output.type;
     pm->embd_bytes = m->tok_embd.nbytes;
     pm->embd_row_bytes = m->tok_embd.row_bytes;
     pm->tied = m->tied;
@@ -51,12 +53,20 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
     pm->file_bytes = sl_gguf_file_size(m->gguf);
 }
 
+/* Contract: see planner.h (the same fixed costs sl_plan_make charges first). */
+uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
+{
+    return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
+}
+
 static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
 {
     const sl_config *c = &pm->cfg;
     uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
-    return ((uint64_t)B * per + (uint64_t)threads * n_ctx + (uint64_t)c->vocab) * 4 +   /* ctx scratch, logits */
+    /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
+    uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
+    return ((uint64_t)B * per + (uint64_t)threads * att + (uint64_t)c->vocab) * 4 +     /* ctx scratch, logits */
            (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
            pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
 }
@@ -100,6 +110,132 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
     if (!piece) return 0;
     uint64_t bounce = piece < (256u << 10) ? (256u << 10) : piece > (4u << 20) ? (4u << 20) : piece;
     return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
+}
+
+
+/* ---- prediction --------------------------------------------------------------------------------
+ * A decode token walks the blocks in order, then the LM head.  Resident matrices compute at once;
+ * streamed ones are cut into the pieces runtime/stream.c reads (chunk_bytes, LM head lm_head_rows
+ * rows), and the reader keeps prefetch + 1 pieces requested ahead of the one computing.  So reads
+ * overlap compute only within that window: while a long run of resident weights computes (the LM
+ * head and the first blocks, which follow each other from one token to the next), the disk reads
+ * the window's few MiB and then idles.  max(I/O, compute) ignores that.  In bench/budget_bench.sh's
+ * llama3-8b runs at 4 GiB (2026-11-30, uring: 27 blocks + head pinned, 1.08 s per token) compute
+ * still waited 0.25 s per token for streamed pieces and computed on them 0.14 s, although the rest
+ * of the token (~0.7 s, the pinned weights) was longer than all of the token's reading could have
+ * taken (<= 0.39 s): the reads had not overlapped it.
+ * The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
+ * forward order at the per-type rates.  Synchronous reads (the token's embedding row, the spilled
+ * KV cache of each layer at full context: the worst case) hold up compute and the disk alike.
+ * Not modelled: attention and the other per-token work outside matrix products (small at short
+ * contexts), and per-piece costs beyond bytes / rate (thread wake-ups after an I/O wait), which the
+ * disk hides whenever it is the bottleneck. */
+
+#define SIM_RING 64   /* >= the reader's slot limit (loader/io.h SL_IO_MAX_SLOTS) */
+
+typedef struct sim {
+    double bw;                /* disk bytes/s; 0: reads are free */
+    int depth;                /* pieces requested ahead, including the one computing */
+    double t;                 /* compute clock */
+    double disk_free;         /* when the disk finishes what it has been asked for */
+    double released[SIM_RING];/* when piece k finished computing (k % SIM_RING) */
+    uint64_t k;               /* streamed pieces so far */
+} sim;
+
+/* Contract: seconds to compute `bytes` of `type` at the request's rate for that type. */
+static double compute_s(const sl_plan_req *req, int type, uint64_t bytes)
+{
+    double r = type >= 0 && type < SL_TYPE_COUNT && req->type_bw[type] > 0 ? req->type_bw[type] : req->compute_bw;
+    return r > 0 ? bytes / r : 0;
+}
+
+/* Contract: a synchronous read of `bytes` when compute gets to it: compute waits for it, and the
+ * pieces queued on the disk wait as long (the device serves it alongside them; its time is taken
+ * from theirs). */
+static void sim_sync_read(sim *s, uint64_t bytes)
+{
+    double d = s->bw > 0 ? bytes / s->bw : 0;
+    s->disk_free = (s->disk_free > s->t ? s->disk_free : s->t) + d;
+    s->t += d;
+}
+
+/* Contract: one streamed piece: requested when the piece `depth` places earlier was released (or
+ * at once for the first ones), read after everything requested before it, computed once read and
+ * once the previous compute is done. */
+static void sim_piece(sim *s, uint64_t len, double c)
+{
+    double req = s->k >= (uint64_t)s->depth ? s->released[(s->k - (uint64_t)s->depth) % SIM_RING] : 0;
+    double done = (s->disk_free > req ? s->disk_free : req) + (s->bw > 0 ? len / s->bw : 0);
+    s->disk_free = done;
+    s->t = (s->t > done ? s->t : done) + c;
+    s->released[s->k % SIM_RING] = s->t;
+    s->k++;
+}
+
+/* Contract: a matrix of `bytes` in rows of `row_bytes`: computed in place when resident, else as
+ * pieces of `rows_per_piece` rows. */
+static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t bytes, uint64_t row_bytes, int type,
+                       uint64_t rows_per_piece)
+{
+    if (resident || !row_bytes) { s->t += compute_s(req, type, bytes); return; }
+    uint64_t rows = bytes / row_bytes;
+    if (rows_per_piece < 1) rows_per_piece = 1;
+    for (uint64_t r = 0; r < rows; r += rows_per_piece) {
+        uint64_t len = (rows - r < rows_per_piece ? rows - r : rows_per_piece) * row_bytes;
+        sim_piece(s, len, compute_s(req, type, len));
+    }
+}
+
+/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
+static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const int L = pm->cfg.n_layers;
+    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    int64_t pieces = 0;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < 7; i++) {
+            comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+            if (!p->layer_resident[l][i] && pm->tensor_row_bytes[l][i]) {
+                uint64_t rows = pm->tensor_bytes[l][i] / pm->tensor_row_bytes[l][i];
+                uint64_t rpp = p->chunk_bytes ? p->chunk_bytes / pm->tensor_row_bytes[l][i] : rows;
+                if (rpp < 1) rpp = 1;
+                pieces += (int64_t)((rows + rpp - 1) / rpp);
+            }
+        }
+    p->pred_compute_s = comp;
+    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
+    if (p->all_resident) {
+        p->pred_token_s = comp;
+        p->pred_tok_s = comp > 0 ? 1 / comp : 0;
+        return;
+    }
+    if (!p->lm_head_resident && pm->lm_head_row_bytes) {
+        uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
+        pieces += (int64_t)((pm->lm_head_bytes / pm->lm_head_row_bytes + rpp - 1) / rpp);
+    }
+    sim s = { .bw = req->disk_bw > 0 ? req->disk_bw : 0, .depth = p->prefetch + 1 };
+    if (s.depth > SIM_RING) s.depth = SIM_RING;
+    if (pieces && s.depth > pieces) s.depth = (int)pieces;
+    if (s.depth < 1) s.depth = 1;
+    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)L : 0;
+    double t_pass[3];
+    /* three passes: the first starts with an idle disk; the last is the steady state */
+    for (int pass = 0; pass < 3; pass++) {
+        sim_sync_read(&s, pm->embd_row_bytes);
+        for (int l = 0; l < L; l++) {
+            if (spill_layer) sim_sync_read(&s, spill_layer);
+            for (int i = 0; i < 7; i++) {
+                uint64_t rb = pm->tensor_row_bytes[l][i];
+                sim_matrix(&s, req, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
+                           p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
+            }
+        }
+        sim_matrix(&s, req, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
+                   (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024));
+        t_pass[pass] = s.t;
+    }
+    p->pred_token_s = t_pass[2] - t_pass[1];
+    p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
 }
 
 int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
@@ -149,8 +285,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
             p->n_layers_resident = L;
             p->resident_bytes = weights;
             p->total_bytes = tot;
-            p->pred_compute_s = req->compute_bw > 0 ? weights / req->compute_bw : 0;
-            p->pred_tok_s = p->pred_compute_s > 0 ? 1 / p->pred_compute_s : 0;
+            predict(pm, req, p);
             return 0;
         }
     }
@@ -249,7 +384,8 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         }
     }
     p->resident_bytes = res;
-    p->stream_bytes = weights - pm->embd_bytes - res;
+    /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply) */
+    p->stream_bytes = weights - pm->embd_bytes - res + (pm->tied ? pm->lm_head_bytes : 0);
     p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;
     p->feasible = p->total_bytes <= req->budget;
     if (!p->feasible) {   /* cannot happen by construction; refuse rather than overrun */
@@ -257,13 +393,10 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         return -ENOSPC;
     }
 
-    /* 7. Prediction.  Reads overlap compute (prefetch), so a token costs the slower of the two. */
+    /* 7. Prediction (see predict()). */
     uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
     p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
-    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
-    p->pred_compute_s = req->compute_bw > 0 ? (weights - pm->embd_bytes) / req->compute_bw : 0;
-    double t = p->pred_io_s > p->pred_compute_s ? p->pred_io_s : p->pred_compute_s;
-    p->pred_tok_s = t > 0 ? 1 / t : 0;
+    predict(pm, req, p);
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * It performs no I/O and allocates nothing, so it is unit-tested on hand-built 8B/13B shapes.
  * The plan accounts for everything the process holds (see sl_plan fields); the run then allocates
  * exactly what the plan says, and --stats compares the plan with the measured peak.
+ * The rates come in through the request; sl_plan_rates (plan_print.c) measures them.
  */
 #ifndef SL_RUNTIME_PLANNER_H
 #define SL_RUNTIME_PLANNER_H
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/types.h"
 #include "runtime/model.h"
 
 #define SL_PLAN_MAX_LAYERS 1024
@@ -20,7 +22,9 @@ typedef struct sl_plan_model {
     sl_config cfg;
     uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][7];   /* per block: wq wk wv wo gate up down */
     uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][7];
+    int      tensor_type[SL_PLAN_MAX_LAYERS][7];      /* enum sl_type: picks the compute rate */
     uint64_t lm_head_bytes, lm_head_row_bytes;
+    int      lm_head_type;
     uint64_t embd_bytes, embd_row_bytes;
     bool     tied;
     uint64_t norm_bytes;      /* f32 norm vectors (always resident) */
@@ -36,8 +40,12 @@ typedef struct sl_plan_req {
     int      n_ctx;
     int      n_batch;         /* requested max batch; the plan may lower it */
     int      n_threads;
-    double   disk_bw;         /* bytes/s, O_DIRECT sequential */
-    double   compute_bw;      /* bytes of weights per second the kernels process (decode) */
+    double   disk_bw;         /* bytes/s, O_DIRECT sequential (0: unknown, reads cost no time) */
+    double   compute_bw;      /* bytes of weights per second the kernels process (decode), for any
+                               * type without its own rate below (0: unknown, compute is free) */
+    double   type_bw[SL_TYPE_COUNT];   /* per weight type (runtime/computeprobe.h); 0: compute_bw */
+    char     disk_how[320];   /* where the rates came from, for printing (not used by the planner) */
+    char     compute_how[640];
     bool     allow_spill;     /* KV may live in a file (the engine supports it) */
     bool     allow_q8_kv;
 } sl_plan_req;
@@ -74,8 +82,9 @@ typedef struct sl_plan {
 
     uint64_t total_bytes;     /* everything above: <= budget when feasible */
     uint64_t read_per_token;  /* weights + embedding row + KV spill traffic */
-    double   pred_tok_s;      /* decode prediction */
-    double   pred_io_s, pred_compute_s;   /* per token */
+    double   pred_tok_s;      /* decode prediction: 1 / pred_token_s */
+    double   pred_token_s;    /* one decode token, reads overlapping compute as the reader allows */
+    double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
 } sl_plan;
 
 /* Fill pm from an opened model (only the table; no I/O). */
@@ -87,6 +96,18 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan)
 
 /* Apply a feasible plan to a model: set each weight's stream flag. */
 void sl_plan_apply(const sl_plan *p, sl_model *m);
+
+/* The fixed costs the planner charges before anything else: runtime, metadata, tokenizer, norms.
+ * What the process already holds once a model is open, before its plan is applied. */
+uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm);
+
+/* Fill req->disk_bw, compute_bw, type_bw and the two how strings for model m (pm made from it;
+ * req->budget and n_threads set).  disk_gbs / compute_gbs > 0 are used as given (--disk-bw,
+ * --compute-bw, in GB/s).  Otherwise the disk rate is measured once per device
+ * (runtime/diskprobe.h) and the compute rate once per kernel path, thread count and weight type
+ * (runtime/computeprobe.h), its probe matrix kept within what the budget leaves above the fixed
+ * costs.  Does I/O: not part of the pure planner. */
+void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, double disk_gbs, double compute_gbs);
 
 /* Human-readable table (sluice plan) and JSON. */
 void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);

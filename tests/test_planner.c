@@ -1,10 +1,16 @@
-/* tests/test_planner.c — the --ram-budget planner as a pure function, on hand-built 8B/13B shapes. */
+/* tests/test_planner.c — the --ram-budget planner as a pure function, on hand-built 8B/13B shapes;
+ * its decode prediction; and the compute-rate probe that feeds it. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "kernels/simd.h"
 #include "kernels/types.h"
+#include "runtime/computeprobe.h"
 #include "runtime/planner.h"
 
 #define MiB (1024ull * 1024ull)
@@ -28,8 +34,10 @@ static void shape(sl_plan_model *pm, int dim, int L, int heads, int kv_heads, in
         for (int i = 0; i < 7; i++) {
             pm->tensor_row_bytes[l][i] = sl_row_bytes(types[i], cols[i]);
             pm->tensor_bytes[l][i] = pm->tensor_row_bytes[l][i] * (uint64_t)rows[i];
+            pm->tensor_type[l][i] = types[i];
         }
     }
+    pm->lm_head_type = SL_TYPE_Q6_K;
     pm->lm_head_row_bytes = sl_row_bytes(SL_TYPE_Q6_K, dim);
     pm->lm_head_bytes = pm->lm_head_row_bytes * (uint64_t)vocab;
     pm->embd_row_bytes = sl_row_bytes(SL_TYPE_Q4_K, dim);
@@ -181,4 +189,260 @@ Test(planner, infeasible_states_minimum_and_cause, .init = setup)
     r.budget = plan.min_budget;
     cr_assert_eq(sl_plan_make(&llama3_8b, &r, &plan), 0, "%s", plan.why);
     cr_assert_leq(plan.total_bytes, r.budget);
+}
+
+/* ---- prediction ------------------------------------------------------------------------------- */
+
+/* Bytes of the matrices a token multiplies with, per type, from a hand-built shape. */
+static void bytes_by_type(const sl_plan_model *pm, uint64_t bytes[SL_TYPE_COUNT])
+{
+    memset(bytes, 0, SL_TYPE_COUNT * sizeof *bytes);
+    for (int l = 0; l < pm->cfg.n_layers; l++)
+        for (int i = 0; i < 7; i++) bytes[pm->tensor_type[l][i]] += pm->tensor_bytes[l][i];
+    bytes[pm->lm_head_type] += pm->lm_head_bytes;
+}
+
+/* More budget never predicts a (much) slower token: it reads no more and computes the same (checked
+ * on the same dense grid as bytes read, with per-type rates and disks slower and faster than
+ * compute).  Not exactly: the reader overlaps reads with compute only a few pieces ahead, so a run
+ * of pinned weights computes with the disk mostly idle.  When the disk is fast, pinning the Q6_K LM
+ * head (slow to compute per byte) instead of two blocks, or buying larger pieces, can cost ~1% of a
+ * token on this grid (~2% with an 8 GB/s disk): the planner minimises bytes read, not time.  2% is
+ * the bound held here. */
+Test(planner, prediction_never_slower_with_more_budget, .init = setup)
+{
+    const sl_plan_model *models[] = { &llama3_8b, &llama2_13b };
+    const double disks[] = { 0.5e9, 1.8e9, 20e9 };
+    for (int mi = 0; mi < 2; mi++)
+        for (int di = 0; di < 3; di++) {
+            double prev = 0;
+            for (uint64_t b = 16 * MiB; b <= 12000 * MiB; b += b / 8) {
+                sl_plan_req r = req_for(b, 512);
+                r.disk_bw = disks[di];
+                r.type_bw[SL_TYPE_Q4_K] = 11e9;
+                r.type_bw[SL_TYPE_Q6_K] = 8e9;
+                if (sl_plan_make(models[mi], &r, &plan)) continue;
+                cr_assert(isfinite(plan.pred_tok_s) && plan.pred_tok_s > 0);
+                cr_assert_geq(plan.pred_tok_s, prev * 0.98, "model %d disk %.1f GB/s: %llu MiB predicts %.4f tok/s, "
+                              "a smaller budget %.4f", mi, disks[di] / 1e9, (unsigned long long)(b / MiB), plan.pred_tok_s, prev);
+                prev = plan.pred_tok_s;
+            }
+        }
+}
+
+/* The simulated token lies between perfect overlap and none, and reaches the obvious limits: with
+ * nothing pinned and the disk the bottleneck it is the read time; when everything fits it is the
+ * compute time at the per-type rates. */
+Test(planner, prediction_bounds_and_limits, .init = setup)
+{
+    uint64_t bytes[SL_TYPE_COUNT];
+    bytes_by_type(&llama3_8b, bytes);
+    const double q4 = 11e9, q6 = 8e9;
+    double comp = bytes[SL_TYPE_Q4_K] / q4 + bytes[SL_TYPE_Q6_K] / q6;
+
+    for (uint64_t b = 64 * MiB; b <= 8192 * MiB; b *= 2) {
+        sl_plan_req r = req_for(b, 512);
+        r.type_bw[SL_TYPE_Q4_K] = q4;
+        r.type_bw[SL_TYPE_Q6_K] = q6;
+        cr_assert_eq(sl_plan_make(&llama3_8b, &r, &plan), 0, "%s", plan.why);
+        cr_assert_float_eq(plan.pred_compute_s, comp, comp * 1e-9, "compute at per-type rates");
+        double io = plan.read_per_token / r.disk_bw;
+        cr_assert_float_eq(plan.pred_io_s, io, io * 1e-9 + 1e-12);
+        double lo = io > comp ? io : comp, hi = io + comp;
+        cr_assert_geq(plan.pred_token_s, lo * (1 - 1e-6), "%llu MiB: token %.3f s < max(io %.3f, compute %.3f)",
+                      (unsigned long long)(b / MiB), plan.pred_token_s, io, comp);
+        cr_assert_leq(plan.pred_token_s, hi * (1 + 1e-6), "%llu MiB: token %.3f s > io + compute", (unsigned long long)(b / MiB),
+                      plan.pred_token_s);
+        cr_assert_float_eq(plan.pred_tok_s, 1 / plan.pred_token_s, 1e-9);
+        if (plan.all_resident) cr_assert_float_eq(plan.pred_token_s, comp, comp * 1e-9);
+    }
+
+    /* nothing pinned, disk far slower than compute: the token is the read time (+ one piece's compute) */
+    sl_plan_req r = req_for(128 * MiB, 512);
+    r.disk_bw = 0.5e9;
+    cr_assert_eq(sl_plan_make(&llama3_8b, &r, &plan), 0);
+    cr_assert_eq(plan.resident_bytes, 0);
+    cr_assert_float_eq(plan.pred_token_s, plan.pred_io_s, plan.pred_io_s * 0.01);
+    /* nothing pinned, disk far faster: the compute time */
+    r.disk_bw = 100e9;
+    cr_assert_eq(sl_plan_make(&llama3_8b, &r, &plan), 0);
+    cr_assert_float_eq(plan.pred_token_s, plan.pred_compute_s, plan.pred_compute_s * 0.01);
+}
+
+/* When a long run of pinned weights computes (LM head, then the first blocks of the next token), the
+ * reader can only fetch its few pieces ahead, so the token costs about that compute plus the reads
+ * of the rest: max(io, compute) would be optimistic. */
+Test(planner, prediction_counts_the_pinned_run, .init = setup)
+{
+    sl_plan_req r = req_for(2048 * MiB, 512);
+    r.compute_bw = 10e9;
+    r.disk_bw = 1.8e9;
+    cr_assert_eq(sl_plan_make(&llama3_8b, &r, &plan), 0);
+    cr_assert(plan.lm_head_resident && plan.n_layers_resident >= 10);
+    double pinned = plan.resident_bytes / r.compute_bw;   /* ~0.19 s */
+    double window = (plan.prefetch + 1) * (double)plan.chunk_bytes / r.disk_bw;
+    double io = plan.pred_io_s, streamed_comp = plan.stream_bytes / r.compute_bw;
+    cr_assert_gt(io, streamed_comp, "this case is disk-bound");
+    double expect = pinned + io - window;
+    cr_assert_float_eq(plan.pred_token_s, expect, expect * 0.02, "token %.3f s, expected pinned %.3f + io %.3f - window %.3f",
+                       plan.pred_token_s, pinned, io, window);
+}
+
+/* A spilled KV cache is read synchronously, layer by layer: it adds to the token, it is not hidden. */
+Test(planner, prediction_spill_reads_are_serial, .init = setup)
+{
+    sl_plan_req r = req_for(128 * MiB, 512);
+    r.disk_bw = 100e9;   /* weights' reads hide behind compute... */
+    r.compute_bw = 4e9;
+    cr_assert_eq(sl_plan_make(&llama2_13b, &r, &plan), 0);
+    cr_assert_eq(plan.kv, SL_PLAN_KV_SPILL);
+    double t_fast = plan.pred_token_s;
+    r.disk_bw = 10e9;   /* ...still, at 10 GB/s the 400 MiB spilled cache costs ~0.04 s on top */
+    cr_assert_eq(sl_plan_make(&llama2_13b, &r, &plan), 0);
+    double spill = plan.kv_file_bytes / r.disk_bw;
+    cr_assert_float_eq(plan.pred_token_s - t_fast, spill, spill * 0.1, "spill adds %.4f s, expected %.4f",
+                       plan.pred_token_s - t_fast, spill);
+}
+
+/* ---- compute rates ---------------------------------------------------------------------------- */
+
+Test(planner, compute_combine_is_the_harmonic_mix)
+{
+    uint64_t bytes[SL_TYPE_COUNT] = { 0 };
+    double rate[SL_TYPE_COUNT] = { 0 };
+    cr_assert_eq(sl_compute_combine(bytes, rate), 0, "no bytes: no rate");
+    bytes[SL_TYPE_Q4_K] = 3000000000ull;
+    bytes[SL_TYPE_Q6_K] = 1000000000ull;
+    rate[SL_TYPE_Q4_K] = 10e9;
+    cr_assert_eq(sl_compute_combine(bytes, rate), 0, "a type with bytes and no rate: unknown");
+    rate[SL_TYPE_Q6_K] = 5e9;
+    rate[SL_TYPE_F32] = 1;   /* a rate for a type without bytes does not count */
+    /* 4 GB in 0.3 s + 0.2 s */
+    cr_assert_float_eq(sl_compute_combine(bytes, rate), 8e9, 1);
+    /* and the planner agrees with the mix when it is given the per-type rates */
+    sl_plan_model *pm = malloc(sizeof *pm);
+    cr_assert_not_null(pm);
+    shape(pm, 4096, 32, 32, 8, 14336, 128256, 15 * MiB);
+    uint64_t b[SL_TYPE_COUNT];
+    bytes_by_type(pm, b);
+    sl_plan_req r = req_for(8192 * MiB, 512);
+    r.compute_bw = 0;
+    r.type_bw[SL_TYPE_Q4_K] = 10e9;
+    r.type_bw[SL_TYPE_Q6_K] = 5e9;
+    cr_assert_eq(sl_plan_make(pm, &r, &plan), 0);
+    double mix = sl_compute_combine(b, r.type_bw), total = (double)(b[SL_TYPE_Q4_K] + b[SL_TYPE_Q6_K]);
+    cr_assert(plan.all_resident);
+    cr_assert_float_eq(plan.pred_tok_s, mix / total, mix / total * 1e-9);
+    free(pm);
+}
+
+static char g_cache[64];
+
+static void cache_setup(void)
+{
+    snprintf(g_cache, sizeof g_cache, "/tmp/sl_cprobe_XXXXXX");
+    cr_assert_not_null(mkdtemp(g_cache));
+    setenv("XDG_CACHE_HOME", g_cache, 1);
+}
+
+static void cache_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cache);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Contract of a cache file: present, holding a positive number. */
+static double cached_value(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/sluice/%s", g_cache, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    double v = -1;
+    if (fscanf(f, "%lf", &v) != 1) v = -1;
+    fclose(f);
+    return v;
+}
+
+/* The probe measures a positive, finite rate, caches it under the active path, thread count and
+ * type, and the next call reads the cache instead of measuring again. */
+Test(planner, compute_probe_measures_and_caches, .init = cache_setup, .fini = cache_teardown)
+{
+    char how[512], name[128];
+    double r = sl_compute_rate(SL_TYPE_Q4_K, 2, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    cr_assert(isfinite(r) && r > 1e8 && r < 1e12, "Q4_K rate %g (%s)", r, how);
+    cr_assert(strstr(how, "measured now"), "%s", how);
+    snprintf(name, sizeof name, "compute-%s-t2-Q4_K.bw", sl_kernels()->name);
+    double v = cached_value(name);
+    if (v < 0) {   /* sanitizer / unoptimized builds key their (slow) figures apart */
+        snprintf(name, sizeof name, "compute-%s-asan-t2-Q4_K.bw", sl_kernels()->name);
+        if ((v = cached_value(name)) < 0) {
+            snprintf(name, sizeof name, "compute-%s-O0-t2-Q4_K.bw", sl_kernels()->name);
+            v = cached_value(name);
+        }
+    }
+    cr_assert_float_eq(v, r, 1, "cached %g, measured %g", v, r);
+    double again = sl_compute_rate(SL_TYPE_Q4_K, 2, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured earlier"), "%s", how);
+    cr_assert_float_eq(again, r, 1);
+
+    /* another type is another key: measured, not read from Q4_K's file */
+    double q6 = sl_compute_rate(SL_TYPE_Q6_K, 2, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    cr_assert(isfinite(q6) && q6 > 1e8 && strstr(how, "measured now"), "%g %s", q6, how);
+    /* another thread count likewise */
+    sl_compute_rate(SL_TYPE_Q4_K, 1, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured now"), "%s", how);
+}
+
+/* Exact mode runs other kernels (dequantize + f32 dot): its rate is measured and cached apart. */
+Test(planner, compute_probe_keys_exact_mode, .init = cache_setup, .fini = cache_teardown)
+{
+    char how[512];
+    double fast = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    sl_kernels_set_exact(true);
+    double exact = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
+    sl_kernels_set_exact(false);
+    cr_assert(strstr(how, "measured now"), "exact mode must not reuse the fast figure: %s", how);
+    cr_assert(strstr(how, "-exact-"), "%s", how);
+    cr_assert(isfinite(exact) && exact > 1e7, "%g", exact);
+    cr_assert(isfinite(fast) && fast > 1e8, "%g", fast);
+}
+
+/* A budget with little room measures with a smaller matrix and does not cache that figure; with no
+ * room it does not measure at all. */
+Test(planner, compute_probe_respects_small_room, .init = cache_setup, .fini = cache_teardown)
+{
+    char how[512];
+    double r = sl_compute_rate(SL_TYPE_Q4_K, 2, 4u << 20, 1.0, how, sizeof how);
+    cr_assert(isfinite(r) && r > 1e8 && strstr(how, "not cached"), "%g %s", r, how);
+    sl_compute_rate(SL_TYPE_Q4_K, 2, 4u << 20, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured now"), "%s", how);
+    r = sl_compute_rate(SL_TYPE_Q4_K, 2, SL_COMPUTE_PROBE_MIN - 1, 1.5e9, how, sizeof how);
+    cr_assert_eq(r, 1.5e9);
+    cr_assert(strstr(how, "assumed"), "%s", how);
+    /* a type without kernels cannot be measured */
+    r = sl_compute_rate(SL_TYPE_Q2_K, 2, SL_COMPUTE_PROBE_BYTES, 1.5e9, how, sizeof how);
+    cr_assert_eq(r, 1.5e9);
+}
+
+/* The model-level figure: per-type rates for exactly the types the model multiplies with, mixed by
+ * their bytes (the bundled stories260K model). */
+Test(planner, compute_rate_of_a_model, .init = cache_setup, .fini = cache_teardown)
+{
+    char err[256], how[640];
+    sl_model *m;
+    cr_assert_eq(sl_model_open(SL_SOURCE_DIR "/models/stories260K.gguf", &m, err, sizeof err), 0, "%s", err);
+    uint64_t bytes[SL_TYPE_COUNT], total = 0, want = m->output.nbytes;
+    sl_compute_bytes_by_type(m, bytes);
+    for (int t = 0; t < SL_TYPE_COUNT; t++) total += bytes[t];
+    for (int l = 0; l < m->cfg.n_layers; l++) want += sl_layer_bytes(m, l);
+    cr_assert_eq(total, want);
+    double rate[SL_TYPE_COUNT];
+    double r = sl_compute_rate_model(m, 2, SL_COMPUTE_PROBE_BYTES, 1.0, rate, how, sizeof how);
+    cr_assert(isfinite(r) && r > 1e8, "%g %s", r, how);
+    for (int t = 0; t < SL_TYPE_COUNT; t++) cr_assert_eq(rate[t] > 0, bytes[t] > 0, "type %d", t);
+    cr_assert_float_eq(r, sl_compute_combine(bytes, rate), 1);
+    cr_assert(strstr(how, "measured now"), "%s", how);
+    sl_model_free(m);
 }

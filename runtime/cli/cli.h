@@ -12,18 +12,15 @@ int cmd_inspect(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
-/* Default compute rate for predictions (GB/s of weights the decode kernels process); measured on
- * this machine class with the portable kernels; --compute-bw overrides. */
-#define SL_DEFAULT_COMPUTE_GBS 2.0
-
 struct sl_model;
 struct sl_plan_model;
 struct sl_plan_req;
 struct sl_plan;
-/* Make a plan for --ram-budget (NULL or "auto": derive from MemAvailable / cgroup).  0, or -1 after
- * printing the error (infeasible budgets print the minimum and what dominates it). */
+/* Make a plan for --ram-budget (NULL or "auto": derive from MemAvailable / cgroup).  disk_gbs and
+ * compute_gbs (GB/s) <= 0 are measured (sl_plan_rates).  0, or -1 after printing the error
+ * (infeasible budgets print the minimum and what dominates it). */
 int cli_plan_for(const struct sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch,
-                 int threads, double disk_bw, double compute_bw, struct sl_plan_model *pm, struct sl_plan_req *req,
+                 int threads, double disk_gbs, double compute_gbs, struct sl_plan_model *pm, struct sl_plan_req *req,
                  struct sl_plan *plan);
 
 /* One clear line on stderr, prefixed "sluice: ". */

@@ -11,7 +11,7 @@
 void gen_opts_default(gen_opts *o, long n_predict)
 {
     *o = (gen_opts){ .n_predict = n_predict, .n_batch = 512, .kv_type = SLUICE_KV_AUTO, .io = SLUICE_IO_URING,
-                     .prefetch = 2, .head_rows = 1024, .compute_bw = SL_DEFAULT_COMPUTE_GBS };
+                     .prefetch = 2, .head_rows = 1024 };   /* disk_bw, compute_bw 0: measured */
     sluice_sampler_params_default(&o->sp);
 }
 
@@ -123,6 +123,8 @@ void gen_opts_usage(FILE *f)
             "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
             "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
             "      --disk-bw GB/s      disk read rate for the plan's prediction (default: measured once per device)\n"
+            "      --compute-bw GB/s   weight bytes per second the decode kernels process, for the prediction\n"
+            "                          (default: measured once per kernel path, thread count and weight type)\n"
             "streaming (weights read from disk as the forward pass reaches them):\n"
             "      --stream            stream every weight matrix (norms stay resident)\n"
             "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"

@@ -3,14 +3,13 @@
 #include <string.h>
 
 #include "runtime/cli/cli.h"
-#include "runtime/diskprobe.h"
 #include "runtime/model.h"
 #include "runtime/planner.h"
 #include "runtime/threadpool.h"
 #include "runtime/tokenizer.h"
 
 int cli_plan_for(const sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch, int threads,
-                 double disk_bw, double compute_bw, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan)
+                 double disk_gbs, double compute_gbs, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan)
 {
     uint64_t budget = 0;
     char how[160] = "";
@@ -21,11 +20,9 @@ int cli_plan_for(const sl_model *m, size_t vocab_bytes, const char *budget_arg, 
         return -1;
     }
     sl_plan_model_from(pm, m, vocab_bytes);
-    char dhow[300] = "";
-    if (disk_bw <= 0) disk_bw = sl_disk_read_rate(m->path, 1.8e9, dhow, sizeof dhow);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .disk_bw = disk_bw, .compute_bw = compute_bw, .allow_spill = true,
-                          .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+    sl_plan_rates(m, pm, req, disk_gbs, compute_gbs);   /* measured (and cached) unless given */
     if (sl_plan_make(pm, req, plan)) {
         cli_err("--ram-budget %s%s%s: %s", budget_arg ? budget_arg : "auto", *how ? " " : "", how, plan->why);
         return -1;
@@ -37,7 +34,7 @@ int cmd_plan(int argc, char **argv)
 {
     const char *path = NULL, *budget = NULL, *v;
     long n_ctx = 0, n_batch = 512, threads = 0;
-    double disk = 0, compute = SL_DEFAULT_COMPUTE_GBS;
+    double disk = 0, compute = 0;   /* 0: measured */
     bool json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -53,9 +50,11 @@ int cmd_plan(int argc, char **argv)
             printf("usage: sluice plan [-m MODEL] --ram-budget SIZE|auto [-c CTX] [-b BATCH] [-t THREADS]\n"
                    "                  [--disk-bw GB/s] [--compute-bw GB/s] [--json]\n"
                    "The disk rate defaults to a figure measured once per device (O_DIRECT reads of the model\n"
-                   "file, cached under ~/.cache/sluice); without a measurement 1.8 GB/s is assumed.\n"
+                   "file, cached under ~/.cache/sluice); without a measurement 1.8 GB/s is assumed.  The compute\n"
+                   "rate defaults to one measured once per kernel path, thread count and weight type (~0.15 s\n"
+                   "of matrix-vector products per type, cached likewise); without one 2 GB/s is assumed.\n"
                    "Prints what stays resident, what streams, the memory of each part against the budget,\n"
-                   "and the predicted decode speed.  Nothing is run.\n");
+                   "and the predicted decode speed.  The model is not run.\n");
             return 0;
         } else if (a[0] != '-') path = a;
         else { cli_err("plan: unknown option '%s'", a); return 2; }
@@ -73,7 +72,7 @@ int cmd_plan(int argc, char **argv)
     int status = 1;
     if (pm && plan &&
         cli_plan_for(m, sl_vocab_mem_bytes(voc), budget, (int)n_ctx, (int)n_batch, threads ? (int)threads : sl_ncpu(),
-                     disk * 1e9, compute * 1e9, pm, &req, plan) == 0) {
+                     disk, compute, pm, &req, plan) == 0) {
         if (json) sl_plan_print_json(plan, pm, &req, stdout);
         else sl_plan_print(plan, pm, &req, stdout);
         status = 0;

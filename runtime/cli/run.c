@@ -160,9 +160,11 @@ static void write_stats_json(const char *path, const sl_model *m, sl_stream *s, 
             dec_ns ? n_dec / (dec_ns / 1e9) : 0, n_dec ? lat[n_dec / 2] / 1e6 : 0,
             n_dec ? lat[(n_dec * 9) / 10 < n_dec ? (n_dec * 9) / 10 : n_dec - 1] / 1e6 : 0, peak_rss_bytes(), res);
     if (plan)
-        fprintf(f, ",\"budget\":%" PRIu64 ",\"planned_bytes\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"blocks_resident\":%d,"
+        fprintf(f, ",\"budget\":%" PRIu64 ",\"planned_bytes\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_io_s\":%.4f,"
+                "\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"blocks_resident\":%d,"
                 "\"lm_head_resident\":%s,\"kv\":\"%s\",\"n_batch\":%d,\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d",
-                req->budget, plan->total_bytes, plan->pred_tok_s, plan->n_layers_resident,
+                req->budget, plan->total_bytes, plan->pred_tok_s, plan->pred_io_s, plan->pred_compute_s, req->disk_bw,
+                req->compute_bw, plan->n_layers_resident,
                 plan->lm_head_resident ? "true" : "false",
                 plan->kv == SL_PLAN_KV_F16 ? "f16" : plan->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill", plan->n_batch,
                 plan->chunk_bytes, plan->prefetch);
@@ -358,9 +360,11 @@ int cmd_run(int argc, char **argv)
                 load_s, n_evaluated, pp_s, pp_s > 0 ? n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
                 peak_rss_bytes() / 1048576.0);
         print_stream_stats(M->stream, M->m, lat, n_dec, t_end - t_load);
-        if (plan)
+        if (plan) {
             fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
                     M->req.budget / 1048576.0, plan->total_bytes / 1048576.0, plan->pred_tok_s, peak_rss_bytes() / 1048576.0);
+            fprintf(stderr, "sluice: prediction rates: disk %s; compute %s\n", M->req.disk_how, M->req.compute_how);
+        }
         if (o.g.session) {
             if (sess_loaded)
                 fprintf(stderr, "sluice: session: loaded %d tokens (%.2f MiB, %.2f MiB uncompressed) in %.3f s; reused %"
