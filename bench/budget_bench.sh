@@ -187,7 +187,7 @@ cg_remove() {
 bench_io_rate() {
     local f=$OUT/bench_io-$1.txt
     drop_caches
-    "$BENCH_IO" "$MODEL" --backend mmap >"$f" 2>&1 || { log "bench_io failed (see $f)"; return 1; }
+    "$BENCH_IO" "$MODEL" --raw-only >"$f" 2>&1 || { log "bench_io failed (see $f)"; return 1; }
     awk -F': ' '/^raw O_DIRECT sequential/ { v = $NF + 0; if (v > best) best = v } END { if (best > 0) print best }' "$f"
 }
 
