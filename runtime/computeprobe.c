@@ -17,6 +17,7 @@
  * next to the disk probe's, so a sanitizer test run cannot leave its slow figure for release runs.
  */
 #include "runtime/computeprobe.h"
+#include "runtime/probecache.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -60,35 +61,13 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Contract: the cache directory (no trailing slash) in buf, as runtime/diskprobe.c chooses it. */
-static void cache_dir(char *buf, size_t len)
-{
-    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (x && *x) snprintf(buf, len, "%s/sluice", x);
-    else snprintf(buf, len, "%s/.cache/sluice", home && *home ? home : "/var/tmp");
-}
-
 /* Contract: the cache file of (active path and mode, this build's flavour, n_threads, type). */
 static void cache_path(int type, int n_threads, char *buf, size_t len)
 {
     char dir[3800];
-    cache_dir(dir, sizeof dir);
+    sl_probe_cache_dir(dir, sizeof dir);
     snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels()->name, sl_kernels_exact() ? "-exact" : "",
              BUILD_FLAVOUR, n_threads, sl_type_name(type));
-}
-
-/* Contract: creates every missing directory on the way to `file` (errors are left to the fopen that
- * follows). */
-static void mkdirs(const char *file)
-{
-    char d[4096];
-    snprintf(d, sizeof d, "%s", file);
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(d, 0755);
-        *p = '/';
-    }
 }
 
 /* Contract: the next value of a xorshift64 generator (state must be non-zero). */
@@ -263,7 +242,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         return bw;
     }
     *src = SRC_MEASURED;
-    mkdirs(cp);
+    sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
     snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels()->name,
@@ -329,7 +308,7 @@ double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_byte
     probe_free(&pr);
     double r = sl_compute_combine(bytes, rate);
     char dir[3800], state[4096];
-    cache_dir(dir, sizeof dir);
+    sl_probe_cache_dir(dir, sizeof dir);
     if (n_src[SRC_FALLBACK]) snprintf(state, sizeof state, "partly assumed: %s", why);
     else if (n_src[SRC_MEASURED_UNCACHED]) snprintf(state, sizeof state, "measured now with a smaller probe to fit the budget, not cached");
     else if (n_src[SRC_MEASURED]) snprintf(state, sizeof state, "measured now, cached in %s", dir);

@@ -10,24 +10,14 @@
 #include <time.h>
 
 #include "loader/io.h"
+#include "runtime/probecache.h"
 
+/* Contract: the cache file of device `dev`. */
 static void cache_path(dev_t dev, char *buf, size_t len)
 {
-    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (x && *x) snprintf(buf, len, "%s/sluice/disk-%" PRIu64 ".bw", x, (uint64_t)dev);
-    else snprintf(buf, len, "%s/.cache/sluice/disk-%" PRIu64 ".bw", home && *home ? home : "/var/tmp", (uint64_t)dev);
-}
-
-static void mkdirs(const char *file)
-{
-    char d[4096];
-    snprintf(d, sizeof d, "%s", file);
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(d, 0755);
-        *p = '/';
-    }
+    char dir[3800];
+    sl_probe_cache_dir(dir, sizeof dir);
+    snprintf(buf, len, "%s/disk-%" PRIu64 ".bw", dir, (uint64_t)dev);
 }
 
 static double measure(const char *path, uint64_t size)
@@ -82,7 +72,7 @@ double sl_disk_read_rate(const char *path, double fallback, char *how, size_t ho
     if ((uint64_t)st.st_size < (64ull << 20)) { snprintf(how, howlen, "assumed %.2f GB/s", fallback / 1e9); return fallback; }
     bw = measure(path, (uint64_t)st.st_size);
     if (bw <= 0) { snprintf(how, howlen, "assumed %.2f GB/s (O_DIRECT probe not possible)", fallback / 1e9); return fallback; }
-    mkdirs(cp);
+    sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
     snprintf(how, howlen, "%.2f GB/s measured now (O_DIRECT, 4 MiB reads, cached in %s)", bw / 1e9, cp);
