@@ -524,8 +524,12 @@ AVX2 static inline __m256 ld_bf16(const uint16_t *h)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h)), 16));
 }
 
-#define FLOAT_DOT(NAME, T, LOAD, SCALAR)                                                               \
-    AVX2 static float NAME(const void *restrict vw, const float *restrict x, int64_t n)                 \
+/* Contract: sum of w[i]*x[i] in the attention dot's fixed order (simd.h, sl_kernel_set.adot_*):
+ * 4 registers of 8 FMA lanes over steps of 32, a last step of 8 into the first, the hsum_ps4 tree,
+ * then the tail by FMA.  The portable sl_adot_* (kernels/qdot.c) spell out the same operations, so
+ * attention gets the same bits on every path; F32/F16 weight rows use the same functions. */
+#define FLOAT_DOT(LINKAGE, NAME, T, LOAD, SCALAR)                                                      \
+    AVX2 LINKAGE float NAME(const void *restrict vw, const float *restrict x, int64_t n)               \
     {                                                                                                  \
         const T *w = vw;                                                                               \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
@@ -538,14 +542,14 @@ AVX2 static inline __m256 ld_bf16(const uint16_t *h)
         }                                                                                              \
         for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);      \
         float s = hsum_ps4(a0, a1, a2, a3);                                                            \
-        for (; i < n; i++) s += SCALAR(w[i]) * x[i];                                                   \
+        for (; i < n; i++) s = fmaf(SCALAR(w[i]), x[i], s);                                            \
         return s;                                                                                      \
     }
 
 #define F32_ID(v) (v)
-FLOAT_DOT(dot_f32, float, _mm256_loadu_ps, F32_ID)
-FLOAT_DOT(dot_f16, uint16_t, ld_f16, f16f)
-FLOAT_DOT(dot_bf16, uint16_t, ld_bf16, sl_bf16_to_f32)
+FLOAT_DOT(, sl_avx2_adot_f32, float, _mm256_loadu_ps, F32_ID)
+FLOAT_DOT(, sl_avx2_adot_f16, uint16_t, ld_f16, f16f)
+FLOAT_DOT(static, dot_bf16, uint16_t, ld_bf16, sl_bf16_to_f32)
 
 /* Contract: o[i] += a * v[i] with one rounding per element (FMA). */
 AVX2 void sl_avx2_axpy_f32(float *restrict o, float a, const float *restrict v, int64_t n)
@@ -567,36 +571,12 @@ AVX2 void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict 
     for (; i < n; i++) o[i] = fmaf(a, f16f(v[i]), o[i]);
 }
 
-/* Contract: the attention dot of simd.h (sl_kernel_set.adot_*): 4 registers of 8 FMA lanes over
- * steps of 32, a last step of 8 into the first, the hsum_ps4 tree, then the tail by FMA.  The
- * portable sl_adot_* (kernels/qdot.c) spell out the same operations, so both give the same bits. */
-#define ATTN_DOT(NAME, T, LOAD, SCALAR)                                                                \
-    AVX2 float NAME(const void *restrict vw, const float *restrict x, int64_t n)                       \
-    {                                                                                                  \
-        const T *w = vw;                                                                               \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
-        int64_t i = 0;                                                                                 \
-        for (; i + 32 <= n; i += 32) {                                                                 \
-            a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);                             \
-            a1 = _mm256_fmadd_ps(LOAD(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);                     \
-            a2 = _mm256_fmadd_ps(LOAD(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);                   \
-            a3 = _mm256_fmadd_ps(LOAD(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);                   \
-        }                                                                                              \
-        for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LOAD(w + i), _mm256_loadu_ps(x + i), a0);      \
-        float s = hsum_ps4(a0, a1, a2, a3);                                                            \
-        for (; i < n; i++) s = fmaf(SCALAR(w[i]), x[i], s);                                            \
-        return s;                                                                                      \
-    }
-
-ATTN_DOT(sl_avx2_adot_f32, float, _mm256_loadu_ps, F32_ID)
-ATTN_DOT(sl_avx2_adot_f16, uint16_t, ld_f16, f16f)
-
 const sl_kernel_set sl_kernels_avx2_set = {
     "avx2",
     sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
     dot_q4_0_q8_0, dot_q8_0_q8_0,
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
-    dot_f32, dot_f16, dot_bf16,
+    sl_avx2_adot_f32, sl_avx2_adot_f16, dot_bf16,
     sl_avx2_axpy_f32, sl_avx2_axpy_f16,
     sl_avx2_adot_f32, sl_avx2_adot_f16,
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
