@@ -282,13 +282,29 @@ AVX2 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy
     return acc;
 }
 
+/* The 128 six-bit weights of half h of a Q6_K block as unsigned bytes 0..63 (the -32 offset is
+ * applied through bsums by the callers): q[k] holds weights 32k..32k+31 of that half. */
+AVX2 static inline void q6_unpack(const sl_block_q6_k *b, int h, __m256i q[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(0x03);
+    const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+    const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+    q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+}
+
 /* Contract: as sl_qdot_q6_k_q8_k (same bits).  q in 0..63: maddubs pairs <= 2*63*127, times
  * |scale| <= 128 per madd. */
 AVX2 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q6_k *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     /* within a dword (scales s, s+1 as int16): low half gets s everywhere, high half s+1 */
     const __m256i pair_ctl = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
                                               2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
@@ -300,17 +316,8 @@ AVX2 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy
         s = _mm256_sub_epi32(_mm256_setzero_si256(), s);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            q6_unpack(&w[i], h, q);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 const __m256i a = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
@@ -461,7 +468,6 @@ AVX2 void sl_avx2_dot4_q5_k_q8_k(const void *restrict vw, const void *restrict v
 AVX2 void sl_avx2_dot4_q6_k_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 {
     const sl_block_q6_k *w = vw;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     const __m256i pair_ctl = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
                                               2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     __m128 acc = _mm_setzero_ps();
@@ -475,17 +481,8 @@ AVX2 void sl_avx2_dot4_q6_k_q8_k(const void *restrict vw, const void *restrict v
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * h + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            q6_unpack(&w[i], h, q);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 const __m256i scv = _mm256_shuffle_epi8(
