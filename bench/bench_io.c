@@ -2,6 +2,7 @@
  * get?
  *
  *   bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] [--chunk MiB] [--raw-only]
+ *   bench_io FILE --sweep [--rounds N]
  *
  * First the raw ceiling: sequential O_DIRECT pread of the whole file in piece-sized reads, one at a
  * time (what a single reader thread can get), and 1 MiB reads 16 in flight or 4 MiB reads 8 in flight
@@ -86,7 +87,11 @@ static double raw_direct(const char *path, size_t piece, uint64_t *bytes) {
 
 /* Raw sequential O_DIRECT read with `qd` reads of `bs` bytes in flight (io_uring): the device's
  * ceiling when it is given parallel work.  GB/s, or -1. */
-static double raw_direct_qd(const char *path, size_t bs, int qd) {
+static double raw_direct_range(const char *path, size_t bs, int qd, uint64_t start, uint64_t len);
+static double raw_direct_qd(const char *path, size_t bs, int qd) { return raw_direct_range(path, bs, qd, 0, UINT64_MAX); }
+
+/* Contract: as raw_direct_qd, over [start, start + len) of the file (clamped to its size). */
+static double raw_direct_range(const char *path, size_t bs, int qd, uint64_t start, uint64_t len) {
     int fd = open(path, O_RDONLY | O_DIRECT);
     struct stat st;
     struct io_uring ring;
@@ -97,7 +102,8 @@ static double raw_direct_qd(const char *path, size_t bs, int qd) {
     uint8_t *buf = NULL;
     if (posix_memalign((void **)&buf, 4096, bs * (size_t)qd) != 0) { close(fd); return -1; }
     memset(buf, 0, bs * (size_t)qd);
-    uint64_t size = (uint64_t)st.st_size, next = 0, got = 0;
+    uint64_t size = (uint64_t)st.st_size, next = start, got = 0;
+    if (len < size - (start < size ? start : size)) size = start + len;
     int inflight = 0;
     double t0 = now_s();
     for (int i = 0; i < qd && next < size; i++, next += bs, inflight++) {
@@ -180,9 +186,48 @@ out:
     return res;
 }
 
+/* Read rate against bytes in flight: raw io_uring O_DIRECT reads for a grid of read sizes x queue
+ * depths, each cell reading 128 MiB at an offset no other cell of the sweep reads (the host may cache
+ * the disk image: a re-read would be a free hit), cells in a rotated order each round so drift lands
+ * on all of them.  Prints the median and range per cell; the planner's disk model
+ * (runtime/diskprobe.c) is a curve through these points. */
+static int sweep(const char *path, int rounds) {
+    static const int bs_mib[] = { 1, 2, 4, 8 }, qds[] = { 1, 2, 4, 8 };
+    enum { NB = 4, NQ = 4, NC = NB * NQ, MAXR = 16 };
+    const uint64_t cell = 128ull << 20;
+    struct stat st;
+    if (stat(path, &st) != 0) { perror(path); return 1; }
+    uint64_t size = (uint64_t)st.st_size, off = 0;
+    if (rounds > MAXR) rounds = MAXR;
+    double r[NC][MAXR];
+    for (int k = 0; k < rounds; k++)
+        for (int j = 0; j < NC; j++) {
+            int c = (j + k * 5) % NC;
+            if (off + cell > size) off = 0;   /* wrapped: later cells may be host-cache hits */
+            drop_cache(path);
+            r[c][k] = raw_direct_range(path, (size_t)bs_mib[c / NQ] << 20, qds[c % NQ], off, cell);
+            off += cell;
+        }
+    if ((uint64_t)rounds * NC * cell > size) printf("note: the file is smaller than the sweep; offsets wrapped\n");
+    printf("%8s %4s %10s %8s %8s %8s\n", "read MiB", "qd", "flight MiB", "GB/s", "min", "max");
+    for (int c = 0; c < NC; c++) {
+        double v[MAXR];
+        for (int k = 0; k < rounds; k++) {   /* insertion sort: a handful of values */
+            double x = r[c][k];
+            int i = k;
+            while (i > 0 && v[i - 1] > x) { v[i] = v[i - 1]; i--; }
+            v[i] = x;
+        }
+        double med = rounds % 2 ? v[rounds / 2] : (v[rounds / 2 - 1] + v[rounds / 2]) / 2;
+        printf("%8d %4d %10d %8.2f %8.2f %8.2f\n", bs_mib[c / NQ], qds[c % NQ], bs_mib[c / NQ] * qds[c % NQ], med, v[0],
+               v[rounds - 1]);
+    }
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] "
-                    "[--chunk MiB] [--raw-only]\n");
+                    "[--chunk MiB] [--raw-only]\n       bench_io FILE --sweep [--rounds N]\n");
     exit(2);
 }
 
@@ -191,16 +236,21 @@ int main(int argc, char **argv) {
     double piece_mib = 64, chunk_mib = 0;
     int slots = 3;
     bool raw_only = false;   /* only the device's ceiling: what stream_bench.sh interleaves with runs */
+    bool do_sweep = false;
+    int rounds = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--piece") && i + 1 < argc) piece_mib = atof(argv[++i]);
         else if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk_mib = atof(argv[++i]);
         else if (!strcmp(argv[i], "--raw-only")) raw_only = true;
+        else if (!strcmp(argv[i], "--sweep")) do_sweep = true;
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (argv[i][0] == '-' || path) usage();
         else path = argv[i];
     }
-    if (!path || piece_mib <= 0 || slots < 1 || slots > SL_IO_MAX_SLOTS) usage();
+    if (!path || piece_mib <= 0 || slots < 1 || slots > SL_IO_MAX_SLOTS || rounds < 1) usage();
+    if (do_sweep) return sweep(path, rounds);
     size_t piece = (size_t)(piece_mib * 1048576), chunk = (size_t)(chunk_mib * 1048576);
     sl_io_backend only = SL_IO_PREAD;
     bool all = !strcmp(backend, "all");

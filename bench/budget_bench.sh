@@ -198,10 +198,10 @@ bench_io_rate() {
 RUN_COLS="model model_bytes budget_label budget_bytes backend run status exit_code wall_s peak_rss cg_max cg_memsw_max
 cg_failcnt oom_kills n_prompt prompt_tok_s n_decode decode_s decode_tok_s lat_median_ms lat_p90_ms pass_bytes bytes_read
 passes read_per_pass read_gbs wait_s compute_s pred_tok_s planned_bytes blocks_resident lm_head_resident kv n_batch
-chunk_bytes prefetch io page_cache_at_exit run_budget load1 cpu_psi dev_read_bytes note"
+chunk_bytes prefetch io page_cache_at_exit run_budget load1 cpu_psi dev_read_bytes disk_bw note"
 JSON_KEYS="peak_rss n_prompt prompt_tok_s n_decode decode_s decode_tok_s lat_median_ms lat_p90_ms pass_bytes bytes_read
 read_gbs wait_s compute_s pred_tok_s planned_bytes blocks_resident lm_head_resident kv n_batch chunk_bytes prefetch
-page_cache_at_exit"
+page_cache_at_exit disk_bw"
 declare -A R
 
 # emit_row: append R[...] as one runs.csv row, in RUN_COLS order.
@@ -250,7 +250,9 @@ run_one() {
     else
         local bargs=()
         [ -z "$bytes" ] || bargs=(--ram-budget "$bytes")
-        [ -z "$DISK_START" ] || bargs+=(--disk-bw "$DISK_START")
+        # the planner's disk rate: measured by sluice just before the run, the way the plan reads
+        # (backend, piece size, pieces in flight), so the prediction sees the disk as it is now
+        if [ -n "$DISK_GBS" ]; then bargs+=(--disk-bw "$DISK_GBS"); else bargs+=(--disk-bw now); fi
         in_cgroup "$SLUICE" run -m "$MODEL" -p "$PROMPT" -n "$NTOK" -c "$CTX" -t "$THREADS" --temp 0 --io "$be" \
             "${bargs[@]}" --quiet --stats-json "$js" </dev/null >"$errf.out" 2>"$errf"
         rc=$?
@@ -330,13 +332,13 @@ NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     add(k, "cg", $col["cg_max"]); add(k, "fail", $col["cg_failcnt"])
     if (st != "ok") next
     nok[k]++
-    split("decode_tok_s prompt_tok_s peak_rss pass_bytes read_per_pass read_gbs pred_tok_s lat_median_ms wait_s compute_s passes planned_bytes load1 cpu_psi dev_read_bytes", cs, " ")
+    split("decode_tok_s prompt_tok_s peak_rss pass_bytes read_per_pass read_gbs pred_tok_s lat_median_ms wait_s compute_s passes planned_bytes load1 cpu_psi dev_read_bytes disk_bw", cs, " ")
     for (i in cs) if (cs[i] in col) add(k, cs[i], $col[cs[i]])   # older runs.csv may lack a column
     BR[k] = $col["blocks_resident"]; LH[k] = $col["lm_head_resident"]; KV[k] = $col["kv"]; IO[k] = $col["io"]
     RB[k] = $col["run_budget"]; CH[k] = $col["chunk_bytes"]; NB[k] = $col["n_batch"]
 }
 END {
-    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib,load1_med,dev_read_bytes_med,cpu_psi_med"
+    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib,load1_med,dev_read_bytes_med,cpu_psi_med,pred_disk_gbs"
     for (o = 1; o <= nk; o++) {
         k = order[o]
         x = BB[k] != "" ? BB[k] / 1048576 : xunl
@@ -349,12 +351,13 @@ END {
         wpp = (ps > 0 && L[k, "wait_s"] != "") ? med(L[k, "wait_s"]) / ps : ""
         cpp = (ps > 0 && L[k, "compute_s"] != "") ? med(L[k, "compute_s"]) / ps : ""
         status = nruns[k] == cnt[k, "ok"] ? "ok" : cnt[k, "oom"] ? "oom" : nruns[k] == cnt[k, "skipped"] ? "skipped" : cnt[k, "ok"] ? "partial" : "fail"
-        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        pdisk = L[k, "disk_bw"] != "" ? sprintf("%.3f", med(L[k, "disk_bw"]) / 1e9) : ""
+        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
             MN, MB, B[k], BB[k], x, BE[k], nok[k], nruns[k], d, mn(L[k, "decode_tok_s"]), mx(L[k, "decode_tok_s"]),
             med(L[k, "prompt_tok_s"]), r0(rss), r0(cg), mx(L[k, "fail"]), cnt[k, "oom"], r0(pb), r0(med(L[k, "read_per_pass"])),
             med(L[k, "read_gbs"]), disk, bound, pct, pr, err, (rss > 0 ? MB / rss : ""), (cg > 0 ? MB / cg : ""),
             BR[k], LH[k], KV[k], IO[k], status, med(L[k, "lat_median_ms"]), wpp, cpp, RB[k], r0(med(L[k, "planned_bytes"])),
-            CH[k], NB[k], (BB[k] != "" ? BB[k] / 1048576 : ""), med(L[k, "load1"]), r0(med(L[k, "dev_read_bytes"])), med(L[k, "cpu_psi"])
+            CH[k], NB[k], (BB[k] != "" ? BB[k] / 1048576 : ""), med(L[k, "load1"]), r0(med(L[k, "dev_read_bytes"])), med(L[k, "cpu_psi"]), pdisk
     }
 }' "$RUNS_CSV" >"$SUMMARY"
 
@@ -377,7 +380,7 @@ function m(v) { return v == "" ? "–" : sprintf("%.0f", v / 1048576) }
 NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 {
     if (!hdr++) {
-        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s (error) | expansion RSS× / cgroup× | load (CPU wait %%) | notes |\n"
+        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s (error) at the disk rate sluice measured before the run | expansion RSS× / cgroup× | load (CPU wait %%) | notes |\n"
         printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     }
     bl = $c["budget_label"]; bb = $c["budget_bytes"]
@@ -385,6 +388,7 @@ NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     d = $c["decode_med"] == "" ? "–" : sprintf("%.3f (%.3f–%.3f)", $c["decode_med"], $c["decode_min"], $c["decode_max"])
     rd = $c["pass_bytes"] == "" ? ($c["io"] == "resident" ? "0 (resident)" : "–") : sprintf("%s (%s)", m($c["pass_bytes"]), m($c["read_per_pass"]))
     pred = $c["pred_tok_s"] == "" ? "–" : sprintf("%.3f (%+.0f%%)", $c["pred_tok_s"], $c["pred_err_pct"])
+    if ($c["pred_tok_s"] != "" && $c["io"] != "resident" && $c["pred_disk_gbs"] != "") pred = pred sprintf(" at %.2f GB/s", $c["pred_disk_gbs"])
     ex = ($c["exp_rss"] == "" ? "–" : sprintf("%.1f", $c["exp_rss"])) " / " ($c["exp_cg"] == "" ? "–" : sprintf("%.1f", $c["exp_cg"]))
     note = ""
     if ($c["status"] == "skipped") note = "skipped (time limit)"

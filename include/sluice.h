@@ -51,6 +51,8 @@ typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done,
 /* One line of information (no newline). */
 typedef void (*sluice_log_fn)(void *user, int level, const char *msg);
 
+#define SLUICE_DISK_BW_NOW (-1.0)   /* sluice_params.disk_bw: measure the disk now */
+
 typedef struct sluice_params {
     uint64_t ram_budget;      /* bytes the process may hold (RSS + page cache); 0 = auto (MemAvailable/cgroup) */
     int      planner;         /* enum sluice_planner */
@@ -66,7 +68,9 @@ typedef struct sluice_params {
     int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2) */
     int      lm_head_rows;    /* rows per LM-head piece (0 = 1024) */
     bool     no_direct;       /* buffered reads instead of O_DIRECT */
-    double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured once per device, cached */
+    double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured the way the plan reads (backend,
+                               * piece size, pieces in flight), once per device and configuration, cached;
+                               * SLUICE_DISK_BW_NOW = measured now (~0.2-0.5 s), replacing the cached figure */
     double   compute_bw;      /* GB/s of weights the decode kernels process; 0 = measured once per kernel
                                * path, thread count and weight type, cached (~0.1 s per type) */
     sluice_progress_fn progress;

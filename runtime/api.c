@@ -72,12 +72,15 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
     /* rates not given are measured (once per device / kernel path, then cached) */
-    sl_plan_rates(m, pm, req, p->disk_bw, p->compute_bw);
+    sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
     int rc = sl_plan_make(pm, req, plan);
     if (rc) {
         snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
     }
+    /* the disk's rate depends on how the plan reads: measured for that (before any weight is loaded,
+     * so the probe's buffers, no larger than the plan's, come and go within the budget) */
+    sl_plan_disk_rate(m, pm, req, plan, p->io, p->no_direct, p->disk_bw < 0);
     return 0;
 }
 

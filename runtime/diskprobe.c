@@ -1,4 +1,5 @@
-/* runtime/diskprobe.c — measure O_DIRECT read bandwidth once per device. */
+/* runtime/diskprobe.c — measure a model file's read rate with the run's reader, once per
+ * configuration. */
 #include "runtime/diskprobe.h"
 
 #include <errno.h>
@@ -9,40 +10,52 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "loader/io.h"
+#include "loader/pagecache.h"
 #include "runtime/probecache.h"
 
-/* Contract: the cache file of device `dev`. */
-static void cache_path(dev_t dev, char *buf, size_t len)
+#define PROBE_BYTES (256ull << 20)
+#define MIN_FILE    (64ull << 20)
+
+/* Contract: the cache file for device `dev` read as `pr` says (piece and depth already defaulted). */
+static void cache_path(dev_t dev, const sl_disk_probe *pr, char *buf, size_t len)
 {
     char dir[3800];
     sl_probe_cache_dir(dir, sizeof dir);
-    snprintf(buf, len, "%s/disk-%" PRIu64 ".bw", dir, (uint64_t)dev);
+    snprintf(buf, len, "%s/disk-%" PRIu64 "-%s%s-%" PRIu64 "k-q%d.bw", dir, (uint64_t)dev, sl_io_backend_name(pr->backend),
+             pr->no_direct && pr->backend != SL_IO_MMAP ? "-buffered" : "", pr->piece >> 10, pr->depth);
 }
 
-static double measure(const char *path, uint64_t size)
+/* Contract: bytes/s reading PROBE_BYTES (or less of a smaller file) from the middle of `path` in
+ * pieces of pr->piece, pr->depth in flight, through loader/io.c as configured; 0 if the probe cannot
+ * run or would measure the page cache instead of the disk.  `active` gets the backend in use (io_uring
+ * may fall back to pread). */
+static double measure(const char *path, uint64_t size, const sl_disk_probe *pr, const char **active)
 {
-    const size_t piece = 4u << 20;
-    const int depth = 4;
-    uint64_t total = size < (256ull << 20) ? size / piece * piece : (256ull << 20);
-    sl_io_opts o = { .backend = SL_IO_URING, .slots = depth, .max_piece = piece, .chunk = piece };
+    const uint64_t piece = pr->piece;
+    const int depth = pr->depth;
+    uint64_t total = size / 2 < PROBE_BYTES ? size / 2 / piece * piece : PROBE_BYTES / piece * piece;
+    uint64_t start = (size - total) / 2 / 4096 * 4096;   /* aligned: O_DIRECT needs it */
+    if (!total) return 0;
+    sl_io_opts o = { .backend = pr->backend, .slots = depth, .max_piece = (size_t)piece, .no_direct = pr->no_direct };
     char err[256];
     sl_io *io;
+    (void)sl_page_cache_drop(path);   /* pages cached earlier would be free hits */
     if (sl_io_open(path, &o, &io, err, sizeof err)) return 0;
-    if (!sl_io_is_direct(io)) { sl_io_close(io); return 0; }   /* buffered reads would measure the cache */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int slot[4];
+    *active = sl_io_backend_name(sl_io_backend_active(io));
+    int slot[SL_IO_MAX_SLOTS];
     uint64_t next = 0, done = 0;
     int head = 0, n = 0, rc = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     while (done < total && !rc) {
         while (n < depth && next < total) {
-            int s = sl_io_request(io, next, piece);
+            int s = sl_io_request(io, start + next, (size_t)piece);
             if (s < 0) { rc = s; break; }
             slot[(head + n) % depth] = s;
             n++;
             next += piece;
         }
+        if (rc || !n) break;
         const void *data;
         rc = sl_io_wait(io, slot[head], &data);
         sl_io_release(io, slot[head]);
@@ -52,29 +65,40 @@ static double measure(const char *path, uint64_t size)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     sl_io_close(io);
-    double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    return rc || s <= 0 ? 0 : total / s;
+    (void)sl_page_cache_drop(path);   /* leave no pages behind to count against a budget */
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    return rc || s <= 0 ? 0 : (double)total / s;
 }
 
-double sl_disk_read_rate(const char *path, double fallback, char *how, size_t howlen)
+double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fallback, char *how, size_t howlen)
 {
+    sl_disk_probe pr = *given;
+    if (!pr.piece) pr.piece = 4u << 20;
+    pr.piece = (pr.piece + 4095) / 4096 * 4096;
+    if (pr.depth < 1) pr.depth = 4;
+    if (pr.depth > SL_IO_MAX_SLOTS) pr.depth = SL_IO_MAX_SLOTS;
     struct stat st;
     if (stat(path, &st) < 0) { snprintf(how, howlen, "assumed %.2f GB/s", fallback / 1e9); return fallback; }
     char cp[4096];
-    cache_path(st.st_dev, cp, sizeof cp);
-    FILE *f = fopen(cp, "r");
+    cache_path(st.st_dev, &pr, cp, sizeof cp);
     double bw = 0;
+    FILE *f = pr.fresh ? NULL : fopen(cp, "r");
     if (f) {
         if (fscanf(f, "%lf", &bw) != 1) bw = 0;
         fclose(f);
         if (bw > 1e6) { snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp); return bw; }
     }
-    if ((uint64_t)st.st_size < (64ull << 20)) { snprintf(how, howlen, "assumed %.2f GB/s", fallback / 1e9); return fallback; }
-    bw = measure(path, (uint64_t)st.st_size);
-    if (bw <= 0) { snprintf(how, howlen, "assumed %.2f GB/s (O_DIRECT probe not possible)", fallback / 1e9); return fallback; }
+    if ((uint64_t)st.st_size < MIN_FILE) {
+        snprintf(how, howlen, "assumed %.2f GB/s (file too small to measure)", fallback / 1e9);
+        return fallback;
+    }
+    const char *active = "?";
+    bw = measure(path, (uint64_t)st.st_size, &pr, &active);
+    if (bw <= 0) { snprintf(how, howlen, "assumed %.2f GB/s (the read probe could not run)", fallback / 1e9); return fallback; }
     sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
-    snprintf(how, howlen, "%.2f GB/s measured now (O_DIRECT, 4 MiB reads, cached in %s)", bw / 1e9, cp);
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %.1f MiB pieces, %d in flight; cached in %s)", bw / 1e9, active,
+             pr.piece / 1048576.0, pr.depth, cp);
     return bw;
 }

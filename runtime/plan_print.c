@@ -177,6 +177,23 @@ uint64_t sl_plan_auto_budget(char *how, size_t howlen)
 #define PROBE_MARGIN        (2ull << 20)
 
 /* Contract: see planner.h. */
+void sl_plan_disk_rate(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, int backend,
+                       bool no_direct, bool fresh)
+{
+    if (req->disk_bw > 0 || !plan->feasible) return;
+    if (plan->all_resident) {
+        snprintf(req->disk_how, sizeof req->disk_how, "not measured: nothing streams");
+        return;
+    }
+    /* the plan's largest piece is its row chunk (whole tensors when chunk_bytes is 0, rare) */
+    uint64_t piece = plan->chunk_bytes ? plan->chunk_bytes : 4u << 20;
+    sl_disk_probe pr = { .backend = (sl_io_backend)backend, .no_direct = no_direct, .piece = piece,
+                         .depth = plan->prefetch + 1, .fresh = fresh };
+    req->disk_bw = sl_disk_read_rate(m->path, &pr, FALLBACK_DISK_BW, req->disk_how, sizeof req->disk_how);
+    sl_plan_predict(pm, req, plan);
+}
+
+/* Contract: see planner.h. */
 void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, double disk_gbs, double compute_gbs)
 {
     memset(req->type_bw, 0, sizeof req->type_bw);
@@ -184,7 +201,8 @@ void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req,
         req->disk_bw = disk_gbs * 1e9;
         snprintf(req->disk_how, sizeof req->disk_how, "%.2f GB/s as given (--disk-bw)", disk_gbs);
     } else {
-        req->disk_bw = sl_disk_read_rate(m->path, FALLBACK_DISK_BW, req->disk_how, sizeof req->disk_how);
+        req->disk_bw = 0;   /* sl_plan_disk_rate, once the plan is made */
+        snprintf(req->disk_how, sizeof req->disk_how, "not measured yet");
     }
     if (compute_gbs > 0) {
         req->compute_bw = compute_gbs * 1e9;

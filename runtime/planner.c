@@ -400,6 +400,11 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     return 0;
 }
 
+void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    if (p->feasible) predict(pm, req, p);
+}
+
 void sl_plan_apply(const sl_plan *p, sl_model *m)
 {
     for (int l = 0; l < m->cfg.n_layers; l++) {

@@ -101,13 +101,24 @@ void sl_plan_apply(const sl_plan *p, sl_model *m);
  * What the process already holds once a model is open, before its plan is applied. */
 uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm);
 
-/* Fill req->disk_bw, compute_bw, type_bw and the two how strings for model m (pm made from it;
- * req->budget and n_threads set).  disk_gbs / compute_gbs > 0 are used as given (--disk-bw,
- * --compute-bw, in GB/s).  Otherwise the disk rate is measured once per device
- * (runtime/diskprobe.h) and the compute rate once per kernel path, thread count and weight type
- * (runtime/computeprobe.h), its probe matrix kept within what the budget leaves above the fixed
- * costs.  Does I/O: not part of the pure planner. */
+/* Fill req->compute_bw, type_bw and compute_how for model m (pm made from it; req->budget and
+ * n_threads set), and req->disk_bw / disk_how when the disk rate is given: disk_gbs > 0 (--disk-bw
+ * GB/s); otherwise disk_bw is left 0 for sl_plan_disk_rate, once the plan says how the run reads.
+ * compute_gbs > 0 is used as given (--compute-bw); otherwise the compute rate is measured once per
+ * kernel path, thread count and weight type (runtime/computeprobe.h), its probe matrix kept within
+ * what the budget leaves above the fixed costs.  Does I/O: not part of the pure planner. */
 void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, double disk_gbs, double compute_gbs);
+
+/* For a plan made without a disk rate (req->disk_bw 0): measure how fast the model file reads the
+ * way this plan streams it — `backend` (enum sl_io_backend; buffered when no_direct), the plan's
+ * piece size, prefetch + 1 pieces in flight (runtime/diskprobe.h; cached per configuration unless
+ * `fresh`) — set req->disk_bw and disk_how, and redo the prediction.  The plan's decisions do not
+ * depend on the disk rate, only its prediction does.  An all-resident plan reads nothing: no probe. */
+void sl_plan_disk_rate(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, int backend,
+                       bool no_direct, bool fresh);
+
+/* Redo plan's pred_* fields from req's rates (sl_plan_make does this already). */
+void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan);
 
 /* Human-readable table (sluice plan) and JSON. */
 void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);

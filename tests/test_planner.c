@@ -1,7 +1,8 @@
 /* tests/test_planner.c — the --ram-budget planner as a pure function, on hand-built 8B/13B shapes;
- * its decode prediction; and the compute-rate probe that feeds it. */
+ * its decode prediction; and the compute-rate and disk-rate probes that feed it. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 
 #include "kernels/simd.h"
 #include "kernels/types.h"
+#include "loader/pagecache.h"
 #include "runtime/computeprobe.h"
+#include "runtime/diskprobe.h"
 #include "runtime/planner.h"
 
 #define MiB (1024ull * 1024ull)
@@ -445,4 +448,59 @@ Test(planner, compute_rate_of_a_model, .init = cache_setup, .fini = cache_teardo
     cr_assert_float_eq(r, sl_compute_combine(bytes, rate), 1);
     cr_assert(strstr(how, "measured now"), "%s", how);
     sl_model_free(m);
+}
+
+/* Contract: a file of `bytes` (pseudo-random contents) under /var/tmp; its path in buf. */
+static void make_file(char *buf, size_t len, uint64_t bytes)
+{
+    snprintf(buf, len, "/var/tmp/sl_dprobe_XXXXXX");
+    int fd = mkstemp(buf);
+    cr_assert(fd >= 0);
+    static uint32_t blk[1 << 18];
+    uint32_t x = 12345;
+    for (uint64_t done = 0; done < bytes; done += sizeof blk) {
+        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++) blk[i] = x = x * 1664525u + 1013904223u;
+        cr_assert_eq(write(fd, blk, sizeof blk), (ssize_t)sizeof blk);
+    }
+    close(fd);
+}
+
+/* The disk probe reads with the configuration it is given, caches the figure under that
+ * configuration (backend, piece, depth), reuses it unless asked to measure now, leaves none of the
+ * file in the page cache, and does not pretend to measure a file too small to tell. */
+Test(planner, disk_probe_keys_configuration_and_caches, .init = cache_setup, .fini = cache_teardown)
+{
+    char path[64], how[320];
+    make_file(path, sizeof path, 72u << 20);
+    sl_disk_probe pr = { .backend = SL_IO_PREAD, .piece = 1u << 20, .depth = 4 };
+    double r = sl_disk_read_rate(path, &pr, 1.0, how, sizeof how);
+    cr_assert(isfinite(r) && r > 1e6, "%g %s", r, how);
+    cr_assert(strstr(how, "measured now") && strstr(how, "1.0 MiB pieces, 4 in flight"), "%s", how);
+    uint64_t cached = 0, size = 0;
+    cr_assert_eq(sl_page_cache_bytes(path, &cached, &size), 0);
+    cr_assert_lt(cached, 2u << 20, "the probe left %" PRIu64 " bytes in the page cache", cached);
+    double again = sl_disk_read_rate(path, &pr, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured earlier"), "%s", how);
+    cr_assert_float_eq(again, r, 1);
+    pr.fresh = true;   /* --disk-bw now */
+    sl_disk_read_rate(path, &pr, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured now"), "%s", how);
+    pr.fresh = false;
+    pr.depth = 2;   /* another configuration is another key */
+    sl_disk_read_rate(path, &pr, 1.0, how, sizeof how);
+    cr_assert(strstr(how, "measured now") && strstr(how, "2 in flight"), "%s", how);
+    pr.backend = SL_IO_MMAP;
+    pr.depth = 4;
+    double mm = sl_disk_read_rate(path, &pr, 1.0, how, sizeof how);
+    cr_assert(isfinite(mm) && mm > 1e6 && strstr(how, "measured now"), "%g %s", mm, how);
+    cr_assert_eq(sl_page_cache_bytes(path, &cached, &size), 0);
+    cr_assert_lt(cached, 2u << 20, "mmap probe left %" PRIu64 " bytes cached", cached);
+    unlink(path);
+
+    make_file(path, sizeof path, 8u << 20);
+    pr.fresh = true;   /* the figure cached above is the device's: a small file would get it */
+    double small = sl_disk_read_rate(path, &pr, 1.5e9, how, sizeof how);
+    cr_assert_eq(small, 1.5e9);
+    cr_assert(strstr(how, "too small"), "%s", how);
+    unlink(path);
 }

@@ -20,8 +20,8 @@ struct sl_plan;
  * compute_gbs (GB/s) <= 0 are measured (sl_plan_rates).  0, or -1 after printing the error
  * (infeasible budgets print the minimum and what dominates it). */
 int cli_plan_for(const struct sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch,
-                 int threads, double disk_gbs, double compute_gbs, struct sl_plan_model *pm, struct sl_plan_req *req,
-                 struct sl_plan *plan);
+                 int threads, double disk_gbs, double compute_gbs, int io, struct sl_plan_model *pm,
+                 struct sl_plan_req *req, struct sl_plan *plan);
 
 /* One clear line on stderr, prefixed "sluice: ". */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

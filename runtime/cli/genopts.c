@@ -49,7 +49,11 @@ int gen_opt_parse(int argc, char **argv, int *pi, gen_opts *o)
     else if (!strcmp(a, "--ram-budget")) { VAL(); o->budget = v; }
     else if (!strcmp(a, "--kv-spill-dir")) { VAL(); o->spill_dir = v; }
     else if (!strcmp(a, "--session")) { VAL(); o->session = v; }
-    else if (!strcmp(a, "--disk-bw")) { VAL(); if (!cli_float(a, v, 0.001, 1000, &o->disk_bw)) return -1; }
+    else if (!strcmp(a, "--disk-bw")) {
+        VAL();
+        if (!strcmp(v, "now")) o->disk_bw = SLUICE_DISK_BW_NOW;
+        else if (!cli_float(a, v, 0.001, 1000, &o->disk_bw)) return -1;
+    }
     else if (!strcmp(a, "--compute-bw")) { VAL(); if (!cli_float(a, v, 0.001, 1000, &o->compute_bw)) return -1; }
     else if (!strcmp(a, "--stream")) o->stream = true;
     else if (!strcmp(a, "--stream-lm-head")) o->stream_head = true;
@@ -122,7 +126,8 @@ void gen_opts_usage(FILE *f)
             "                          what fits resident and streams the rest (see sluice plan)\n"
             "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
             "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
-            "      --disk-bw GB/s      disk read rate for the plan's prediction (default: measured once per device)\n"
+            "      --disk-bw GB/s|now  disk read rate for the plan's prediction (default: measured once per device\n"
+            "                          and way of reading, then cached; now: measured now, ~0.2-0.5 s)\n"
             "      --compute-bw GB/s   weight bytes per second the decode kernels process, for the prediction\n"
             "                          (default: measured once per kernel path, thread count and weight type)\n"
             "streaming (weights read from disk as the forward pass reaches them):\n"
