@@ -45,7 +45,8 @@ struct sl_pool {
     int caller_sleeps;          /* the caller waits on `done` (under mu) */
     sl_pool_fn fn;
     void *arg;
-    uint64_t spin_ns;
+    atomic_ullong spin_ns;      /* relaxed: a tuning knob, read while workers idle */
+    bool spin_from_env;         /* SLUICE_SPIN_US given: sl_pool_set_spin leaves it */
 };
 
 typedef struct { sl_pool *p; int ith; } worker_arg;
@@ -70,14 +71,15 @@ static uint64_t now_ns(void)
  * (the clock is read once per 64 pauses). */
 static bool spin_until(sl_pool *p, bool (*cond)(sl_pool *, unsigned long), unsigned long arg)
 {
-    if (!p->spin_ns) return cond(p, arg);
+    const uint64_t spin = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+    if (!spin) return cond(p, arg);
     uint64_t t0 = 0, t = 0;
     for (unsigned k = 0;; k++) {
         if (cond(p, arg)) return true;
         if ((k & 63) == 0) {
             t = now_ns();
             if (!t0) t0 = t;
-            else if (t - t0 > p->spin_ns) return false;
+            else if (t - t0 > spin) return false;
         }
         /* after YIELD_AFTER_NS, offer the core to whatever waits for it (often our own preempted
          * partner on a busy machine) instead of burning it */
@@ -125,6 +127,13 @@ static void *worker(void *a)
     return NULL;
 }
 
+/* Contract: see threadpool.h.  An explicit SLUICE_SPIN_US wins (it is how the A/B runs are made). */
+void sl_pool_set_spin(sl_pool *p, long us)
+{
+    if (!p || p->spin_from_env) return;
+    atomic_store_explicit(&p->spin_ns, (unsigned long long)(us > 0 ? us : 0) * 1000u, memory_order_relaxed);
+}
+
 /* Contract: a pool of n_threads (>= 1; the caller counts as one) or NULL when out of memory; if
  * some threads cannot be created, the pool runs with those that were. */
 sl_pool *sl_pool_create(int n_threads)
@@ -133,9 +142,12 @@ sl_pool *sl_pool_create(int n_threads)
     sl_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
-    p->spin_ns = SPIN_NS_DEFAULT;
+    atomic_init(&p->spin_ns, SPIN_NS_DEFAULT);
     const char *env = getenv("SLUICE_SPIN_US");
-    if (env && *env) p->spin_ns = (uint64_t)strtoull(env, NULL, 10) * 1000u;
+    if (env && *env) {
+        atomic_store(&p->spin_ns, (unsigned long long)strtoull(env, NULL, 10) * 1000u);
+        p->spin_from_env = true;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);

@@ -18,6 +18,11 @@ int      sl_pool_size(const sl_pool *p);
 /* Runs fn on every thread of the pool (p may be NULL: runs fn(arg, 0, 1) inline). */
 void     sl_pool_run(sl_pool *p, sl_pool_fn fn, void *arg);
 
+/* Spin time between jobs, µs (0: sleep at once); SLUICE_SPIN_US, when set, takes precedence.
+ * A streaming run whose token waits mostly on the disk sets 0: spinning workers then take the CPU
+ * the reads need (the pread/mmap reader thread, the VM's I/O completions; docs/planner.md). */
+void     sl_pool_set_spin(sl_pool *p, long us);
+
 /* Number of online CPUs (>= 1). */
 int sl_ncpu(void);
 
