@@ -334,11 +334,13 @@ NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     nok[k]++
     split("decode_tok_s prompt_tok_s peak_rss pass_bytes read_per_pass read_gbs pred_tok_s lat_median_ms wait_s compute_s passes planned_bytes load1 cpu_psi dev_read_bytes disk_bw", cs, " ")
     for (i in cs) if (cs[i] in col) add(k, cs[i], $col[cs[i]])   # older runs.csv may lack a column
+    # each run against its own prediction (made from the disk probe just before it)
+    if ($col["pred_tok_s"] + 0 > 0 && $col["decode_tok_s"] != "") add(k, "ratio", $col["decode_tok_s"] / $col["pred_tok_s"])
     BR[k] = $col["blocks_resident"]; LH[k] = $col["lm_head_resident"]; KV[k] = $col["kv"]; IO[k] = $col["io"]
     RB[k] = $col["run_budget"]; CH[k] = $col["chunk_bytes"]; NB[k] = $col["n_batch"]
 }
 END {
-    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib,load1_med,dev_read_bytes_med,cpu_psi_med,pred_disk_gbs"
+    print "model,model_bytes,budget_label,budget_bytes,x_mib,backend,n_ok,n_runs,decode_med,decode_min,decode_max,prefill_med,peak_rss_max,cg_max_max,failcnt_max,oom_runs,pass_bytes,read_per_pass,read_gbs,disk_gbs,bound_tok_s,pct_bound,pred_tok_s,pred_err_pct,exp_rss,exp_cg,blocks_resident,lm_head_resident,kv,io,status,lat_median_ms,wait_per_pass_s,compute_per_pass_s,run_budget,planned_bytes,chunk_bytes,n_batch,budget_mib,load1_med,dev_read_bytes_med,cpu_psi_med,pred_disk_gbs,pred_ratio_med,pred_ratio_min,pred_ratio_max"
     for (o = 1; o <= nk; o++) {
         k = order[o]
         x = BB[k] != "" ? BB[k] / 1048576 : xunl
@@ -352,12 +354,13 @@ END {
         cpp = (ps > 0 && L[k, "compute_s"] != "") ? med(L[k, "compute_s"]) / ps : ""
         status = nruns[k] == cnt[k, "ok"] ? "ok" : cnt[k, "oom"] ? "oom" : nruns[k] == cnt[k, "skipped"] ? "skipped" : cnt[k, "ok"] ? "partial" : "fail"
         pdisk = L[k, "disk_bw"] != "" ? sprintf("%.3f", med(L[k, "disk_bw"]) / 1e9) : ""
-        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        printf "%s,%s,%s,%s,%g,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
             MN, MB, B[k], BB[k], x, BE[k], nok[k], nruns[k], d, mn(L[k, "decode_tok_s"]), mx(L[k, "decode_tok_s"]),
             med(L[k, "prompt_tok_s"]), r0(rss), r0(cg), mx(L[k, "fail"]), cnt[k, "oom"], r0(pb), r0(med(L[k, "read_per_pass"])),
             med(L[k, "read_gbs"]), disk, bound, pct, pr, err, (rss > 0 ? MB / rss : ""), (cg > 0 ? MB / cg : ""),
             BR[k], LH[k], KV[k], IO[k], status, med(L[k, "lat_median_ms"]), wpp, cpp, RB[k], r0(med(L[k, "planned_bytes"])),
-            CH[k], NB[k], (BB[k] != "" ? BB[k] / 1048576 : ""), med(L[k, "load1"]), r0(med(L[k, "dev_read_bytes"])), med(L[k, "cpu_psi"]), pdisk
+            CH[k], NB[k], (BB[k] != "" ? BB[k] / 1048576 : ""), med(L[k, "load1"]), r0(med(L[k, "dev_read_bytes"])), med(L[k, "cpu_psi"]), pdisk,
+            med(L[k, "ratio"]), mn(L[k, "ratio"]), mx(L[k, "ratio"])
     }
 }' "$RUNS_CSV" >"$SUMMARY"
 
@@ -380,15 +383,17 @@ function m(v) { return v == "" ? "–" : sprintf("%.0f", v / 1048576) }
 NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 {
     if (!hdr++) {
-        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s (error) at the disk rate sluice measured before the run | expansion RSS× / cgroup× | load (CPU wait %%) | notes |\n"
+        printf "| budget | backend | decode tok/s median (min–max) | prefill tok/s | peak RSS MiB | cgroup max MiB | read/token MiB plan (measured) | read GB/s | disk bound tok/s | %% of bound | predicted tok/s at the disk rate probed before the run (medians); measured ÷ predicted per run: median (min–max) | expansion RSS× / cgroup× | load (CPU wait %%) | notes |\n"
         printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     }
     bl = $c["budget_label"]; bb = $c["budget_bytes"]
     budget = bl == "unlimited" ? "unlimited" : bl == "min" ? sprintf("min (%sM)", m(bb)) : bl
     d = $c["decode_med"] == "" ? "–" : sprintf("%.3f (%.3f–%.3f)", $c["decode_med"], $c["decode_min"], $c["decode_max"])
     rd = $c["pass_bytes"] == "" ? ($c["io"] == "resident" ? "0 (resident)" : "–") : sprintf("%s (%s)", m($c["pass_bytes"]), m($c["read_per_pass"]))
-    pred = $c["pred_tok_s"] == "" ? "–" : sprintf("%.3f (%+.0f%%)", $c["pred_tok_s"], $c["pred_err_pct"])
+    pred = $c["pred_tok_s"] == "" ? "–" : sprintf("%.3f", $c["pred_tok_s"])
     if ($c["pred_tok_s"] != "" && $c["io"] != "resident" && $c["pred_disk_gbs"] != "") pred = pred sprintf(" at %.2f GB/s", $c["pred_disk_gbs"])
+    if ($c["pred_ratio_med"] != "") pred = pred sprintf("; **%.2f×** (%.2f–%.2f)", $c["pred_ratio_med"], $c["pred_ratio_min"], $c["pred_ratio_max"])
+    else if ($c["pred_err_pct"] != "") pred = pred sprintf(" (%+.0f%%)", $c["pred_err_pct"])
     ex = ($c["exp_rss"] == "" ? "–" : sprintf("%.1f", $c["exp_rss"])) " / " ($c["exp_cg"] == "" ? "–" : sprintf("%.1f", $c["exp_cg"]))
     note = ""
     if ($c["status"] == "skipped") note = "skipped (time limit)"

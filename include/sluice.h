@@ -70,7 +70,7 @@ typedef struct sluice_params {
     bool     no_direct;       /* buffered reads instead of O_DIRECT */
     double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured the way the plan reads (backend,
                                * piece size, pieces in flight), once per device and configuration, cached;
-                               * SLUICE_DISK_BW_NOW = measured now (~0.2-0.5 s), replacing the cached figure */
+                               * SLUICE_DISK_BW_NOW = measured now (1 GiB, ~1-2 s), replacing the cached figure */
     double   compute_bw;      /* GB/s of weights the decode kernels process; 0 = measured once per kernel
                                * path, thread count and weight type, cached (~0.1 s per type) */
     sluice_progress_fn progress;

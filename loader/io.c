@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +164,26 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
     return 0;
 }
 
+/* Contract: `len` zeroed bytes aligned to `align`, straight from the kernel when the alignment is a
+ * page's (always, for block devices), so that freeing them returns them at once and never moves
+ * glibc's dynamic mmap threshold: a reader opened and closed before the run (the disk probe) would
+ * otherwise push the run's later multi-MiB allocations onto the heap, where freed memory lingers in
+ * the peak RSS.  NULL when out of memory. */
+static void *buf_alloc(size_t len, size_t align) {
+    if (align <= (size_t)SL_IO_PAGE) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    void *p = NULL;
+    return posix_memalign(&p, align, len) == 0 ? p : NULL;
+}
+
+static void buf_free(void *p, size_t len, size_t align) {
+    if (!p) return;
+    if (align <= (size_t)SL_IO_PAGE) munmap(p, len);
+    else free(p);
+}
+
 /* Allocate the slot buffers (and the bounce buffer for O_DIRECT sync reads) and touch them, so that
  * mem_bytes is real RSS from the start and tools like valgrind see the kernel-written bytes as
  * initialised. */
@@ -173,8 +194,8 @@ static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
     }
     io->bufsize = sl_io_align_up(io->max_piece, io->align) + io->align;
     for (int i = 0; i < io->nslots; i++) {
-        void *p = NULL;
-        if (posix_memalign(&p, io->align, io->bufsize) != 0) {
+        void *p = buf_alloc(io->bufsize, io->align);
+        if (!p) {
             snprintf(err, errlen, "%s: cannot allocate %d slot buffers of %zu bytes", io->path,
                      io->nslots, io->bufsize);
             return -ENOMEM;
@@ -184,9 +205,9 @@ static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
     }
     io->mem_bytes = (size_t)io->nslots * io->bufsize;
     if (io->direct) {
-        void *p = NULL;
         io->bounce_size = io->chunk;
-        if (posix_memalign(&p, io->align, io->bounce_size) != 0) {
+        void *p = buf_alloc(io->bounce_size, io->align);
+        if (!p) {
             snprintf(err, errlen, "%s: cannot allocate the %zu-byte bounce buffer", io->path,
                      io->bounce_size);
             return -ENOMEM;
@@ -200,8 +221,8 @@ static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
 
 static void free_io(sl_io *io) {
     if (io->fd >= 0) close(io->fd);
-    for (int i = 0; i < SL_IO_MAX_SLOTS; i++) free(io->slot[i].buf);
-    free(io->bounce);
+    for (int i = 0; i < SL_IO_MAX_SLOTS; i++) buf_free(io->slot[i].buf, io->bufsize, io->align);
+    buf_free(io->bounce, io->bounce_size, io->align);
     free(io->path);
     free(io);
 }

@@ -25,8 +25,8 @@ typedef struct sl_disk_probe {
 
 /* Bytes/s at which `path` reads as configured by `pr`.  Uses the cached figure for the device and
  * configuration (in the sl_probe_cache_dir, keyed by st_dev, backend, piece and depth) unless
- * pr->fresh; otherwise reads 256 MiB from the middle of `path` (after dropping its page cache; mmap's
- * pages are dropped again after), caches and returns the rate.  Files under 64 MiB are too small to
+ * pr->fresh; otherwise reads 1 GiB (at most half the file) of `path` in 8 regions spread over it
+ * (after dropping its page cache, and again after), caches and returns the rate.  Files under 64 MiB are too small to
  * measure, and a probe that fails (an I/O error) measures nothing: `fallback` is returned then.
  * `how` says which it was. */
 double sl_disk_read_rate(const char *path, const sl_disk_probe *pr, double fallback, char *how, size_t howlen);

@@ -127,7 +127,7 @@ void gen_opts_usage(FILE *f)
             "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
             "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
             "      --disk-bw GB/s|now  disk read rate for the plan's prediction (default: measured once per device\n"
-            "                          and way of reading, then cached; now: measured now, ~0.2-0.5 s)\n"
+            "                          and way of reading, then cached; now: measured now, 1 GiB, ~1-2 s)\n"
             "      --compute-bw GB/s   weight bytes per second the decode kernels process, for the prediction\n"
             "                          (default: measured once per kernel path, thread count and weight type)\n"
             "streaming (weights read from disk as the forward pass reaches them):\n"

@@ -61,7 +61,7 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: sluice plan [-m MODEL] --ram-budget SIZE|auto [-c CTX] [-b BATCH] [-t THREADS]\n"
                    "                  [--io pread|mmap|uring] [--disk-bw GB/s|now] [--compute-bw GB/s] [--json]\n"
-                   "The disk rate defaults to a figure measured once per device and way of reading: 256 MiB of\n"
+                   "The disk rate defaults to a figure measured once per device and way of reading: 1 GiB of\n"
                    "the model file read with the backend of --io (default uring), the plan's piece size and\n"
                    "pieces in flight, cached under ~/.cache/sluice; `--disk-bw now` measures again.  Without a\n"
                    "measurement 1.8 GB/s is assumed.  The compute\n"
