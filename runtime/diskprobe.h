@@ -25,7 +25,7 @@ typedef struct sl_disk_probe {
 
 /* Bytes/s at which `path` reads as configured by `pr`.  Uses the cached figure for the device and
  * configuration (in the sl_probe_cache_dir, keyed by st_dev, backend, piece and depth) unless
- * pr->fresh; otherwise reads 1 GiB (at most half the file) of `path` in 8 regions spread over it
+ * pr->fresh; otherwise reads 1 GiB (at most half the file) of `path` in 8 regions, one at a random place in each eighth of it
  * (after dropping its page cache, and again after), caches and returns the rate.  Files under 64 MiB are too small to
  * measure, and a probe that fails (an I/O error) measures nothing: `fallback` is returned then.
  * `how` says which it was. */
