@@ -83,12 +83,11 @@ static double measure(const char *path, uint64_t size, const sl_disk_probe *pr, 
         n--;
         done++;
     }
-    total = n_pieces * piece;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     sl_io_close(io);
     (void)sl_page_cache_drop(path);   /* leave no pages behind to count against a budget */
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    return rc || s <= 0 ? 0 : (double)total / s;
+    return rc || s <= 0 ? 0 : (double)(n_pieces * piece) / s;   /* what was read, not `total` */
 }
 
 double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fallback, char *how, size_t howlen)
