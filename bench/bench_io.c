@@ -190,7 +190,7 @@ out:
  * depths, each cell reading 128 MiB at an offset no other cell of the sweep reads (the host may cache
  * the disk image: a re-read would be a free hit), cells in a rotated order each round so drift lands
  * on all of them.  Prints the median and range per cell; the planner's disk model
- * (runtime/diskprobe.c) is a curve through these points. */
+ * (runtime/plan/diskprobe.c) is a curve through these points. */
 static int sweep(const char *path, int rounds) {
     static const int bs_mib[] = { 1, 2, 4, 8 }, qds[] = { 1, 2, 4, 8 };
     enum { NB = 4, NQ = 4, NC = NB * NQ, MAXR = 16 };

@@ -20,7 +20,7 @@
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
-#include "runtime/threadpool.h"
+#include "kernels/threadpool.h"
 
 static double now(void)
 {

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
 #include "util/golden.h"
 
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "kernels/simd.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
 #include "util/golden.h"
 
 /* These tests compare with the float64 reference at tight tolerances: run the exact kernels

@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "kernels/simd.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
 #include "util/golden.h"
 
 typedef struct stats { double max, sum2; long n; } stats;

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "hostile_cases.h"
-#include "runtime/model.h"
-#include "runtime/tokenizer.h"
+#include "runtime/engine/model.h"
+#include "runtime/text/tokenizer.h"
 
 extern char **environ;
 

@@ -12,9 +12,9 @@
 #include "kernels/simd.h"
 #include "kernels/types.h"
 #include "loader/pagecache.h"
-#include "runtime/computeprobe.h"
-#include "runtime/diskprobe.h"
-#include "runtime/planner.h"
+#include "runtime/plan/computeprobe.h"
+#include "runtime/plan/diskprobe.h"
+#include "runtime/plan/planner.h"
 
 #define MiB (1024ull * 1024ull)
 

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "loader/io.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
-#include "runtime/stream.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
+#include "runtime/engine/stream.h"
 #include "util/golden.h"
 
 typedef struct run_cfg {

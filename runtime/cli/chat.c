@@ -20,11 +20,11 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "runtime/api_internal.h"
-#include "runtime/chat_template.h"
+#include "runtime/api/api_internal.h"
+#include "runtime/text/chat_template.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
-#include "runtime/progress.h"
+#include "runtime/api/progress.h"
 
 int cmd_chat(int argc, char **argv);
 

@@ -1,5 +1,5 @@
 /* runtime/cli/run.c — `sluice run`: prompt in, text out.
- * Built on the public API (include/sluice.h); --stats reaches into runtime/api_internal.h for the
+ * Built on the public API (include/sluice.h); --stats reaches into runtime/api/api_internal.h for the
  * stream counters and the raw plan. */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,10 +10,10 @@
 
 #include "include/sluice.h"
 #include "loader/pagecache.h"
-#include "runtime/api_internal.h"
+#include "runtime/api/api_internal.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
-#include "runtime/progress.h"
+#include "runtime/api/progress.h"
 
 static volatile sig_atomic_t g_interrupted;
 static sluice_ctx *volatile g_ctx;   /* the context a signal cancels (NULL until it exists) */
