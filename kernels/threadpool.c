@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/clock.h"
 
 /* Spin 50 µs (longer than the gaps between the parallel loops of a token), pausing for the first
  * 5 µs and yielding the core after that.  Measured on the shared 2-core machine (sl_pool_run of
@@ -60,12 +61,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Contract: returns true as soon as cond(p) holds, false after spinning spin_ns without it
  * (the clock is read once per 64 pauses). */
@@ -77,7 +72,7 @@ static bool spin_until(sl_pool *p, bool (*cond)(sl_pool *, unsigned long), unsig
     for (unsigned k = 0;; k++) {
         if (cond(p, arg)) return true;
         if ((k & 63) == 0) {
-            t = now_ns();
+            t = sl_now_ns();
             if (!t0) t0 = t;
             else if (t - t0 > spin) return false;
         }

@@ -14,12 +14,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/clock.h"
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 const char *sl_io_backend_name(sl_io_backend b) {
     switch (b) {
@@ -317,9 +313,9 @@ int sl_io_wait(sl_io *io, int slot, const void **data) {
     if (data) *data = NULL;
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return -EINVAL;
     sl_io_slot *s = &io->slot[slot];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     io->ops->wait(io, s);
-    SL_IO_ADD(io, wait_ns, now_ns() - t0);
+    SL_IO_ADD(io, wait_ns, sl_now_ns() - t0);
     SL_IO_ADD(io, waits, 1);
     if (s->err) {
         snprintf(io->errmsg, sizeof io->errmsg, "%s", s->msg);

@@ -14,13 +14,8 @@
 
 #include "runtime/api/session.h"
 #include "kernels/threadpool.h"
+#include "kernels/clock.h"
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *sluice_version(void) { return SLUICE_VERSION; }
 
@@ -209,7 +204,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     sluice_model *M = calloc(1, sizeof *M);
     if (!M) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     M->p = *p;
-    M->t_open_ns = mono_ns();
+    M->t_open_ns = sl_now_ns();
     char e2[SL_ERRLEN];
     int rc = sl_model_open(path, &M->m, err, errlen);
     if (rc) goto fail;
@@ -290,7 +285,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }
-    M->t_loaded_ns = mono_ns();
+    M->t_loaded_ns = sl_now_ns();
     *out = M;
     return 0;
 fail:

@@ -11,13 +11,8 @@
 
 #include "runtime/engine/kvcache.h"
 #include "runtime/api/session.h"
+#include "kernels/clock.h"
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- contexts ---------------------------------------------------------------------------------- */
 
@@ -134,7 +129,7 @@ int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
         ps.pass_bytes = sl_stream_pass_bytes(C->M->stream);
         c->src = &ps.base;
     }
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = sl_now_ns();
     int rc = 0;
     C->logits_valid = false;
     for (int done = 0; done < n && !rc;) {
@@ -150,7 +145,7 @@ int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
         if (show) p->progress(p->user, "prompt", (uint64_t)done, (uint64_t)n);
     }
     if (show && ps.inner) c->src = ps.inner;
-    C->eval_ns += mono_ns() - t0;
+    C->eval_ns += sl_now_ns() - t0;
     if (rc) {
         snprintf(C->err, sizeof C->err, "%s", c->err);
         /* a failed or interrupted pass leaves the stream's schedule mid-way: restart it */

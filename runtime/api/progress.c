@@ -7,13 +7,8 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/clock.h"
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 bool sl_progress_tty(void)
 {
@@ -38,7 +33,7 @@ void sl_progress_clear(sl_progress *p)
 void sl_progress_update(sl_progress *p, const char *stage, uint64_t done, uint64_t total)
 {
     if (!p->on) return;
-    uint64_t now = mono_ns();
+    uint64_t now = sl_now_ns();
     if (strncmp(p->stage, stage, sizeof p->stage - 1)) {
         snprintf(p->stage, sizeof p->stage, "%s", stage);
         p->t0 = now;

@@ -19,6 +19,7 @@
 #include "loader/fileio.h"
 #include "loader/gguf.h"
 #include "runtime/engine/kvcache.h"
+#include "kernels/clock.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "session files are little-endian and read by memcpy: a big-endian port must byte-swap here"
@@ -27,12 +28,6 @@
 #define CHUNK_TARGET (1u << 20)      /* bytes of KV rows per shuffle/hash group when saving */
 #define MAX_CHUNK    (64u << 20)     /* refuse files whose groups would need more than this */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- XXH64 ------------------------------------------------------------------------------------
  * Implemented from the xxHash specification (doc/xxhash_spec.md): 4 lanes over 32-byte stripes,
@@ -370,7 +365,7 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
                     const void *extra, size_t extra_len, const sl_session_opts *o, sl_session_info *info,
                     char *err, size_t errlen)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     sl_session_opts def = sl_session_default_opts();
     if (!o) o = &def;
     const sl_config *cf = &c->m->cfg;
@@ -437,7 +432,7 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
     free(w.shuf);
     free(rows);
     if (info)
-        *info = (sl_session_info){ n, (int)h.kv_type, o->codec, h.raw_bytes, sizeof h + h.payload_bytes, now_ns() - t0 };
+        *info = (sl_session_info){ n, (int)h.kv_type, o->codec, h.raw_bytes, sizeof h + h.payload_bytes, sl_now_ns() - t0 };
     return 0;
 fail:
     snprintf(err, errlen, "session %s: %s: %s", path, stage, rc == -EPROTO ? "zstd compression failed" : strerror(-rc));
@@ -505,7 +500,7 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
 int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **toks_out, int *n_out, float *logits_out,
                     bool *has_logits, void **extra_out, size_t *extra_len, sl_session_info *info, char *err, size_t errlen)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     char why[200] = "";
     rsrc r = { .fd = -1 };
     int32_t *toks = NULL;
@@ -582,7 +577,7 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     *toks_out = toks;
     *n_out = n;
     if (info)
-        *info = (sl_session_info){ n, (int)h.kv_type, (int)h.codec, h.raw_bytes, (uint64_t)st.st_size, now_ns() - t0 };
+        *info = (sl_session_info){ n, (int)h.kv_type, (int)h.codec, h.raw_bytes, (uint64_t)st.st_size, sl_now_ns() - t0 };
     close(r.fd);
     ZSTD_freeDCtx(r.z);
     free(r.in);

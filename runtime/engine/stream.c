@@ -10,6 +10,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/types.h"
+#include "kernels/clock.h"
 
 typedef struct piece {
     const sl_weight *w;
@@ -36,12 +37,6 @@ struct sl_stream {
     char err[320];
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Append the pieces of w: row-chunks of at most max_rows rows. */
 static int add_pieces(sl_stream *s, size_t *cap, const sl_weight *w, int64_t max_rows)
@@ -114,9 +109,9 @@ static int acquire(sl_stream *s, const sl_weight *w, const piece **pp, const voi
     }
     int rc = top_up(s);
     if (rc) { sl_stream_reset(s); return rc; }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     rc = sl_io_wait(s->io, s->slot[s->next_use % RING], data);
-    s->st.wait_ns += now_ns() - t0;
+    s->st.wait_ns += sl_now_ns() - t0;
     if (rc) {
         snprintf(s->err, sizeof s->err, "reading %s rows %" PRId64 "..%" PRId64 ": %s", w->name, p->row0,
                  p->row0 + p->nrows, sl_io_errmsg(s->io));
@@ -151,9 +146,9 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
             sl_stream_reset(s);
             return -EPROTO;
         }
-        uint64_t t0 = now_ns();
+        uint64_t t0 = sl_now_ns();
         sl_matmul_prepared(s->pool, &in, data, p->nrows, w->row_bytes, out + p->row0, out_stride);
-        s->st.compute_ns += now_ns() - t0;
+        s->st.compute_ns += sl_now_ns() - t0;
         s->st.pieces++;
         s->st.bytes += p->len;
         done += p->nrows;

@@ -30,6 +30,7 @@
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "kernels/threadpool.h"
+#include "kernels/clock.h"
 
 #define PROBE_COLS     4096       /* a llama-7/8B row; K-quant and Q8_0 blocks divide it */
 #define PROBE_NS       80000000   /* ~0.08 s of timed passes per type (+ ~0.05 s to fill the matrix) */
@@ -52,14 +53,6 @@
 #endif
 
 enum src { SRC_FALLBACK, SRC_CACHED, SRC_MEASURED, SRC_MEASURED_UNCACHED };
-
-/* Contract: CLOCK_MONOTONIC in nanoseconds. */
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Contract: the cache file of (active path and mode, this build's flavour, n_threads, type). */
 static void cache_path(int type, int n_threads, char *buf, size_t len)
@@ -180,14 +173,14 @@ static double measure(probe *pr, int type, size_t probe_bytes)
     sl_matmul(pool, type, w, rows, PROBE_COLS, rb, x, 1, out, rows);
     flush_job fj = { w, bytes };
     int n = 0;
-    uint64_t t_start = now_ns();
-    while (n < PROBE_MAX_PASS && (n < PROBE_MIN_PASS || now_ns() - t_start < PROBE_NS)) {
+    uint64_t t_start = sl_now_ns();
+    while (n < PROBE_MAX_PASS && (n < PROBE_MIN_PASS || sl_now_ns() - t_start < PROBE_NS)) {
         /* flushing on the pool leaves its workers spinning, so the timed call starts as a decode
          * matmul does: right after the previous parallel loop */
         sl_pool_run(pool, flush_worker, &fj);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = sl_now_ns();
         sl_matmul(pool, type, w, rows, PROBE_COLS, rb, x, 1, out, rows);
-        uint64_t dt = now_ns() - t0;
+        uint64_t dt = sl_now_ns() - t0;
         rate[n++] = (double)bytes / ((dt ? dt : 1) / 1e9);
     }
     qsort(rate, (size_t)n, sizeof *rate, cmp_double);
