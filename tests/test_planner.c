@@ -31,13 +31,15 @@ static void shape(sl_plan_model *pm, int dim, int L, int heads, int kv_heads, in
     int kvd = kv_heads * c->head_dim;
     for (int l = 0; l < L; l++) {
         int vt = more_bits(l, L) ? SL_TYPE_Q6_K : SL_TYPE_Q4_K;
+        /* the llama slots, in forward order */
+        static const int slot[7] = { SL_MAT_Q, SL_MAT_K, SL_MAT_V, SL_MAT_O, SL_MAT_GATE, SL_MAT_UP, SL_MAT_DOWN };
         int64_t cols[7] = { dim, dim, dim, dim, dim, dim, ffn };
         int64_t rows[7] = { dim, kvd, kvd, dim, ffn, ffn, dim };
         int types[7] = { SL_TYPE_Q4_K, SL_TYPE_Q4_K, vt, SL_TYPE_Q4_K, SL_TYPE_Q4_K, SL_TYPE_Q4_K, vt };
         for (int i = 0; i < 7; i++) {
-            pm->tensor_row_bytes[l][i] = sl_row_bytes(types[i], cols[i]);
-            pm->tensor_bytes[l][i] = pm->tensor_row_bytes[l][i] * (uint64_t)rows[i];
-            pm->tensor_type[l][i] = types[i];
+            pm->tensor_row_bytes[l][slot[i]] = sl_row_bytes(types[i], cols[i]);
+            pm->tensor_bytes[l][slot[i]] = pm->tensor_row_bytes[l][slot[i]] * (uint64_t)rows[i];
+            pm->tensor_type[l][slot[i]] = types[i];
         }
     }
     pm->lm_head_type = SL_TYPE_Q6_K;
@@ -49,7 +51,7 @@ static void shape(sl_plan_model *pm, int dim, int L, int heads, int kv_heads, in
     pm->meta_bytes = 9 * MiB;
     pm->vocab_bytes = vocab_bytes;
     pm->file_bytes = pm->lm_head_bytes + pm->embd_bytes;
-    for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) pm->file_bytes += pm->tensor_bytes[l][i];
+    for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) pm->file_bytes += pm->tensor_bytes[l][i];
 }
 
 static sl_plan_model llama3_8b, llama2_13b;
@@ -201,7 +203,7 @@ static void bytes_by_type(const sl_plan_model *pm, uint64_t bytes[SL_TYPE_COUNT]
 {
     memset(bytes, 0, SL_TYPE_COUNT * sizeof *bytes);
     for (int l = 0; l < pm->cfg.n_layers; l++)
-        for (int i = 0; i < 7; i++) bytes[pm->tensor_type[l][i]] += pm->tensor_bytes[l][i];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) bytes[pm->tensor_type[l][i]] += pm->tensor_bytes[l][i];
     bytes[pm->lm_head_type] += pm->lm_head_bytes;
 }
 

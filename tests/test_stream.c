@@ -162,7 +162,7 @@ Test(stream, eio_is_reported_with_tensor_name)
     sl_model_set_streaming(m, true, false);
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0);
     char fault[64];
-    snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(m->layers[2].w_up.offset + m->layers[2].w_up.nbytes / 2));
+    snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(m->layers[2].mat[SL_MAT_UP].offset + m->layers[2].mat[SL_MAT_UP].nbytes / 2));
     setenv("SLUICE_IO_FAULT", fault, 1);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;

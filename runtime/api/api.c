@@ -100,7 +100,7 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
     /* what the run actually does (a forced mode may differ from the plan) */
     int full = 0;
     for (int l = 0; l < M->m->cfg.n_layers; l++) {
-        sl_weight *w[7];
+        sl_weight *w[SL_BLOCK_MATS];
         int n = sl_layer_weights(&M->m->layers[l], w), res = 1;
         for (int i = 0; i < n; i++) {
             if (w[i]->stream) { res = 0; o->stream_bytes_per_token += w[i]->nbytes; }
@@ -159,7 +159,7 @@ static uint64_t resident_load_bytes(sl_model *m)
 {
     uint64_t t = 0;
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        sl_weight *w[7];
+        sl_weight *w[SL_BLOCK_MATS];
         for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) if (!w[i]->stream) t += w[i]->nbytes;
     }
     bool embd_stream = m->tok_embd.stream || (m->tied && m->output.stream);

@@ -177,9 +177,9 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
             return rc;
         }
         for (int b = 0; b < nb; b++)
-            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->attn_norm, dim, cf->rms_eps);
-        if ((rc = wmat(c, &L->wq, c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->wk, c->xb, nb, c->k, kvd)) ||
-            (rc = wmat(c, &L->wv, c->xb, nb, c->v, kvd)))
+            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->vec[SL_VEC_ATTN_NORM], dim, cf->rms_eps);
+        if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
+            (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
             return rc;
         for (int b = 0; b < nb; b++) {
             int pos = p0 + b;
@@ -195,16 +195,16 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
             return rc;
         }
         /* x += Wo att_out: compute into xb (free now), then add */
-        if ((rc = wmat(c, &L->wo, c->att_out, nb, c->xb, dim))) return rc;
+        if ((rc = wmat(c, &L->mat[SL_MAT_O], c->att_out, nb, c->xb, dim))) return rc;
         for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
 
         for (int b = 0; b < nb; b++)
-            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->ffn_norm, dim, cf->rms_eps);
-        if ((rc = wmat(c, &L->w_gate, c->xb, nb, c->hb, cf->ffn_dim)) ||
-            (rc = wmat(c, &L->w_up, c->xb, nb, c->hb2, cf->ffn_dim)))
+            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->vec[SL_VEC_FFN_NORM], dim, cf->rms_eps);
+        if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
+            (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
             return rc;
         sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
-        if ((rc = wmat(c, &L->w_down, c->hb, nb, c->xb, dim))) return rc;
+        if ((rc = wmat(c, &L->mat[SL_MAT_DOWN], c->hb, nb, c->xb, dim))) return rc;
         for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
     }
     if (c->cancel && *c->cancel) return -ECANCELED;

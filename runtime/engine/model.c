@@ -1,4 +1,5 @@
-/* runtime/engine/model.c — hyperparameters and weight table of a llama-architecture GGUF file. */
+/* runtime/engine/model.c — hyperparameters and weight table of a GGUF file, bound through its
+ * architecture description (runtime/engine/arch.h). */
 #include "runtime/engine/model.h"
 
 #include <errno.h>
@@ -14,12 +15,12 @@
 #include "loader/errmsg.h"
 #include "loader/fileio.h"
 
-/* Required integer hyperparameter "<arch>.<key>", 1 <= value <= max. */
-static int get_hp(const sl_gguf *g, const char *key, int *out, int max, bool required, int dflt,
+/* Integer hyperparameter "<arch>.<key>", 1 <= value <= max (dflt when absent and not required). */
+static int get_hp(const sl_gguf *g, const char *arch, const char *key, int *out, int max, bool required, int dflt,
                   char *err, size_t errlen)
 {
     char full[96];
-    snprintf(full, sizeof full, "llama.%s", key);
+    snprintf(full, sizeof full, "%s.%s", arch, key);
     uint32_t v;
     if (!sl_gguf_get_u32(g, full, &v)) {
         if (sl_gguf_find_key(g, full) >= 0) {
@@ -97,14 +98,15 @@ static int load_vec(int fd, const sl_weight *w, float **out, char *err, size_t e
 
 int sl_layer_weights(sl_layer *L, sl_weight **o)
 {
-    o[0] = &L->wq; o[1] = &L->wk; o[2] = &L->wv; o[3] = &L->wo;
-    o[4] = &L->w_gate; o[5] = &L->w_up; o[6] = &L->w_down;
-    return 7;
+    int n = 0;
+    for (int i = 0; i < SL_BLOCK_MATS; i++)
+        if (sl_weight_present(&L->mat[i])) o[n++] = &L->mat[i];
+    return n;
 }
 
 uint64_t sl_layer_bytes(const sl_model *m, int l)
 {
-    sl_weight *w[7];
+    sl_weight *w[SL_BLOCK_MATS];
     uint64_t s = 0;
     for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) s += w[i]->nbytes;
     return s;
@@ -117,10 +119,8 @@ void sl_model_free(sl_model *m)
     if (!m) return;
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layers; l++) {
-            sl_weight *w[7];
-            for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) free_weight(w[i]);
-            free(m->layers[l].attn_norm);
-            free(m->layers[l].ffn_norm);
+            for (int i = 0; i < SL_BLOCK_MATS; i++) free_weight(&m->layers[l].mat[i]);
+            for (int i = 0; i < SL_BLOCK_VECS; i++) free(m->layers[l].vec[i]);
         }
         free(m->layers);
     }
@@ -133,34 +133,42 @@ void sl_model_free(sl_model *m)
     free(m);
 }
 
-static int read_config(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
+/* general.architecture -> its description, or a clear refusal naming what is supported. */
+static int find_arch(const sl_gguf *g, const sl_arch **out, char *err, size_t errlen)
 {
     sl_str arch;
     if (!sl_gguf_get_str(g, "general.architecture", &arch)) {
         snprintf(err, errlen, "model: general.architecture is missing");
         return -EINVAL;
     }
-    if (!sl_str_eq(arch, "llama")) {
-        sl_errf(err, errlen, 0, "model: architecture '%.*s' is not supported (sluice runs llama-architecture models)",
-                 (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
+    *out = sl_arch_find(arch);
+    if (!*out) {
+        sl_errf(err, errlen, 0, "model: architecture '%.*s' is not supported (supported: %s)",
+                (int)(arch.len > 40 ? 40 : arch.len), arch.ptr, sl_arch_supported());
         return -ENOTSUP;
     }
+    return 0;
+}
+
+/* The integer shape hyperparameters every architecture has, checked against each other. */
+static int read_shape(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+{
     int rc;
-    if ((rc = get_hp(g, "embedding_length", &c->dim, 1 << 16, true, 0, err, errlen)) ||
-        (rc = get_hp(g, "block_count", &c->n_layers, 1024, true, 0, err, errlen)) ||
-        (rc = get_hp(g, "feed_forward_length", &c->ffn_dim, 1 << 18, true, 0, err, errlen)) ||
-        (rc = get_hp(g, "attention.head_count", &c->n_heads, 1024, true, 0, err, errlen)) ||
-        (rc = get_hp(g, "attention.head_count_kv", &c->n_kv_heads, 1024, false, c->n_heads, err, errlen)) ||
-        (rc = get_hp(g, "context_length", &c->ctx_train, 1 << 24, false, 2048, err, errlen)))
+    if ((rc = get_hp(g, a, "embedding_length", &c->dim, 1 << 16, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "block_count", &c->n_layers, SL_MAX_LAYERS, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "feed_forward_length", &c->ffn_dim, 1 << 18, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "attention.head_count", &c->n_heads, 1024, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "attention.head_count_kv", &c->n_kv_heads, 1024, false, c->n_heads, err, errlen)) ||
+        (rc = get_hp(g, a, "context_length", &c->ctx_train, 1 << 24, false, 2048, err, errlen)))
         return rc;
     if (c->dim % c->n_heads) {
         snprintf(err, errlen, "model: embedding_length %d is not a multiple of head_count %d", c->dim, c->n_heads);
         return -EINVAL;
     }
-    if ((rc = get_hp(g, "attention.key_length", &c->head_dim, 1 << 12, false, c->dim / c->n_heads, err, errlen)))
+    if ((rc = get_hp(g, a, "attention.key_length", &c->head_dim, 1 << 12, false, c->dim / c->n_heads, err, errlen)))
         return rc;
     int vlen;
-    if ((rc = get_hp(g, "attention.value_length", &vlen, 1 << 12, false, c->head_dim, err, errlen))) return rc;
+    if ((rc = get_hp(g, a, "attention.value_length", &vlen, 1 << 12, false, c->head_dim, err, errlen))) return rc;
     if (vlen != c->head_dim) {
         snprintf(err, errlen, "model: attention.value_length %d differs from key_length %d (not supported)", vlen, c->head_dim);
         return -ENOTSUP;
@@ -169,22 +177,35 @@ static int read_config(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "model: head_count %d is not a multiple of head_count_kv %d", c->n_heads, c->n_kv_heads);
         return -EINVAL;
     }
-    if ((rc = get_hp(g, "rope.dimension_count", &c->rope_dim, c->head_dim, false, c->head_dim, err, errlen))) return rc;
+    if ((rc = get_hp(g, a, "rope.dimension_count", &c->rope_dim, c->head_dim, false, c->head_dim, err, errlen))) return rc;
     if (c->rope_dim % 2) {
-        snprintf(err, errlen, "model: llama.rope.dimension_count %d is odd", c->rope_dim);
+        snprintf(err, errlen, "model: %s.rope.dimension_count %d is odd", a, c->rope_dim);
         return -EINVAL;
     }
+    return 0;
+}
+
+/* Optional float "<arch>.<key>" into *out (left as is when absent); must be a float when present. */
+static int get_f32_opt(const sl_gguf *g, const char *a, const char *key, float *out, char *err, size_t errlen)
+{
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", a, key);
+    if (sl_gguf_find_key(g, full) >= 0 && !sl_gguf_get_f32(g, full, out)) {
+        snprintf(err, errlen, "model: %s must be a float", full);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* RoPE base and scaling, RMSNorm epsilon. */
+static int read_rope_norm(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+{
+    int rc;
     c->rope_base = 10000.0f;
-    if (sl_gguf_find_key(g, "llama.rope.freq_base") >= 0 && !sl_gguf_get_f32(g, "llama.rope.freq_base", &c->rope_base)) {
-        snprintf(err, errlen, "model: llama.rope.freq_base must be a float");
-        return -EINVAL;
-    }
     c->rms_eps = 1e-5f;
-    if (sl_gguf_find_key(g, "llama.attention.layer_norm_rms_epsilon") >= 0 &&
-        !sl_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &c->rms_eps)) {
-        snprintf(err, errlen, "model: llama.attention.layer_norm_rms_epsilon must be a float");
-        return -EINVAL;
-    }
+    if ((rc = get_f32_opt(g, a, "rope.freq_base", &c->rope_base, err, errlen)) ||
+        (rc = get_f32_opt(g, a, "attention.layer_norm_rms_epsilon", &c->rms_eps, err, errlen)))
+        return rc;
     if (!(c->rope_base > 0) || !(c->rms_eps > 0) || c->rms_eps > 1) {
         snprintf(err, errlen, "model: rope.freq_base %g or rms epsilon %g out of range", c->rope_base, c->rms_eps);
         return -EINVAL;
@@ -192,18 +213,76 @@ static int read_config(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
     /* Rope scaling: linear is a position multiplier; anything else would silently change every
      * logit, so refuse it rather than run it wrongly. */
     c->rope_scale = 1.0f;
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     sl_str st;
-    if (sl_gguf_get_str(g, "llama.rope.scaling.type", &st) && !sl_str_eq(st, "none")) {
-        float f;
+    if (sl_gguf_get_str(g, key, &st) && !sl_str_eq(st, "none")) {
         if (!sl_str_eq(st, "linear")) {
             sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (only linear)", (int)(st.len > 20 ? 20 : st.len), st.ptr);
             return -ENOTSUP;
         }
-        if (sl_gguf_get_f32(g, "llama.rope.scaling.factor", &f) && f > 0) c->rope_scale = 1.0f / f;
+        float f;
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+        if (sl_gguf_get_f32(g, key, &f) && f > 0) c->rope_scale = 1.0f / f;
     }
     if (sl_gguf_find_tensor(g, "rope_freqs.weight")) {
         snprintf(err, errlen, "model: rope_freqs.weight (Llama 3.1 long-context rope factors) is not supported yet");
         return -ENOTSUP;
+    }
+    return 0;
+}
+
+static int read_config(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch->name, c, err, errlen)))
+        return rc;
+    return arch->read_hparams ? arch->read_hparams(g, c, err, errlen) : 0;
+}
+
+/* An extent of the description resolved against the hyperparameters. */
+static int64_t dim_of(const sl_config *c, int d)
+{
+    const int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
+    switch (d) {
+    case SL_DIM_EMBD: return c->dim;
+    case SL_DIM_Q:    return qd;
+    case SL_DIM_KV:   return kvd;
+    case SL_DIM_QKV:  return qd + 2 * kvd;
+    case SL_DIM_FFN:  return c->ffn_dim;
+    case SL_DIM_FFN2: return 2 * (int64_t)c->ffn_dim;
+    case SL_DIM_HEAD: return c->head_dim;
+    default:          return 1;
+    }
+}
+
+/* Bind every block tensor the description lists; load the vectors.  fd is the open model file. */
+static int bind_blocks(sl_model *m, int fd, char *err, size_t errlen)
+{
+    const sl_arch *a = m->arch;
+    const sl_config *c = &m->cfg;
+    char name[96];
+    int rc;
+    for (int l = 0; l < c->n_layers; l++) {
+        sl_layer *L = &m->layers[l];
+        for (int i = 0; i < a->n_mats; i++) {
+            const sl_arch_tensor *t = &a->mats[i];
+            snprintf(name, sizeof name, t->name, l);
+            rc = bind(m->gguf, &L->mat[t->slot], name, dim_of(c, t->cols), dim_of(c, t->rows), t->required, err, errlen);
+            if (rc < 0) return rc;
+        }
+        for (int i = 0; i < a->n_vecs; i++) {
+            const sl_arch_tensor *t = &a->vecs[i];
+            sl_weight tmp;
+            snprintf(name, sizeof name, t->name, l);
+            rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), 1, t->required, err, errlen);
+            if (rc < 0) return rc;
+            if (rc == 1) continue;   /* optional and absent */
+            rc = load_vec(fd, &tmp, &L->vec[t->slot], err, errlen);
+            m->norm_bytes += (size_t)tmp.cols * 4;
+            free_weight(&tmp);
+            if (rc) return rc;
+        }
     }
     return 0;
 }
@@ -219,13 +298,12 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     sl_config *c = &m->cfg;
     int fd = -1;
     if (!m->path) { rc = -ENOMEM; goto fail; }
-    if ((rc = read_config(g, c, err, errlen))) goto fail;
+    if ((rc = find_arch(g, &m->arch, err, errlen)) || (rc = read_config(g, m->arch, c, err, errlen))) goto fail;
 
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
     if (!te) { snprintf(err, errlen, "model: tensor token_embd.weight is missing"); rc = -EINVAL; goto fail; }
     if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) { snprintf(err, errlen, "model: token_embd.weight has %" PRId64 " rows", te->ne[1]); rc = -EINVAL; goto fail; }
     c->vocab = (int)te->ne[1];
-    const int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
     if ((rc = bind(g, &m->tok_embd, "token_embd.weight", c->dim, c->vocab, true, err, errlen))) goto fail;
     rc = bind(g, &m->output, "output.weight", c->dim, c->vocab, false, err, errlen);
     if (rc < 0) goto fail;
@@ -235,38 +313,14 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     if (!m->layers) { rc = -ENOMEM; goto fail; }
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
+    if ((rc = bind_blocks(m, fd, err, errlen))) goto fail;
 
     sl_weight tmp;
-    char name[64];
-#define VEC(fmt, dst) do { snprintf(name, sizeof name, fmt, l); \
-        if ((rc = bind(g, &tmp, name, c->dim, 1, true, err, errlen))) goto fail; \
-        rc = load_vec(fd, &tmp, &(dst), err, errlen); m->norm_bytes += (size_t)c->dim * 4; free_weight(&tmp); \
-        if (rc) goto fail; } while (0)
-#define MAT(fmt, dst, cols, rows) do { snprintf(name, sizeof name, fmt, l); \
-        if ((rc = bind(g, &(dst), name, cols, rows, true, err, errlen))) goto fail; } while (0)
-    for (int l = 0; l < c->n_layers; l++) {
-        sl_layer *L = &m->layers[l];
-        VEC("blk.%d.attn_norm.weight", L->attn_norm);
-        VEC("blk.%d.ffn_norm.weight", L->ffn_norm);
-        MAT("blk.%d.attn_q.weight", L->wq, c->dim, qd);
-        MAT("blk.%d.attn_k.weight", L->wk, c->dim, kvd);
-        MAT("blk.%d.attn_v.weight", L->wv, c->dim, kvd);
-        MAT("blk.%d.attn_output.weight", L->wo, qd, c->dim);
-        MAT("blk.%d.ffn_gate.weight", L->w_gate, c->dim, c->ffn_dim);
-        MAT("blk.%d.ffn_up.weight", L->w_up, c->dim, c->ffn_dim);
-        MAT("blk.%d.ffn_down.weight", L->w_down, c->ffn_dim, c->dim);
-    }
-    {
-        int l = 0;
-        (void)l;
-        if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, err, errlen))) goto fail;
-        rc = load_vec(fd, &tmp, &m->output_norm, err, errlen);
-        m->norm_bytes += (size_t)c->dim * 4;
-        free_weight(&tmp);
-        if (rc) goto fail;
-    }
-#undef VEC
-#undef MAT
+    if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, err, errlen))) goto fail;
+    rc = load_vec(fd, &tmp, &m->output_norm, err, errlen);
+    m->norm_bytes += (size_t)c->dim * 4;
+    free_weight(&tmp);
+    if (rc) goto fail;
     for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) m->weight_bytes += sl_gguf_tensor_at(g, i)->nbytes;
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
@@ -283,7 +337,7 @@ void sl_model_set_streaming(sl_model *m, bool all, bool lm_head)
 {
     if (all) {
         for (int l = 0; l < m->cfg.n_layers; l++) {
-            sl_weight *w[7];
+            sl_weight *w[SL_BLOCK_MATS];
             for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) w[i]->stream = true;
         }
         m->tok_embd.stream = true;
@@ -296,7 +350,9 @@ void sl_model_set_streaming(sl_model *m, bool all, bool lm_head)
 
 int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
 {
-    sl_weight *all[7 * 1024 + 2];
+    /* every matrix of the model: heap, not stack (SL_MAX_LAYERS blocks of SL_BLOCK_MATS would be 72 KiB) */
+    sl_weight **all = malloc(((size_t)m->cfg.n_layers * SL_BLOCK_MATS + 2) * sizeof *all);
+    if (!all) return -ENOMEM;
     int n = 0;
     all[n++] = &m->tok_embd;
     for (int l = 0; l < m->cfg.n_layers; l++) n += sl_layer_weights(&m->layers[l], all + n);
@@ -310,6 +366,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
     unsigned char *blob = NULL;
     if (posix_memalign((void **)&blob, 64, total ? total : 64)) {
         snprintf(err, errlen, "model: cannot allocate %zu MiB for resident weights", total >> 20);
+        free(all);
         return -ENOMEM;
     }
     int fd = open(m->path, O_RDONLY | O_CLOEXEC);
@@ -317,6 +374,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         int e = errno;
         snprintf(err, errlen, "model: cannot open %s: %s", m->path, strerror(e));
         free(blob);
+        free(all);
         return -e;
     }
     /* no asynchronous readahead: it would keep filling the cache after the last drop below (and the
@@ -339,6 +397,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
                      all[i]->name, all[i]->nbytes, all[i]->offset, rc == -EIO ? "unexpected end of file or I/O error" : strerror(-rc));
             close(fd);
             free(blob);
+            free(all);
             return rc;
         }
         all[i]->data = blob + at;
@@ -348,6 +407,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
     /* Buffered reads pull in readahead beyond each tensor: drop the whole file's cache at the end. */
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
+    free(all);
     m->resident = blob;
     m->resident_bytes = total;
     return 0;

@@ -1,4 +1,4 @@
-/* runtime/engine/model.h — a llama-architecture model: hyperparameters and the weight table.
+/* runtime/engine/model.h — a model bound from its GGUF file: hyperparameters and the weight table.
  *
  * The model describes where every weight is (file offset, type, shape) and, for weights held in
  * memory, where that copy is.  Whether a weight is resident or streamed is decided by the caller
@@ -13,18 +13,19 @@
 
 #include "loader/fileio.h"
 #include "loader/gguf.h"
+#include "runtime/engine/arch.h"
 
 typedef struct sl_config {
-    int   dim;          /* embedding width (llama.embedding_length) */
+    int   dim;          /* embedding width (<arch>.embedding_length) */
     int   n_layers;     /* transformer blocks */
     int   n_heads;      /* query heads */
     int   n_kv_heads;   /* key/value heads (GQA: n_heads is a multiple of it) */
     int   head_dim;     /* per-head width (dim / n_heads unless the file says otherwise) */
     int   ffn_dim;      /* hidden width of the SwiGLU MLP */
     int   vocab;        /* rows of the embedding table / output head */
-    int   ctx_train;    /* llama.context_length */
-    int   rope_dim;     /* rotated dims per head (llama.rope.dimension_count) */
-    float rope_base;    /* llama.rope.freq_base */
+    int   ctx_train;    /* <arch>.context_length */
+    int   rope_dim;     /* rotated dims per head (<arch>.rope.dimension_count) */
+    float rope_base;    /* <arch>.rope.freq_base */
     float rope_scale;   /* position multiplier (1 / linear scaling factor) */
     float rms_eps;
 } sl_config;
@@ -42,19 +43,17 @@ typedef struct sl_weight {
     bool     stream;      /* set before sl_model_load_resident: leave this weight on disk */
 } sl_weight;
 
+/* A block's tensors by slot (runtime/engine/arch.h): a matrix with rows == 0 or a NULL vector is one
+ * the architecture (or this file, for optional ones) does not have. */
 typedef struct sl_layer {
-    float *attn_norm;     /* (dim) always resident, f32 */
-    float *ffn_norm;      /* (dim) */
-    sl_weight wq;         /* (dim -> n_heads*head_dim): rows = n_heads*head_dim, cols = dim */
-    sl_weight wk;         /* (dim -> n_kv_heads*head_dim) */
-    sl_weight wv;         /* (dim -> n_kv_heads*head_dim) */
-    sl_weight wo;         /* (n_heads*head_dim -> dim) */
-    sl_weight w_gate;     /* (dim -> ffn_dim) */
-    sl_weight w_up;       /* (dim -> ffn_dim) */
-    sl_weight w_down;     /* (ffn_dim -> dim) */
+    sl_weight mat[SL_BLOCK_MATS];   /* see enum sl_block_mat for each one's shape */
+    float    *vec[SL_BLOCK_VECS];   /* f32, always resident */
 } sl_layer;
 
+static inline bool sl_weight_present(const sl_weight *w) { return w->rows > 0; }
+
 typedef struct sl_model {
+    const sl_arch *arch;      /* the description the file was bound with */
     sl_gguf   *gguf;
     char      *path;
     sl_config  cfg;
@@ -81,8 +80,9 @@ int  sl_model_load_resident(sl_model *m, char *err, size_t errlen);
  * the embedding table, which then also streams its rows). */
 void sl_model_set_streaming(sl_model *m, bool all, bool lm_head);
 
-/* All matrices of block l in forward order (wq wk wv wo w_gate w_up w_down), for streaming. */
-int  sl_layer_weights(sl_layer *L, sl_weight **out7);
+/* The matrices block L has, in forward order (slot order), into out[0..SL_BLOCK_MATS); returns how
+ * many. */
+int  sl_layer_weights(sl_layer *L, sl_weight **out);
 
 /* Bytes of the matrices of block l. */
 uint64_t sl_layer_bytes(const sl_model *m, int l);

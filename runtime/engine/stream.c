@@ -18,8 +18,6 @@ typedef struct piece {
     uint64_t offset, len;
 } piece;
 
-#define RING 64   /* >= SL_IO_MAX_SLOTS */
-
 struct sl_stream {
     sl_model *m;
     sl_pool *pool;
@@ -29,7 +27,7 @@ struct sl_stream {
     int64_t next_use;      /* index (mod n) of the piece the forward pass consumes next */
     int64_t next_req;      /* index (mod n, unbounded counter) of the next piece to request */
     int     depth;         /* pieces requested ahead, including the one being consumed */
-    int     slot[RING];    /* slot of schedule position k is slot[k % RING] */
+    int     slot[SL_STREAM_RING];   /* slot of schedule position k is slot[k % SL_STREAM_RING] */
     uint64_t max_piece, pass_bytes;
     void   *rowbuf;        /* one embedding row in its file encoding */
     sl_stream_stats st;
@@ -81,7 +79,7 @@ static int top_up(sl_stream *s)
                      p->w->name, p->row0, p->row0 + p->nrows, sl_io_errmsg(s->io));
             return slot;
         }
-        s->slot[s->next_req % RING] = slot;
+        s->slot[s->next_req % SL_STREAM_RING] = slot;
         s->next_req++;
     }
     return 0;
@@ -89,7 +87,7 @@ static int top_up(sl_stream *s)
 
 void sl_stream_reset(sl_stream *s)
 {
-    for (int64_t k = s->next_use; k < s->next_req; k++) sl_io_release(s->io, s->slot[k % RING]);
+    for (int64_t k = s->next_use; k < s->next_req; k++) sl_io_release(s->io, s->slot[k % SL_STREAM_RING]);
     s->next_use = s->next_req = 0;
 }
 
@@ -110,7 +108,7 @@ static int acquire(sl_stream *s, const sl_weight *w, const piece **pp, const voi
     int rc = top_up(s);
     if (rc) { sl_stream_reset(s); return rc; }
     uint64_t t0 = sl_now_ns();
-    rc = sl_io_wait(s->io, s->slot[s->next_use % RING], data);
+    rc = sl_io_wait(s->io, s->slot[s->next_use % SL_STREAM_RING], data);
     s->st.wait_ns += sl_now_ns() - t0;
     if (rc) {
         snprintf(s->err, sizeof s->err, "reading %s rows %" PRId64 "..%" PRId64 ": %s", w->name, p->row0,
@@ -124,8 +122,8 @@ static int acquire(sl_stream *s, const sl_weight *w, const piece **pp, const voi
 
 static void release(sl_stream *s)
 {
-    sl_io_release(s->io, s->slot[s->next_use % RING]);
-    s->next_use++;   /* counters grow without bound: schedule index k % n, slot k % RING */
+    sl_io_release(s->io, s->slot[s->next_use % SL_STREAM_RING]);
+    s->next_use++;   /* counters grow without bound: schedule index k % n, slot k % SL_STREAM_RING */
     top_up(s);   /* an error here resurfaces at the next acquire */
 }
 
@@ -182,7 +180,7 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
     size_t cap = 0;
     int rc = 0;
     for (int l = 0; l < m->cfg.n_layers && !rc; l++) {
-        sl_weight *w[7];
+        sl_weight *w[SL_BLOCK_MATS];
         for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n && !rc; i++)
             if (!w[i]->data) rc = add_pieces(s, &cap, w[i], rows_for(w[i], o->chunk_bytes));
     }
@@ -194,9 +192,7 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
     if (s->n && s->depth > s->n) s->depth = (int)s->n;
     s->rowbuf = malloc(m->tok_embd.row_bytes);
     if (!s->rowbuf) { free(s->sched); free(s); return -ENOMEM; }
-    /* The reader's largest single read (and its O_DIRECT bounce buffer for embedding rows) follows the
-     * piece size: 4 MiB reads for big pieces, no 4 MiB bounce buffer in a tight budget. */
-    size_t chunk = s->max_piece < (256u << 10) ? (256u << 10) : s->max_piece > (4u << 20) ? (4u << 20) : (size_t)s->max_piece;
+    size_t chunk = (size_t)sl_stream_read_chunk(s->max_piece);
     sl_io_opts io = { .backend = o->backend, .slots = s->depth, .max_piece = s->max_piece ? s->max_piece : 4096,
                       .no_direct = o->no_direct, .chunk = chunk };
     rc = sl_io_open(m->path, &io, &s->io, err, errlen);

@@ -18,6 +18,19 @@
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 
+/* Schedule positions whose reader slots the stream remembers: pieces in flight never exceed the
+ * reader's slot limit, so a ring of that size suffices (the planner's simulation uses the same). */
+#define SL_STREAM_RING SL_IO_MAX_SLOTS
+
+/* The reader's largest single read, which is also the O_DIRECT bounce buffer for embedding rows:
+ * the largest piece clamped to [256 KiB, 4 MiB] — 4 MiB reads for big pieces, no 4 MiB bounce
+ * buffer in a tight budget.  The planner charges exactly this. */
+static inline uint64_t sl_stream_read_chunk(uint64_t max_piece)
+{
+    const uint64_t lo = 256u << 10, hi = 4u << 20;
+    return max_piece < lo ? lo : max_piece > hi ? hi : max_piece;
+}
+
 typedef struct sl_stream_opts {
     sl_io_backend backend;
     uint64_t chunk_bytes;   /* 0: one piece per tensor; else row-chunks of at most this many bytes */

@@ -258,7 +258,7 @@ void sl_compute_bytes_by_type(const sl_model *m, uint64_t bytes[SL_TYPE_COUNT])
 {
     memset(bytes, 0, SL_TYPE_COUNT * sizeof *bytes);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        sl_weight *w[7];
+        sl_weight *w[SL_BLOCK_MATS];
         for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++)
             if (w[i]->type >= 0 && w[i]->type < SL_TYPE_COUNT) bytes[w[i]->type] += w[i]->nbytes;
     }

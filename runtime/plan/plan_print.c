@@ -21,7 +21,7 @@ static double compute_weight_bytes(const sl_plan_model *pm)
 {
     double b = (double)pm->lm_head_bytes;
     for (int l = 0; l < pm->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++)
-        for (int i = 0; i < 7; i++) b += (double)pm->tensor_bytes[l][i];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) b += (double)pm->tensor_bytes[l][i];
     return b;
 }
 
@@ -68,7 +68,7 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
     } else {
         int partial = 0;
         for (int l = p->n_layers_resident; l < c->n_layers; l++)
-            for (int i = 0; i < 7; i++) partial += p->layer_resident[l][i];
+            for (int i = 0; i < SL_BLOCK_MATS; i++) partial += p->layer_resident[l][i] && pm->tensor_bytes[l][i];
         fprintf(f, "resident: %d of %d blocks%s%s; LM head %s\n", p->n_layers_resident, c->n_layers,
                 partial ? ", plus single tensors of later blocks" : "", "", p->lm_head_resident ? "resident" : "streams");
         fprintf(f, "streams:  %.1f MiB of weights per token in pieces of <= %.1f MiB (LM head: %d rows per piece), "

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/engine/stream.h"
+
 #define MiB (1024.0 * 1024.0)
 #define BASE_BYTES (6ull << 20)
 #define DIO_SLACK 4096ull
@@ -33,12 +35,12 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
     memset(pm, 0, sizeof *pm);
     pm->cfg = m->cfg;
     for (int l = 0; l < m->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
-        sl_weight *w[7];
-        sl_layer_weights(&m->layers[l], w);
-        for (int i = 0; i < 7; i++) {
-            pm->tensor_bytes[l][i] = w[i]->nbytes;
-            pm->tensor_row_bytes[l][i] = w[i]->row_bytes;
-            pm->tensor_type[l][i] = w[i]->type;
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            const sl_weight *w = &m->layers[l].mat[i];
+            if (!sl_weight_present(w)) continue;
+            pm->tensor_bytes[l][i] = w->nbytes;
+            pm->tensor_row_bytes[l][i] = w->row_bytes;
+            pm->tensor_type[l][i] = w->type;
         }
     }
     pm->lm_head_bytes = m->output.nbytes;
@@ -90,8 +92,8 @@ static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_
 {
     uint64_t mx = 0;
     for (int l = 0; l < pm->cfg.n_layers; l++)
-        for (int i = 0; i < 7; i++) {
-            if (p->layer_resident[l][i]) continue;
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            if (p->layer_resident[l][i] || !pm->tensor_bytes[l][i]) continue;
             uint64_t piece = chunk ? max_u64(pm->tensor_row_bytes[l][i], chunk / pm->tensor_row_bytes[l][i] * pm->tensor_row_bytes[l][i])
                                    : pm->tensor_bytes[l][i];
             if (piece > pm->tensor_bytes[l][i]) piece = pm->tensor_bytes[l][i];
@@ -108,7 +110,7 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
 {
     uint64_t piece = largest_piece(pm, p, chunk);
     if (!piece) return 0;
-    uint64_t bounce = piece < (256u << 10) ? (256u << 10) : piece > (4u << 20) ? (4u << 20) : piece;
+    uint64_t bounce = sl_stream_read_chunk(piece);
     return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
 }
 
@@ -131,7 +133,7 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
  * contexts), and per-piece costs beyond bytes / rate (thread wake-ups after an I/O wait), which the
  * disk hides whenever it is the bottleneck. */
 
-#define SIM_RING 64   /* >= the reader's slot limit (loader/io.h SL_IO_MAX_SLOTS) */
+#define SIM_RING SL_STREAM_RING
 
 typedef struct sim {
     double bw;                /* disk bytes/s; 0: reads are free */
@@ -193,7 +195,7 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
     int64_t pieces = 0;
     for (int l = 0; l < L; l++)
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
             comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
             if (!p->layer_resident[l][i] && pm->tensor_row_bytes[l][i]) {
                 uint64_t rows = pm->tensor_bytes[l][i] / pm->tensor_row_bytes[l][i];
@@ -224,7 +226,7 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         sim_sync_read(&s, pm->embd_row_bytes);
         for (int l = 0; l < L; l++) {
             if (spill_layer) sim_sync_read(&s, spill_layer);
-            for (int i = 0; i < 7; i++) {
+            for (int i = 0; i < SL_BLOCK_MATS; i++) {
                 uint64_t rb = pm->tensor_row_bytes[l][i];
                 sim_matrix(&s, req, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
                            p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
@@ -242,6 +244,8 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
 {
     const sl_config *c = &pm->cfg;
     memset(p, 0, sizeof *p);
+    for (int l = 0; l < c->n_layers && l < SL_PLAN_MAX_LAYERS; l++)   /* a matrix the block lacks costs nothing */
+        for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
     if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
         snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
         return -EINVAL;
@@ -249,7 +253,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
     uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
     for (int l = 0; l < L; l++)
-        for (int i = 0; i < 7; i++) weights += pm->tensor_bytes[l][i];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
 
     p->base_bytes = BASE_BYTES;
     p->meta_bytes = pm->meta_bytes;
@@ -280,7 +284,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
             p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
             p->kv = SL_PLAN_KV_F16;
             p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
-            for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) p->layer_resident[l][i] = true;
+            for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
             p->lm_head_resident = true;
             p->n_layers_resident = L;
             p->resident_bytes = weights;
@@ -372,15 +376,15 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         }
         for (int l = 0; l < L; l++) {
             int pinned = 0;
-            for (int i = 0; i < 7; i++) {
-                if (pm->tensor_bytes[l][i] <= avail) {
+            for (int i = 0; i < SL_BLOCK_MATS; i++) {
+                if (pm->tensor_bytes[l][i] <= avail) {   /* an absent matrix (0 bytes) always "fits" */
                     p->layer_resident[l][i] = true;
                     avail -= pm->tensor_bytes[l][i];
                     res += pm->tensor_bytes[l][i];
                     pinned++;
                 }
             }
-            if (pinned == 7) p->n_layers_resident++;
+            if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;
         }
     }
     p->resident_bytes = res;
@@ -408,9 +412,7 @@ void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p
 void sl_plan_apply(const sl_plan *p, sl_model *m)
 {
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        sl_weight *w[7];
-        sl_layer_weights(&m->layers[l], w);
-        for (int i = 0; i < 7; i++) w[i]->stream = !p->layer_resident[l][i];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) m->layers[l].mat[i].stream = !p->layer_resident[l][i];
     }
     m->tok_embd.stream = !p->all_resident;
     m->output.stream = !p->lm_head_resident;

@@ -15,14 +15,15 @@
 #include "kernels/types.h"
 #include "runtime/engine/model.h"
 
-#define SL_PLAN_MAX_LAYERS 1024
+#define SL_PLAN_MAX_LAYERS SL_MAX_LAYERS
 
 /* What the planner needs to know about a model (built from sl_model, or by hand in tests). */
 typedef struct sl_plan_model {
     sl_config cfg;
-    uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][7];   /* per block: wq wk wv wo gate up down */
-    uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][7];
-    int      tensor_type[SL_PLAN_MAX_LAYERS][7];      /* enum sl_type: picks the compute rate */
+    /* per block and slot (enum sl_block_mat, forward order); 0 bytes: the block has no such matrix */
+    uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
+    uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
+    int      tensor_type[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* enum sl_type: picks the compute rate */
     uint64_t lm_head_bytes, lm_head_row_bytes;
     int      lm_head_type;
     uint64_t embd_bytes, embd_row_bytes;
@@ -68,7 +69,7 @@ typedef struct sl_plan {
     uint64_t kv_file_bytes;   /* spill: size of the KV file */
 
     /* weights */
-    bool     layer_resident[SL_PLAN_MAX_LAYERS][7];
+    bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
     bool     lm_head_resident;
     int      n_layers_resident;   /* blocks entirely resident */
     uint64_t resident_bytes;  /* weights held in memory */
