@@ -256,3 +256,46 @@ Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
                 files[f][1], paths);
     }
 }
+
+/* logits_all: one batch of prompt + 10 golden tokens yields, row by row, exactly the logits that
+ * feeding the same tokens one at a time yields (the multi-token pass that drafted-token verification
+ * and batched serving rely on), on every path the CPU has, fast and exact kernels. */
+Test(fast_invariants, logits_of_every_position_match_one_token_decoding, .timeout = 300)
+{
+    const char *files[][2] = { { "micro-llama", "Q4_K_M" }, { "mini-llama3", "Q8_0" }, { "micro-tied", "F16" } };
+    for (int f = 0; f < 3; f++)
+        for (int exact = 0; exact < 2; exact++) {
+            sl_kernels_set_exact(exact);
+            golden_run g;
+            cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p1_once.txt", files[f][0], files[f][1]), &g), 0);
+            char err[256];
+            sl_model *m;
+            cr_assert_eq(sl_model_open(shared_path("models/%s.%s.gguf", files[f][0], files[f][1]), &m, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
+            sl_pool *pool = sl_pool_create(2);
+            int32_t toks[300];
+            int n = 0;
+            for (int i = 0; i < g.n_prompt; i++) toks[n++] = g.prompt[i];
+            for (int s = 0; s < 10; s++) toks[n++] = g.steps[s].token;
+            const int V = m->cfg.vocab;
+            sl_ctx *all, *one;
+            sl_ctx_params pa = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .logits_all = true };
+            sl_ctx_params po = { .n_ctx = 256, .n_batch = 1, .kv_type = SL_KV_F16 };
+            cr_assert_eq(sl_ctx_create(m, &pa, pool, &all, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_ctx_create(m, &po, pool, &one, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_eval(all, toks, n), 0, "%s", all->err);
+            cr_assert_eq(all->n_logits, n, "one batch holds all %d positions", n);
+            for (int i = 0; i < n; i++) {
+                cr_assert_eq(sl_eval(one, toks + i, 1), 0, "%s", one->err);
+                cr_assert_eq(one->n_logits, 1);
+                cr_assert_eq(memcmp(all->logits + (size_t)i * V, one->logits, (size_t)V * 4), 0,
+                             "%s.%s exact=%d: position %d differs between the batch and one-token decoding",
+                             files[f][0], files[f][1], exact, i);
+            }
+            sl_ctx_free(all);
+            sl_ctx_free(one);
+            sl_pool_free(pool);
+            sl_model_free(m);
+        }
+    sl_kernels_set_exact(false);
+}

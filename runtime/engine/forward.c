@@ -32,7 +32,7 @@ size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
     size_t B = (size_t)p->n_batch, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
-               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + (size_t)c->vocab;
+               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + (p->logits_all ? B : 1) * (size_t)c->vocab;
     return sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL) + f * sizeof(float);
 }
 
@@ -61,6 +61,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
     c->kv_type = p->kv_type;
+    c->logits_all = p->logits_all;
     int rc = sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
     if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
@@ -74,7 +75,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->hb = malloc(B * cf->ffn_dim * sizeof(float));
     c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
     c->att = malloc((size_t)nt * att_scratch_floats(cf, c->n_ctx) * sizeof(float));
-    c->logits = calloc((size_t)cf->vocab, sizeof(float));
+    c->logits = calloc((c->logits_all ? B : 1) * (size_t)cf->vocab, sizeof(float));
     if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits) {
         snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
                  sl_ctx_bytes(cf, p, nt) >> 20, c->n_batch);
@@ -156,71 +157,110 @@ static void attention_worker(void *arg, int ith, int nth)
     }
 }
 
-/* ---- one batch -------------------------------------------------------------------------------- */
+/* ---- one batch --------------------------------------------------------------------------------
+ * eval_batch runs positions p0 .. p0+nb-1 through every block; each step below is one line of the
+ * pass described at the top of this file, over the whole batch. */
 
-static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
+/* xb[b] = rmsnorm(x[b]) * w for every position of the batch. */
+static void norm_batch(sl_ctx *c, const float *w, int nb)
+{
+    const sl_config *cf = &c->m->cfg;
+    for (int b = 0; b < nb; b++)
+        sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)b * cf->dim, w, cf->dim, cf->rms_eps);
+}
+
+/* x += W xb (through xb's twin: the product lands in xb, which is free by then). */
+static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int nb)
+{
+    const int dim = c->m->cfg.dim;
+    int rc = wmat(c, w, in, nb, c->xb, dim);
+    if (rc) return rc;
+    for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
+    return 0;
+}
+
+/* Attention sub-block of block l: x += Wo attention(rope(Wq xb), rope(Wk xb), Wv xb). */
+static int attention_block(sl_ctx *c, int l, int nb, int p0)
+{
+    const sl_config *cf = &c->m->cfg;
+    sl_layer *L = &c->m->layers[l];
+    const int qd = cf->n_heads * cf->head_dim, kvd = cf->n_kv_heads * cf->head_dim;
+    int rc;
+    if ((rc = sl_kv_layer_begin(c->kv, l, p0))) {
+        snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
+        return rc;
+    }
+    norm_batch(c, L->vec[SL_VEC_ATTN_NORM], nb);
+    if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
+        (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
+        return rc;
+    for (int b = 0; b < nb; b++) {
+        int pos = p0 + b;
+        float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
+        sl_rope(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
+        sl_rope(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
+        sl_kv_store(c->kv, l, pos, k, v);
+    }
+    att_job aj = { c, l, nb, p0 };
+    sl_pool_run(c->pool, attention_worker, &aj);
+    if ((rc = sl_kv_layer_end(c->kv, l, p0, nb))) {
+        snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
+        return rc;
+    }
+    return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb);
+}
+
+/* FFN sub-block of block l: x += W_down (act(W_gate xb) * W_up xb). */
+static int ffn_block(sl_ctx *c, int l, int nb)
+{
+    const sl_config *cf = &c->m->cfg;
+    sl_layer *L = &c->m->layers[l];
+    int rc;
+    norm_batch(c, L->vec[SL_VEC_FFN_NORM], nb);
+    if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
+        (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
+        return rc;
+    sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
+    return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb);
+}
+
+/* logits = W_out rmsnorm(x) * output_norm: for the last position only (all generation needs), or for
+ * every position of the batch when the context keeps all logits (verifying drafted tokens). */
+static int lm_head(sl_ctx *c, int nb, int p0)
 {
     sl_model *m = c->m;
     const sl_config *cf = &m->cfg;
-    const int dim = cf->dim, qd = cf->n_heads * cf->head_dim, kvd = cf->n_kv_heads * cf->head_dim;
-    const int p0 = c->n_past;
-    int rc;
-
-    for (int b = 0; b < nb; b++)
-        if ((rc = embed(c, tokens[b], c->x + (size_t)b * dim))) return rc;
-
-    for (int l = 0; l < cf->n_layers; l++) {
-        sl_layer *L = &m->layers[l];
-        if (c->cancel && *c->cancel) return -ECANCELED;
-        if ((rc = sl_kv_layer_begin(c->kv, l, p0))) {
-            snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
-            return rc;
-        }
-        for (int b = 0; b < nb; b++)
-            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->vec[SL_VEC_ATTN_NORM], dim, cf->rms_eps);
-        if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
-            (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
-            return rc;
-        for (int b = 0; b < nb; b++) {
-            int pos = p0 + b;
-            float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
-            sl_rope(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
-            sl_rope(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
-            sl_kv_store(c->kv, l, pos, k, v);
-        }
-        att_job aj = { c, l, nb, p0 };
-        sl_pool_run(c->pool, attention_worker, &aj);
-        if ((rc = sl_kv_layer_end(c->kv, l, p0, nb))) {
-            snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
-            return rc;
-        }
-        /* x += Wo att_out: compute into xb (free now), then add */
-        if ((rc = wmat(c, &L->mat[SL_MAT_O], c->att_out, nb, c->xb, dim))) return rc;
-        for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
-
-        for (int b = 0; b < nb; b++)
-            sl_rmsnorm(c->xb + (size_t)b * dim, c->x + (size_t)b * dim, L->vec[SL_VEC_FFN_NORM], dim, cf->rms_eps);
-        if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
-            (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
-            return rc;
-        sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
-        if ((rc = wmat(c, &L->mat[SL_MAT_DOWN], c->hb, nb, c->xb, dim))) return rc;
-        for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
-    }
-    if (c->cancel && *c->cancel) return -ECANCELED;
-    /* logits of the last position only: that is all generation needs */
-    float *last = c->x + (size_t)(nb - 1) * dim;
-    sl_rmsnorm(c->xb, last, m->output_norm, dim, cf->rms_eps);
-    if ((rc = wmat(c, &m->output, c->xb, 1, c->logits, cf->vocab))) return rc;
+    const int first = c->logits_all ? 0 : nb - 1, n_out = nb - first;
+    for (int b = 0; b < n_out; b++)
+        sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)(first + b) * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
+    int rc = wmat(c, &m->output, c->xb, n_out, c->logits, cf->vocab);
+    if (rc) return rc;
+    c->n_logits = n_out;
     /* NaN/Inf in weights (or an overflow) would otherwise sample garbage silently: stop instead.
-     * One pass over vocab floats per batch costs nothing next to the LM head itself. */
-    for (int i = 0; i < cf->vocab; i++)
+     * One pass over the logits per batch costs nothing next to the LM head itself. */
+    for (size_t i = 0; i < (size_t)n_out * cf->vocab; i++)
         if (!isfinite(c->logits[i])) {
             snprintf(c->err, sizeof c->err, "forward: non-finite logits at position %d (token id %d): the model's "
-                     "weights contain NaN/Inf or the activations overflowed", p0 + nb - 1, i);
+                     "weights contain NaN/Inf or the activations overflowed", p0 + first + (int)(i / cf->vocab),
+                     (int)(i % cf->vocab));
             return -EDOM;
         }
     return 0;
+}
+
+static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
+{
+    const sl_config *cf = &c->m->cfg;
+    const int p0 = c->n_past;
+    int rc;
+    for (int b = 0; b < nb; b++)
+        if ((rc = embed(c, tokens[b], c->x + (size_t)b * cf->dim))) return rc;
+    for (int l = 0; l < cf->n_layers; l++) {
+        if (c->cancel && *c->cancel) return -ECANCELED;
+        if ((rc = attention_block(c, l, nb, p0)) || (rc = ffn_block(c, l, nb))) return rc;
+    }
+    if (c->cancel && *c->cancel) return -ECANCELED;
+    return lm_head(c, nb, p0);
 }
 
 int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
