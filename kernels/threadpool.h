@@ -2,7 +2,7 @@
  *
  * sl_pool_run(pool, fn, arg, n) calls fn(arg, i, n) for i = 0..n-1, one call per thread
  * (the caller's thread runs i = 0), and returns when all calls are done.  No threads are created
- * per call; between calls workers spin for up to 50 µs (SLUICE_SPIN_US; 0 = never) watching for the
+ * per call; between calls workers spin for up to 50 µs (sl_pool_force_spin_us; 0 = never) watching for the
  * next job, then sleep on a condition variable (see threadpool.c for why).
  */
 #ifndef SL_RUNTIME_THREADPOOL_H
@@ -22,6 +22,9 @@ void     sl_pool_run(sl_pool *p, sl_pool_fn fn, void *arg);
  * A streaming run whose token waits mostly on the disk sets 0: spinning workers then take the CPU
  * the reads need (the pread/mmap reader thread, the VM's I/O completions; docs/planner.md). */
 void     sl_pool_set_spin(sl_pool *p, long us);
+/* Debug/test hook (the CLI applies env SLUICE_SPIN_US through sluice_debug_env): pools created after
+ * this call spin for `us` microseconds and ignore sl_pool_set_spin; us < 0 restores the default. */
+void     sl_pool_force_spin_us(long us);
 
 /* Number of online CPUs (>= 1). */
 int sl_ncpu(void);

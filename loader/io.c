@@ -244,7 +244,7 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
     io->asked = io->active = o->backend;
     int r = 0;
     if (o->fault) io->fault = *o->fault;
-    else if (getenv("SLUICE_IO_FAULT")) r = sl_io_fault_parse(getenv("SLUICE_IO_FAULT"), &io->fault, err, errlen);
+    else sl_io_default_fault(&io->fault);
     if (r == 0 && io->fault.eintr_every == 1) {
         snprintf(err, errlen, "%s: fault eintr=1 would retry forever (use K >= 2)", path);
         r = -EINVAL;

@@ -5,6 +5,7 @@
 #include "loader/io_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +84,30 @@ int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf)
         memset(buf + keep, 0xA5, (size_t)res - keep);
     }
     return out;
+}
+
+/* ---- the process-wide default (debug/test hook) ---------------------------------------------- */
+
+static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static sl_io_fault g_default_fault;
+
+/* Contract: see io.h.  On a parse error the previous default stays. */
+int sl_io_set_default_fault(const char *spec, char *err, size_t errlen)
+{
+    sl_io_fault f = { 0 };
+    if (spec && *spec) {
+        int rc = sl_io_fault_parse(spec, &f, err, errlen);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&g_fault_mu);
+    g_default_fault = f;
+    pthread_mutex_unlock(&g_fault_mu);
+    return 0;
+}
+
+void sl_io_default_fault(sl_io_fault *out)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    *out = g_default_fault;
+    pthread_mutex_unlock(&g_fault_mu);
 }

@@ -12,6 +12,7 @@
 #include "loader/io_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <liburing.h>
 #include <stdio.h>
@@ -46,13 +47,24 @@ typedef struct ustate {
     uslot    us[SL_IO_MAX_SLOTS];
 } ustate;
 
-/* 1 if a ring can be created (and SLUICE_NO_URING is not "1"), else 0 with the reason in why. */
+static pthread_mutex_t g_disable_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_disabled_why[96];   /* non-empty: sl_io_disable_uring is in force */
+
+/* Contract: see io.h (debug/test hook: simulates a kernel without io_uring). */
+void sl_io_disable_uring(const char *why)
+{
+    pthread_mutex_lock(&g_disable_mu);
+    snprintf(g_disabled_why, sizeof g_disabled_why, "%s", why ? why : "");
+    pthread_mutex_unlock(&g_disable_mu);
+}
+
+/* 1 if a ring can be created (and io_uring is not disabled), else 0 with the reason in why. */
 int sl_io__uring_probe(char *why, size_t whylen) {
-    const char *env = getenv("SLUICE_NO_URING");
-    if (env && strcmp(env, "1") == 0) {
-        snprintf(why, whylen, "SLUICE_NO_URING=1");
-        return 0;
-    }
+    pthread_mutex_lock(&g_disable_mu);
+    bool off = g_disabled_why[0] != 0;
+    if (off) snprintf(why, whylen, "%s", g_disabled_why);
+    pthread_mutex_unlock(&g_disable_mu);
+    if (off) return 0;
     struct io_uring ring;
     int r = io_uring_queue_init(4, &ring, 0);
     if (r < 0) {

@@ -148,9 +148,10 @@ Test(io, bad_arguments, .init = setup, .fini = teardown) {
     cr_assert(sl_io_backend_parse("aio", &bk) == -EINVAL);
 }
 
-/* SLUICE_NO_URING=1 simulates a kernel without io_uring: URING falls back to pread and says so. */
+/* SLUICE_NO_URING=1 (the sl_io_disable_uring hook) simulates a kernel without io_uring: URING falls
+ * back to pread and says so. */
 Test(io, uring_fallback, .init = setup, .fini = teardown) {
-    setenv("SLUICE_NO_URING", "1", 1);   /* each Criterion test runs in its own process */
+    sl_io_disable_uring("SLUICE_NO_URING=1");   /* each Criterion test runs in its own process */
     cr_assert(sl_io_uring_available() == 0);
     sl_io_opts o = { .backend = SL_IO_URING, .slots = 2, .max_piece = MAX_PIECE };
     sl_io *io = NULL;
