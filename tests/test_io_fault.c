@@ -19,7 +19,8 @@ static void teardown(void) { iot_remove(&F); }
 static bool have(sl_io_backend b) { return b != SL_IO_URING || sl_io_uring_available(); }
 
 /* Random pipelined reads through `io`, every result exact. */
-static void exact_reads(sl_io *io, int slots, const char *cfg) {
+static void exact_reads(sl_io *io, int slots, const char *cfg)
+{
     uint64_t rs = 99;
     for (int i = 0; i < 12; i += slots) {
         int s[8];

@@ -4,14 +4,11 @@
  * of 4096 columns (the activation is quantized per call, as in the forward pass), split over a
  * pool of n threads.  Before every timed pass the matrix is flushed from all cache levels, because
  * in a real token the weights come from DRAM: a model worth streaming is far bigger than the
- * last-level cache, and a streamed piece arrives by DMA.  The matrix is 64 MiB (twice this
- * machine's L3), not smaller: measured on the development machine (2-core EPYC VM, 32 MiB L3,
- * 4 KiB pages), a flushed 16 MiB Q4_K matrix ran at 12-14 GB/s where a flushed 64 MiB one and an
- * unflushed 128 MiB one both ran at 10.7-11.9 GB/s, close to the ~10.8 GB/s at which the resident
- * llama3-8b decodes (2.33 tok/s x 4.6 GB of matrices); page-table walks over the larger span are
- * the likely difference, and a real token pays them.  The figure kept is the median pass, so a pass that another process preempted does
- * not count more than its share.  On this shared VM repeated probes still differ by +-15% (other
- * tenants of the host share its memory bandwidth and L3).
+ * last-level cache, and a streamed piece arrives by DMA.  The matrix is 64 MiB, not smaller: a
+ * flushed 16 MiB matrix ran faster than the resident model decodes, a 64 MiB one at that rate
+ * (page-table walks over the larger span are the likely difference, and a real token pays them;
+ * the measurement is in docs/planner.md).  The figure kept is the median pass, so a pass that
+ * another process preempted does not count more than its share.
  *
  * Results are cached per key (kernel path, exact mode, sanitizer/unoptimized build, threads, type)
  * next to the disk probe's, so a sanitizer test run cannot leave its slow figure for release runs.

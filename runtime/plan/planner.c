@@ -121,12 +121,8 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
  * rows), and the reader keeps prefetch + 1 pieces requested ahead of the one computing.  So reads
  * overlap compute only within that window: while a long run of resident weights computes (the LM
  * head and the first blocks, which follow each other from one token to the next), the disk reads
- * the window's few MiB and then idles.  max(I/O, compute) ignores that.  In bench/budget_bench.sh's
- * llama3-8b runs at 4 GiB (2026-11-30, uring: 27 blocks + head pinned, 1.08 s per token) compute
- * still waited 0.25 s per token for streamed pieces and computed on them 0.14 s, although the rest
- * of the token (~0.7 s, the pinned weights) was longer than all of the token's reading could have
- * taken (<= 0.39 s): the reads had not overlapped it.
- * The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
+ * the window's few MiB and then idles.  max(I/O, compute) ignores that (docs/planner.md has the
+ * llama3-8b measurement that showed it).  The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
  * forward order at the per-type rates.  Synchronous reads (the token's embedding row, the spilled
  * KV cache of each layer at full context: the worst case) hold up compute and the disk alike.
  * Not modelled: attention and the other per-token work outside matrix products (small at short
