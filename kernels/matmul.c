@@ -16,6 +16,7 @@
  */
 #include "kernels/ops.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -191,6 +192,11 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
                         float *out, int64_t out_stride)
 {
     if (rows < 1 || in->nb < 1) return;
+    /* the row kernels' preconditions (kernels/types.h), checked in debug builds */
+    assert(sl_type_get(in->type) && in->cols % sl_type_get(in->type)->blck == 0);
+    assert(row_bytes == sl_row_bytes(in->type, in->cols));
+    assert(((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0);
+    assert(out_stride >= rows);
     mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
     if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
