@@ -225,8 +225,9 @@ static float *run_tokens(const char *model, const golden_run *g, int n_batch, in
 
 /* Every integer path gives the portable path's logits bit for bit, and batching does not matter.
  * Two prompts per file: one prompt's logits can agree by luck (attention scores once went through
- * path-dependent dots and p1_once still matched on AVX2).  Prints which paths ran natively; the
- * paths this CPU lacks are checked under emulation by test_kernels_avx512_emu. */
+ * path-dependent dots and p1_once still matched on AVX2).  Prints which paths ran natively ("auto":
+ * the per-type mix of kernels/dispatch.c); paths this CPU lacks are checked under emulation by
+ * test_kernels_avx512_emu. */
 Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
 {
     sl_kernels_set_exact(false);
@@ -243,7 +244,10 @@ Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
             cr_assert_eq(sl_kernels_force(SL_KPATH_PORTABLE), 0);
             float *ref = run_tokens(model, &g, 512, &V);
             char ran[64] = "portable";
-            for (int p = 1; p < SL_KPATH_COUNT; p++) {
+            /* each SIMD path on its own, then the dispatch table's per-type mix (the default) */
+            const int modes[] = { SL_KPATH_AVX2, SL_KPATH_AVX512, SL_KPATH_AUTO };
+            for (int mi = 0; mi < 3; mi++) {
+                const int p = modes[mi];
                 if (sl_kernels_force(p) != 0) continue;
                 float *got = run_tokens(model, &g, 512, &V);
                 cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s %s: %s logits differ from portable", model, prompts[pr],
@@ -253,9 +257,11 @@ Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
                 cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s %s: %s one-token batches differ", model, prompts[pr],
                              sl_kpath_name(p));
                 free(got);
-                strcat(ran, p == SL_KPATH_AVX2 ? " avx2" : " avx512");
+                strcat(ran, " ");
+                strcat(ran, sl_kpath_name(p));
             }
             float *one = (sl_kernels_force(SL_KPATH_PORTABLE), run_tokens(model, &g, 1, &V));
+            sl_kernels_force(SL_KPATH_AUTO);
             cr_assert_eq(memcmp(ref, one, (size_t)V * 4), 0, "%s %s: portable one-token batches differ", model, prompts[pr]);
             free(one);
             free(ref);
