@@ -107,7 +107,7 @@ static void quant_worker(void *arg, int ith, int nth)
  * scratch buffer cannot be allocated, falls back to the exact f32 path (correct, slower). */
 void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols, sl_mm_input *in)
 {
-    const sl_kernel_set *ks = sl_kernels();
+    const sl_kernel_set *ks = sl_kernels_for_type(type);   /* per type: the fastest path measured */
     const bool exact = sl_kernels_exact();
     *in = (sl_mm_input){ .type = type, .nb = nb, .cols = cols, .x = x, .kernels = ks, .exact = exact };
     const act_fmt f = fmt_for(ks, type, exact);
