@@ -139,26 +139,11 @@ static void set_path(int path)
     atomic_store_explicit(&g_active, sl_kernels_for(base), memory_order_release);
 }
 
-/* Contract: pick the paths once: SLUICE_KERNELS when set and runnable (a warning on stderr
- * otherwise), else the per-type table; SLUICE_EXACT=1 turns exact mode on. */
+/* Contract: pick the paths once: the per-type table (sl_kernels_force and sl_kernels_set_exact
+ * change it later: the debug hook sluice_debug_env applies SLUICE_KERNELS / SLUICE_EXACT so). */
 static void init_once(void)
 {
-    int mode = SL_KPATH_AUTO;
-    const char *env = getenv("SLUICE_KERNELS");
-    if (env && *env && strcmp(env, "auto") != 0) {
-        int want = -2;
-        for (int p = 0; p < SL_KPATH_COUNT; p++)
-            if (!strcmp(env, sl_kpath_name(p))) want = p;
-        if (want == -2)
-            fprintf(stderr, "sluice: SLUICE_KERNELS=%s is not auto|portable|avx2|avx512; using auto\n", env);
-        else if (!sl_kernels_available(want))
-            fprintf(stderr, "sluice: SLUICE_KERNELS=%s: this CPU cannot run it; using auto\n", env);
-        else
-            mode = want;
-    }
-    set_path(mode);
-    const char *ex = getenv("SLUICE_EXACT");
-    if (ex && *ex && strcmp(ex, "0") != 0) atomic_store(&g_exact, true);
+    set_path(SL_KPATH_AUTO);
 }
 
 const sl_kernel_set *sl_kernels(void)

@@ -11,7 +11,7 @@
  *                 (often much smaller) plain-vs-noamx spread.
  * Float-weight files do not quantize activations (F16 keeps f32 activations, unlike ggml's f16):
  * they get test_forward.c's exact-mode bounds.  Measured values are printed for every run.
- * The kernel path is the best this CPU has (SLUICE_KERNELS may force one); end-to-end bit
+ * The kernel path is the best this CPU has (sl_kernels_force may force one); end-to-end bit
  * identity of the paths is checked separately.
  */
 #include <criterion/criterion.h>

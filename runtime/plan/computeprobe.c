@@ -56,7 +56,7 @@ static void cache_path(int type, int n_threads, char *buf, size_t len)
 {
     char dir[3800];
     sl_probe_cache_dir(dir, sizeof dir);
-    snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels()->name, sl_kernels_exact() ? "-exact" : "",
+    snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels_for_type(type)->name, sl_kernels_exact() ? "-exact" : "",
              BUILD_FLAVOUR, n_threads, sl_type_name(type));
 }
 
@@ -228,14 +228,14 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         /* a smaller matrix runs faster than a model's do: good enough for this run, not for the cache */
         *src = SRC_MEASURED_UNCACHED;
         snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, %.0f MiB probe to fit the budget; not cached)",
-                 bw / 1e9, sl_kernels()->name, n_threads, n_threads == 1 ? "" : "s", probe_bytes / 1048576.0);
+                 bw / 1e9, sl_kernels_for_type(type)->name, n_threads, n_threads == 1 ? "" : "s", probe_bytes / 1048576.0);
         return bw;
     }
     *src = SRC_MEASURED;
     sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
-    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels()->name,
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
              n_threads, n_threads == 1 ? "" : "s", cp);
     return bw;
 }
