@@ -80,6 +80,7 @@ typedef struct sluice_params {
     int      draft;           /* enum sluice_draft */
     int      draft_max;       /* most drafted tokens per pass (0 = 8); the number used adapts to the
                                * measured pass times and acceptance rate; at most the plan's batch - 1 */
+    bool     draft_fixed;     /* draft draft_max tokens whenever the drafter has them (no adaptation) */
     sluice_progress_fn progress;
     sluice_log_fn log;
     void    *user;            /* passed to progress and log */

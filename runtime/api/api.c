@@ -292,6 +292,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     if (dk > M->n_batch - 1) dk = M->n_batch - 1;
     if (dk > 64) dk = 64;
     M->draft_k = dk < 0 ? 0 : dk;
+    M->draft_fixed = p->draft_fixed;
     M->t_loaded_ns = sl_now_ns();
     *out = M;
     return 0;

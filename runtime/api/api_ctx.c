@@ -264,8 +264,16 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
 {
     const sl_draft_stats *d = &C->dstats;
     int k = C->M->draft_k;
-    if (d->n_obs >= 2) k = sl_draft_best_k(d->accept, d->t1, d->t_tok, k);
-    else if (k > 4) k = 4;   /* no timings yet: a moderate start */
+    if (C->M->draft_fixed) {
+        /* k as asked */
+    } else if (d->n_obs >= 2) {
+        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok, k);
+        /* drafts that do not pay are still tried now and then, or the acceptance estimate could
+         * never recover when the text becomes predictable */
+        k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
+    } else if (k > 4) {
+        k = 4;   /* no timings yet: a moderate start */
+    }
     int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
     if (k > room) k = room;
     if (k > e->n_max - e->n - 1) k = e->n_max - e->n - 1;   /* drafts beyond n_max are never reported */
@@ -422,5 +430,10 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_eval = C->n_eval;
         o->n_sampled = C->n_sampled;
         o->eval_s = C->eval_ns / 1e9;
+        o->n_passes = C->n_passes;
+        o->n_drafted = C->n_drafted;
+        o->n_accepted = C->n_accepted;
+        o->n_gen_tokens = C->n_gen;
+        o->draft_max = M->draft_k;
     }
 }

@@ -30,6 +30,7 @@ struct sluice_model {
     sl_plan_req req;
     int        n_ctx, n_batch, kv_type, threads;
     int        draft_k;         /* most drafts a pass verifies (0: no speculative decoding) */
+    bool       draft_fixed;     /* always draft_k (sluice_params.draft_fixed) */
     char      *spill_dir;       /* NULL: KV in memory */
     char      *chat_template;   /* NUL-terminated copy, or NULL */
     uint64_t   fingerprint;     /* for session files: computed on first use */
