@@ -17,6 +17,8 @@
 #include "kernels/clock.h"
 
 
+_Static_assert(SLUICE_ERRLEN >= SL_ERRLEN, "SLUICE_ERRLEN holds every internal message");
+
 const char *sluice_version(void) { return SLUICE_VERSION; }
 
 void sluice_params_default(sluice_params *p)
@@ -79,6 +81,24 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     return 0;
 }
 
+/* The planner's decisions and rates, as sluice_plan_info's plan_* fields. */
+static void fill_plan_decisions(const sl_plan *p, const sl_plan_req *req, sluice_plan_info *o)
+{
+    o->plan_layers_resident = p->n_layers_resident;
+    o->plan_lm_head_resident = p->lm_head_resident;
+    o->plan_kv_type = p->kv == SL_PLAN_KV_Q8_0 ? SLUICE_KV_Q8_0 : SLUICE_KV_F16;
+    o->plan_kv_spilled = p->kv == SL_PLAN_KV_SPILL;
+    o->plan_n_batch = p->n_batch;
+    o->plan_prefetch = p->prefetch;
+    o->plan_chunk_bytes = p->chunk_bytes;
+    o->pred_io_s = p->pred_io_s;
+    o->pred_compute_s = p->pred_compute_s;
+    o->disk_bw = req->disk_bw;
+    o->compute_bw = req->compute_bw;
+    o->disk_how = req->disk_how;
+    o->compute_how = req->compute_how;
+}
+
 static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
 {
     memset(o, 0, sizeof *o);
@@ -96,6 +116,7 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         o->planned_bytes = p->total_bytes;
         o->min_budget = p->min_budget;
         o->pred_tok_s = p->pred_tok_s;
+        fill_plan_decisions(p, &M->req, o);
     }
     /* what the run actually does (a forced mode may differ from the plan) */
     int full = 0;

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "runtime/api/api_internal.h"
 #include "runtime/text/chat_template.h"
 #include "kernels/clock.h"
 #include "runtime/cli/cli.h"
@@ -325,7 +324,7 @@ static void save_to(chat *ch, const char *path)
 {
     size_t bl = 0;
     unsigned char *blob = conv_blob(ch, &bl);
-    char err[SL_ERRLEN];
+    char err[SLUICE_ERRLEN];
     sluice_session_stats st;
     if (!blob) { cli_err("out of memory"); return; }
     if (sluice_session_save(ch->C, path, blob, bl, &st, err, sizeof err)) cli_err("%s", err);
@@ -426,7 +425,9 @@ static int pick_template(chat *ch, const char *forced)
         }
         return t;
     }
-    const char *mt = ch->M->chat_template;
+    sluice_model_info mi;
+    sluice_model_get_info(ch->M, &mi);
+    const char *mt = mi.chat_template;
     int t = mt ? sl_chat_template_detect(mt) : SL_TMPL_UNKNOWN;
     if (t == SL_TMPL_UNKNOWN) {
         if (!ch->o.quiet)
@@ -458,7 +459,7 @@ int cmd_chat(int argc, char **argv)
     ch.tty_out = isatty(STDOUT_FILENO);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
-    char err[SL_ERRLEN];
+    char err[SLUICE_ERRLEN];
 
     /* no SA_RESTART: a signal must interrupt the read of the next line */
     struct sigaction sa = { .sa_handler = on_signal };
