@@ -106,6 +106,7 @@ typedef struct sluice_plan_info {
     bool     kv_spilled;
     int      n_ctx, n_batch;
     double   pred_tok_s;
+    int      n_ctx_train;             /* the model's trained context (tells a caller what -c could be) */
     /* The planner's own decisions and rates (valid when planned).  They describe the plan; the fields
      * above describe what the run does, which a forced streaming mode may make differ. */
     int      plan_layers_resident;

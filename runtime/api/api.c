@@ -68,9 +68,20 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
-    /* rates not given are measured (once per device / kernel path, then cached) */
-    sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
-    int rc = sl_plan_make(pm, req, plan);
+    /* Rates not given are measured (once per device / kernel path, then cached).  The plan's
+     * decisions do not depend on the rates, only its prediction does; so it is made first with a
+     * placeholder rate, and the compute probe then measures within what the plan itself will hold,
+     * which keeps the run's peak within its plan, not merely within the budget. */
+    double disk = p->disk_bw > 0 ? p->disk_bw : 0;
+    sl_plan_req first = *req;
+    sl_plan_rates(m, pm, &first, disk, p->compute_bw > 0 ? p->compute_bw : 1.0);
+    int rc = sl_plan_make(pm, &first, plan);
+    if (rc == 0) {
+        req->budget = plan->total_bytes;
+        sl_plan_rates(m, pm, req, disk, p->compute_bw);
+        req->budget = budget;
+        rc = sl_plan_make(pm, req, plan);
+    }
     if (rc) {
         snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
@@ -104,6 +115,7 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
     memset(o, 0, sizeof *o);
     o->planned = M->planned;
     o->n_layers = M->m->cfg.n_layers;
+    o->n_ctx_train = M->m->cfg.ctx_train;
     o->n_ctx = M->n_ctx;
     o->n_batch = M->n_batch;
     o->kv_type = M->kv_type;
@@ -374,6 +386,7 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     o->budget = req.budget;
     o->min_budget = plan->min_budget;
     o->n_layers = m->cfg.n_layers;
+    o->n_ctx_train = m->cfg.ctx_train;
     o->n_ctx = n_ctx;
     if (rc == 0) {
         o->all_resident = plan->all_resident;

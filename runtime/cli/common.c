@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -120,11 +121,36 @@ const char *cli_default_model(void)
     return "models/stories260K.gguf";
 }
 
+/* Length of the complete, valid UTF-8 sequence at s[0..n) (1-4), or 0 when there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+               : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++) if ((s[i] & 0xc0) != 0x80) return 0;
+    if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;   /* overlong, surrogate */
+    if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return len;
+}
+
+bool cli_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0, l; i < n; i += l)
+        if (!(l = utf8_seq(p + i, n - i))) return false;
+    return true;
+}
+
+/* Bytes that are not part of a complete UTF-8 character (a token may end inside one) are written as
+ * \u00XX, so the output is valid JSON whatever the model produces. */
 void json_str(FILE *f, const char *s, size_t n)
 {
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = p[i];
+        size_t l = ch >= 0x80 ? utf8_seq(p + i, n - i) : 1;
+        if (ch >= 0x80 && l) { fwrite(p + i, 1, l, f); i += l; continue; }
         switch (ch) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;
@@ -132,11 +158,36 @@ void json_str(FILE *f, const char *s, size_t n)
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (ch < 0x20 || ch == 0x7f) fprintf(f, "\\u%04x", ch);
+            if (ch < 0x20 || ch >= 0x7f) fprintf(f, "\\u%04x", ch);
             else fputc(ch, f);
         }
+        i++;
     }
     fputc('"', f);
+}
+
+void cli_print_escaped(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t l = p[i] >= 0x80 ? utf8_seq(p + i, n - i) : 1;
+        if (p[i] >= 0x80 && l) { fwrite(p + i, 1, l, f); i += l; continue; }
+        if (p[i] < 0x20 || p[i] >= 0x7f) fprintf(f, "\\x%02x", p[i]);
+        else fputc(p[i], f);
+        i++;
+    }
+}
+
+void cli_std_fds(void)
+{
+    /* stdin reads nothing; stdout and stderr are opened read-only, so a write to them fails (and is
+     * reported) instead of vanishing */
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int nfd = open("/dev/null", O_RDONLY);
+        if (nfd < 0) _exit(127);   /* nothing sane can run without descriptors 0-2 */
+        if (nfd != fd) { dup2(nfd, fd); close(nfd); }
+    }
 }
 
 uint64_t peak_rss_bytes(void) { return sl_peak_rss(); }

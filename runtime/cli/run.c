@@ -18,6 +18,8 @@
 static volatile sig_atomic_t g_interrupted;
 static sluice_ctx *volatile g_ctx;   /* the context a signal cancels (NULL until it exists) */
 
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal): stop the evaluation in progress; the run then
+ * saves its session and exits 130 / 143 / 129.  A second signal leaves at once. */
 static void on_signal(int sig)
 {
     if (g_interrupted) _exit(128 + sig);   /* second signal: leave at once */
@@ -26,24 +28,27 @@ static void on_signal(int sig)
     if (c) sluice_cancel(c);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sluice run [-m MODEL] -p PROMPT [options]\n"
-            "  -p, --prompt TEXT       prompt text\n"
-            "  -f, --file FILE         read the prompt from a file\n"
-            "  -n, --n-predict N       tokens to generate (default 128; stops early at end-of-text; 0 with\n"
-            "                          --session: evaluate the prompt, save the session and exit)\n"
-            "      --special           recognise special-token texts in the prompt\n");
-    gen_opts_usage(f);
-    fprintf(f,
-            "output:\n"
-            "      --stats             print load time, tok/s, peak RSS (and I/O figures) to stderr\n"
-            "      --stats-json FILE   write the same figures as one JSON object to FILE (for benchmarks)\n"
-            "      --json              one JSON object per generated token on stdout\n"
-            "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
-            "      --quiet             no prompt echo, no progress bars\n");
-}
+enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS };
+
+static const cli_opt run_in_table[] = {
+    { RUN_PROMPT, "-p|--prompt", "TEXT", "prompt text" },
+    { RUN_FILE, "-f|--file", "FILE", "read the prompt from a file (at most what the context can hold, plus a margin)" },
+    { 0, NULL, NULL, NULL },
+};
+static const cli_opt run_out_table[] = {
+    { 0, NULL, NULL, "output" },
+    { RUN_STATS_JSON, "--stats-json", "FILE", "write the --stats figures as one JSON object to FILE (for benchmarks)" },
+    { RUN_JSON, "--json", NULL, "one JSON object per generated token on stdout" },
+    { RUN_TOP_LOGITS, "--top-logits", "K", "with --json: include the K best [id, logit] pairs" },
+    { 0, NULL, NULL, NULL },
+};
+static const cli_opt *const run_tables[] = { run_in_table, gen_opt_table, run_out_table, gen_mem_table, cli_meta_table,
+                                              NULL };
+const cli_cmd cli_cmd_run = {
+    "run", "generate text from a prompt", "sluice run [-m MODEL] -p PROMPT [options]", run_tables,
+    "-n defaults to 128; with --session, -n 0 evaluates the prompt, saves the session and exits.\n"
+    "Exit status: 0 done (also when the context is full), 1 error, 2 bad usage, 129/130/143 SIGHUP/SIGINT/SIGTERM.\n"
+};
 
 typedef struct run_opts {
     gen_opts g;
@@ -52,39 +57,53 @@ typedef struct run_opts {
     bool json;
 } run_opts;
 
+static int run_opt_apply(int argc, char **argv, int *i, const cli_opt *op, run_opts *o)
+{
+    const char *a = argv[*i], *v;
+    switch (op->id) {
+    case RUN_PROMPT: return cli_val(argc, argv, i, &o->prompt) ? 0 : -1;
+    case RUN_FILE: return cli_val(argc, argv, i, &o->prompt_file) ? 0 : -1;
+    case RUN_TOP_LOGITS: return cli_val(argc, argv, i, &v) && cli_int(a, v, 1, 1000, &o->top_logits) ? 0 : -1;
+    case RUN_STATS_JSON: return cli_val(argc, argv, i, &o->stats_json) ? 0 : -1;
+    case RUN_JSON: o->json = true; return 0;
+    default: return 0;
+    }
+}
+
+/* 0: go on; 1: done (help printed); -1: bad usage (printed). */
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     *o = (run_opts){ 0 };
     gen_opts_default(&o->g, 128);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = gen_opt_parse(argc, argv, &i, &o->g);
+        const cli_opt *op = cli_find(run_tables, argv[i]);
+        if (!op) { cli_unknown(&cli_cmd_run, argv[i]); return -1; }
+        if (cli_meta(&cli_cmd_run, op)) return 1;
+        int r = gen_opt_apply(argc, argv, &i, op, &o->g);
         if (r < 0) return -1;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { if (!cli_val(argc, argv, &i, &o->prompt)) return -1; }
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { if (!cli_val(argc, argv, &i, &o->prompt_file)) return -1; }
-        else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
-        else if (!strcmp(a, "--stats-json")) { if (!cli_val(argc, argv, &i, &o->stats_json)) return -1; }
-        else if (!strcmp(a, "--json")) o->json = true;
-        else { cli_err("run: unknown option '%s' (see sluice run --help)", a); return -1; }
+        if (r == 0 && run_opt_apply(argc, argv, &i, op, o)) return -1;
     }
     if (o->prompt && o->prompt_file) { cli_err("run: give -p or -f, not both"); return -1; }
+    if (o->top_logits && !o->json) { cli_err("run: --top-logits K needs --json (the logits go into the JSON lines)"); return -1; }
+    if (!gen_opts_check(&o->g)) return -1;
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
+/* Read at most `cap` bytes of f; *truncated when there was more. */
+static char *read_bounded(FILE *f, const char *path, size_t cap, size_t *len, bool *truncated)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) { cli_err("cannot open prompt file %s: %s", path, strerror(errno)); return NULL; }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;) {
+    size_t n = 0, size = 4096;
+    char *buf = malloc(size + 1);
+    *truncated = false;
+    while (buf) {
+        size_t want = size - n < cap + 1 - n ? size - n : cap + 1 - n;
+        size_t r = fread(buf + n, 1, want, f);
         n += r;
-        if (n == cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+        if (n > cap) { n = cap; *truncated = true; break; }
+        if (r < want) break;
+        if (n == size) { char *nb = realloc(buf, (size *= 2) + 1); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
     }
-    if (!buf || ferror(f)) { cli_err("cannot read prompt file %s", path); free(buf); buf = NULL; }
-    fclose(f);
+    if (!buf || ferror(f)) { cli_err("cannot read prompt file %s%s", path, buf ? "" : ": out of memory"); free(buf); return NULL; }
     *len = n;
     return buf;
 }
@@ -137,6 +156,13 @@ typedef struct run_state {
     int64_t n_evaluated, n_gen, n_at_save;
     uint64_t t0, t_load, t_prompt, t_saved, t_first, t_end;
     int rc;                        /* of the last evaluation */
+    long n_predict;                /* -n, with -1 made the room left in the context */
+    FILE *prompt_f;                /* -f FILE, opened before the model so that a typo fails fast */
+    bool keep_session;             /* --session names a file that is not ours to replace: never save */
+    bool ctx_full, reverse_hit;    /* why generation ended early */
+    int out_errno;                 /* stdout failed (ENOSPC, EBADF, ...): 0 while fine */
+    char tail[256];                /* the end of the generated text, for -r */
+    size_t tail_len;
     sl_utf8_stream us;
     sl_progress bar;
     log_ctx lc;
@@ -236,12 +262,12 @@ static void cli_progress(void *user, const char *stage, uint64_t done, uint64_t 
     sl_progress_update(lc->bar, stage, done, total);
 }
 
-/* Save the session; false (after a warning) when that failed. */
+/* Save the session; false (after the error) when that failed. */
 static bool save_session(sluice_ctx *C, const char *path, sluice_session_stats *st)
 {
     char err[SLUICE_ERRLEN];
     if (sluice_session_save(C, path, NULL, 0, st, err, sizeof err)) {
-        fprintf(stderr, "sluice: warning: %s\n", err);
+        cli_err("%s", err);
         return false;
     }
     return true;
@@ -252,18 +278,21 @@ static bool run_open(run_state *r)
 {
     char err[SLUICE_ERRLEN] = "";
     sluice_params sp;
+    r->o.g.n_ctx = gen_default_ctx(&r->o.g);
     if (!gen_opts_params(&r->o.g, &sp)) return false;
     sp.log = cli_log;
     sp.progress = cli_progress;
     sp.user = &r->lc;
     if (sluice_open(r->o.g.model, &sp, &r->M, err, sizeof err)) { sl_progress_clear(&r->bar); cli_err("%s", err); return false; }
     if (sluice_ctx_new(r->M, &r->C, err, sizeof err)) { cli_err("%s", err); return false; }
+    if (!gen_check_kv(&r->o.g, r->M, r->C)) return false;
     g_ctx = r->C;
     if (g_interrupted) sluice_cancel(r->C);   /* a signal during loading stops the first evaluation */
     r->n_ctx = sluice_n_ctx(r->C);
     sluice_model_info mi;
     sluice_model_get_info(r->M, &mi);
     r->n_vocab = mi.n_vocab;
+    r->n_predict = r->o.g.n_predict < 0 || r->o.g.n_predict > r->n_ctx ? r->n_ctx : r->o.g.n_predict;
     return true;
 }
 
@@ -274,13 +303,13 @@ static bool run_tokenize(run_state *r)
     int64_t nt = sluice_tokenize(r->M, r->ptext, (ptrdiff_t)r->plen, flags, NULL, 0);
     if (nt < 0) { cli_err("tokenizing the prompt failed: %s", strerror((int)-nt)); return false; }
     if (nt == 0) { cli_err("the prompt is empty and the model adds no BOS token: nothing to evaluate"); return false; }
-    if (nt + r->o.g.n_predict > r->n_ctx && nt > r->n_ctx) {
+    if (nt > r->n_ctx) {
         cli_err("the prompt has %" PRId64 " tokens, more than the context of %ld (raise -c)", nt, r->n_ctx);
         return false;
     }
     r->nt = nt;
-    r->toks = malloc((size_t)(nt + r->o.g.n_predict + 1) * sizeof *r->toks);
-    r->lat = malloc((size_t)(r->o.g.n_predict + 1) * sizeof *r->lat);
+    r->toks = malloc((size_t)(nt + r->n_predict + 1) * sizeof *r->toks);
+    r->lat = malloc((size_t)(r->n_predict + 1) * sizeof *r->lat);
     if (!r->toks || !r->lat) { cli_err("out of memory"); return false; }
     sluice_tokenize(r->M, r->ptext, (ptrdiff_t)r->plen, flags, r->toks, (int)nt);
     r->smp = sluice_sampler_new(r->M, &r->o.g.sp);
@@ -293,35 +322,76 @@ static void run_load_session(run_state *r)
     char err[SLUICE_ERRLEN] = "";
     if (!r->o.g.session) return;
     int rc = sluice_session_load(r->C, r->o.g.session, NULL, NULL, &r->ss_load, err, sizeof err);
-    if (rc == 0) r->sess_loaded = true;
-    else if (rc != -ENOENT) fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch\n", err);
+    if (rc == 0) { r->sess_loaded = true; return; }
+    if (rc == -ENOENT) return;
+    /* not a session of this model and KV type (or not a session at all): keep the file as it is
+     * unless --session-overwrite says it may be replaced */
+    r->keep_session = !r->o.g.session_overwrite;
+    fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch%s\n", err,
+            r->keep_session ? " and keeping the file as it is (--session-overwrite replaces it)" : "");
 }
 
-/* Text of one token on stdout, whole UTF-8 characters only. */
-static void emit_piece(run_state *r, int32_t id)
+/* Remember the end of the generated text (for -r). */
+static void keep_tail(run_state *r, const char *s, size_t n)
+{
+    if (!r->o.g.n_reverse) return;
+    if (n >= sizeof r->tail) { s += n - sizeof r->tail; n = sizeof r->tail; }
+    if (r->tail_len + n > sizeof r->tail) {
+        size_t drop = r->tail_len + n - sizeof r->tail;
+        memmove(r->tail, r->tail + drop, r->tail_len - drop);
+        r->tail_len -= drop;
+    }
+    memcpy(r->tail + r->tail_len, s, n);
+    r->tail_len += n;
+}
+
+/* Write to stdout; a failure (a full disk, a closed descriptor) is remembered and ends the run. */
+static void out_write(run_state *r, const char *s, size_t n)
+{
+    if (n && !r->out_errno && fwrite(s, 1, n, stdout) != n) r->out_errno = errno ? errno : EIO;
+}
+
+static void out_flush(run_state *r)
+{
+    if (!r->out_errno && (fflush(stdout) || ferror(stdout))) r->out_errno = errno ? errno : EIO;
+}
+
+/* Text of one token on stdout, whole UTF-8 characters only; generated text also feeds -r. */
+static void emit_piece(run_state *r, int32_t id, bool generated)
 {
     char piece[512], outb[512 + 8];
     int pl = sluice_token_piece(r->M, id, false, piece, sizeof piece);
     if (pl > (int)sizeof piece) pl = sizeof piece;
-    if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&r->us, piece, (size_t)pl, outb), stdout);
+    if (pl <= 0) return;
+    size_t n = sl_utf8_stream_feed(&r->us, piece, (size_t)pl, outb);
+    out_write(r, outb, n);
+    if (generated) keep_tail(r, outb, n);
 }
 
 /* Echo the prompt as the model sees it (detokenized), so the output reads as one text; then
  * evaluate what the session does not already hold, and save the session.  false: stop (status set). */
+static void echo_prompt(run_state *r)
+{
+    if (r->o.g.quiet || r->o.json) return;
+    for (int64_t i = 0; i < r->nt; i++) emit_piece(r, r->toks[i], false);
+    out_flush(r);
+}
+
 static bool run_prompt(run_state *r, int *status)
 {
-    if (!r->o.g.quiet && !r->o.json) {
-        for (int64_t i = 0; i < r->nt; i++) emit_piece(r, r->toks[i]);
-        fflush(stdout);
-    }
+    /* A progress bar owns the terminal's last line while the prompt is evaluated: the prompt is
+     * echoed once the bar is gone, so the bar never erases it.  Without a bar it comes first. */
+    bool bar = r->bar.on;
+    if (!bar) echo_prompt(r);
     int rc = sluice_prefill(r->C, r->toks, (int)r->nt);
     sl_progress_clear(&r->bar);
+    if (bar) echo_prompt(r);
     if (rc >= 0) { r->n_evaluated = rc; rc = 0; }
     r->rc = rc;
     r->t_prompt = sl_now_ns();
-    if (rc == 0 && r->o.g.session && (r->n_evaluated > 0 || !r->sess_loaded)) {
+    if (rc == 0 && r->o.g.session && !r->keep_session && (r->n_evaluated > 0 || !r->sess_loaded)) {
         r->sess_saved = save_session(r->C, r->o.g.session, &r->ss_save);
-        if (!r->sess_saved && r->o.g.n_predict == 0) { *status = 1; return false; }
+        if (!r->sess_saved) { *status = 1; return false; }   /* an unwritable --session is an error */
     }
     r->t_saved = sl_now_ns();
     return true;
@@ -336,6 +406,11 @@ static void emit_json(run_state *r, int32_t id)
     if (pl < 0) pl = 0;
     printf("{\"id\":%d,\"text\":", id);
     json_str(stdout, piece, (size_t)pl);
+    if (!cli_utf8_valid(piece, (size_t)pl)) {   /* a piece of a character: its bytes, to join with the next */
+        fputs(",\"bytes\":[", stdout);
+        for (int i = 0; i < pl; i++) printf("%s%u", i ? "," : "", (unsigned char)piece[i]);
+        fputc(']', stdout);
+    }
     if (r->o.top_logits) json_top(stdout, sluice_sampler_logits(r->smp), r->n_vocab, (int)r->o.top_logits);
     printf("}\n");
 }
@@ -344,15 +419,16 @@ static void emit_json(run_state *r, int32_t id)
 static void run_generate(run_state *r)
 {
     r->n_at_save = sluice_n_past(r->C);
-    while (r->rc == 0 && r->n_gen < r->o.g.n_predict) {
+    while (r->rc == 0 && r->n_gen < r->n_predict && !r->out_errno) {
         int32_t next = sluice_sample(r->smp, r->C);
         if (r->o.json) emit_json(r, next);
         r->toks[r->nt + r->n_gen++] = next;
         if (sluice_token_is_eog(r->M, next)) break;
-        if (!r->o.json) emit_piece(r, next);
-        fflush(stdout);
-        if (r->n_gen == r->o.g.n_predict) break;
-        if (sluice_n_past(r->C) >= r->n_ctx) { fprintf(stderr, "\nsluice: context full (-c %ld)\n", r->n_ctx); break; }
+        if (!r->o.json) emit_piece(r, next, true);
+        out_flush(r);
+        if (r->o.g.n_reverse && gen_reverse_hit(&r->o.g, r->tail, r->tail_len)) { r->reverse_hit = true; break; }
+        if (r->n_gen == r->n_predict) break;
+        if (sluice_n_past(r->C) >= r->n_ctx) { r->ctx_full = true; break; }
         if (r->n_gen == 1) r->t_first = sl_now_ns();
         uint64_t ts = sl_now_ns();
         r->rc = sluice_eval(r->C, &next, 1);
@@ -360,30 +436,39 @@ static void run_generate(run_state *r)
     }
     if (!r->o.json) {
         char outb[16];
-        fwrite(outb, 1, sl_utf8_stream_flush(&r->us, outb), stdout);
-        printf("\n");
+        out_write(r, outb, sl_utf8_stream_flush(&r->us, outb));
+        out_write(r, "\n", 1);
     }
-    fflush(stdout);
+    out_flush(r);
     r->t_end = sl_now_ns();
+    /* the whole context used is a normal end, said plainly (not an error) */
+    if (r->ctx_full && !r->o.g.quiet && !r->o.json)
+        fprintf(stderr, "sluice: reached the end of the context (%ld tokens; -c sets it)\n", r->n_ctx);
 }
 
 /* The exit status of the generation (an interruption or an error is reported here). */
 static int run_status(run_state *r)
 {
+    if (r->out_errno) { cli_err("writing the output failed: %s", strerror(r->out_errno)); return 1; }
     if (r->rc == -ECANCELED) {
         fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", r->n_gen);
-        return g_interrupted == SIGTERM ? 143 : 130;
+        return 128 + (g_interrupted ? g_interrupted : SIGINT);
     }
     if (r->rc) { cli_err("%s", sluice_ctx_error(r->C)); return 1; }
     return 0;
 }
 
-/* At exit the session also keeps the generated tokens (all but the last, which was never evaluated). */
-static void run_save_final(run_state *r)
+/* At exit the session also keeps the generated tokens (all but the last, which was never evaluated).
+ * false when that save failed. */
+static bool run_save_final(run_state *r)
 {
     int n = sluice_n_past(r->C);
-    if (r->o.g.session && n > 0 && (n != r->n_at_save || (!r->sess_saved && !r->sess_loaded)))
-        r->sess_saved = save_session(r->C, r->o.g.session, &r->ss_save) || r->sess_saved;
+    if (r->o.g.session && !r->keep_session && n > 0 && (n != r->n_at_save || (!r->sess_saved && !r->sess_loaded))) {
+        bool ok = save_session(r->C, r->o.g.session, &r->ss_save);
+        r->sess_saved = ok || r->sess_saved;
+        return ok;
+    }
+    return true;
 }
 
 static void print_session_stats(const run_state *r)
@@ -409,6 +494,9 @@ static void print_stats(run_state *r)
             " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
             load_s, r->n_evaluated, pp_s, pp_s > 0 ? r->n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
             peak_rss_bytes() / 1048576.0);
+    if (r->o.g.sp.temp > 0)
+        fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", r->o.g.sp.seed,
+                r->o.g.seed_given ? "" : " (chosen at random; --seed with it repeats this run)");
     print_stream_stats(r);
     sluice_plan_info pi;
     sluice_model_get_plan(r->M, &pi);
@@ -420,10 +508,25 @@ static void print_stats(run_state *r)
     if (r->o.g.session) print_session_stats(r);
 }
 
-/* The prompt text: -f FILE, -p TEXT or empty (the BOS token alone).  false after printing why. */
+/* Longest prompt file read: no token of a vocabulary sluice knows is longer than 64 bytes on average
+ * over a context, and a margin covers the rest; more cannot fit the context anyway. */
+static size_t prompt_cap(long n_ctx) { return (size_t)n_ctx * 64 + (1u << 20); }
+
+/* The prompt text: -f FILE (opened already), -p TEXT or empty (the BOS token alone).  false after
+ * printing why. */
 static bool run_read_prompt(run_state *r)
 {
-    if (r->o.prompt_file) return (r->ptext = read_file(r->o.prompt_file, &r->plen)) != NULL;
+    if (r->prompt_f) {
+        bool cut;
+        size_t cap = prompt_cap(r->n_ctx);
+        r->ptext = read_bounded(r->prompt_f, r->o.prompt_file, cap, &r->plen, &cut);
+        fclose(r->prompt_f);
+        r->prompt_f = NULL;
+        if (cut)
+            fprintf(stderr, "sluice: note: -f %s: read the first %.1f MiB only (a context of %ld tokens cannot hold more)\n",
+                    r->o.prompt_file, cap / 1048576.0, r->n_ctx);
+        return r->ptext != NULL;
+    }
     const char *p = r->o.prompt ? r->o.prompt : "";
     r->plen = strlen(p);
     r->ptext = strdup(p);
@@ -434,6 +537,7 @@ static bool run_read_prompt(run_state *r)
 static void run_free(run_state *r)
 {
     g_ctx = NULL;
+    if (r->prompt_f) fclose(r->prompt_f);
     free(r->lat);
     free(r->toks);
     sluice_sampler_free(r->smp);
@@ -457,15 +561,20 @@ int cmd_run(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
-    if (!run_read_prompt(r) || !run_open(r) || !run_tokenize(r)) goto done;
+    if (r->o.prompt_file && !(r->prompt_f = fopen(r->o.prompt_file, "rb"))) {
+        cli_err("cannot open prompt file %s: %s", r->o.prompt_file, strerror(errno));
+        goto done;
+    }
+    if (!run_open(r) || !run_read_prompt(r) || !run_tokenize(r)) goto done;
     run_load_session(r);
     r->t_load = sl_now_ns();
     if (!run_prompt(r, &status)) goto done;
     run_generate(r);
     status = run_status(r);
-    run_save_final(r);
-    if (r->o.stats_json) write_stats_json(r, status);
+    if (!run_save_final(r) && status == 0) status = 1;
+    if (r->o.stats_json && !write_stats_json(r, status) && status == 0) status = 1;
     if (r->o.g.stats) print_stats(r);
 done:
     run_free(r);
