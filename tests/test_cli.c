@@ -16,6 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/types.h"
+#include "util/gguf_craft.h"
+
 extern char **environ;
 
 #define SLUICE_BIN SL_BINARY_DIR "/sluice"
@@ -59,7 +62,9 @@ enum { FD_FILE = 0, FD_CLOSED = 1, FD_DEVFULL = 2 };
 typedef struct spawn_opts {
     const char *stdin_text;   /* NULL: /dev/null */
     int out_mode, in_mode;    /* FD_* for fd 1 and fd 0 */
-    int signal_after_ms, sig; /* send sig after this long (0: none) */
+    int signal_after_ms, sig; /* send sig this long after stdout has its first bytes (0: none) */
+    const char *out_path;     /* (set by run_ex) */
+    bool as_nobody;           /* when root: run as uid/gid 65534 (to check what needs no root) */
 } spawn_opts;
 
 static void wait_exit(pid_t pid, result *r, const spawn_opts *so)
@@ -74,7 +79,14 @@ static void wait_exit(pid_t pid, result *r, const spawn_opts *so)
         struct timespec t;
         clock_gettime(CLOCK_MONOTONIC, &t);
         double ms = (t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6;
-        if (so && so->signal_after_ms && !signalled && ms >= so->signal_after_ms) { kill(pid, so->sig); signalled = true; }
+        if (so && so->signal_after_ms && !signalled) {
+            struct stat st_out;
+            static double t_out;
+            if (stat(so->out_path, &st_out) == 0 && st_out.st_size > 0) {
+                if (!t_out) t_out = ms;
+                if (ms - t_out >= so->signal_after_ms) { kill(pid, so->sig); signalled = true; t_out = 0; }
+            }
+        }
         if (ms > 120000) { kill(pid, SIGKILL); waitpid(pid, &st, 0); cr_assert_fail("sluice did not exit in 120 s"); }
         usleep(5000);
     }
@@ -106,11 +118,30 @@ static result run_ex(const char *const *argv, const spawn_opts *so)
     else posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid;
-    int rc = posix_spawn(&pid, SLUICE_BIN, &fa, NULL, (char *const *)argv, environ);
+    int rc;
+    if (so && so->as_nobody && getuid() == 0) {
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            int in_fd = open(so->stdin_text ? in : "/dev/null", O_RDONLY);
+            int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666), err_fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+            dup2(in_fd, 0);
+            dup2(out_fd, 1);
+            dup2(err_fd, 2);
+            if (setgid(65534) || setuid(65534)) _exit(126);
+            execve(SLUICE_BIN, (char *const *)argv, environ);
+            _exit(127);
+        }
+        rc = pid < 0 ? errno : 0;
+    } else {
+        rc = posix_spawn(&pid, SLUICE_BIN, &fa, NULL, (char *const *)argv, environ);
+    }
     posix_spawn_file_actions_destroy(&fa);
     cr_assert_eq(rc, 0, "spawn: %s", strerror(rc));
     result r = { 0 };
-    wait_exit(pid, &r, so);
+    spawn_opts so2 = so ? *so : (spawn_opts){ 0 };
+    so2.out_path = out;
+    wait_exit(pid, &r, &so2);
     r.out = slurp(out, &r.out_len);
     r.err = slurp(err, NULL);
     return r;
@@ -135,4 +166,248 @@ Test(cli, shared_library_exports_no_internals)
     cr_expect_null(dlsym(h, "sluice__fingerprint"), "an internal sluice__ symbol is exported");
     cr_expect_null(dlsym(h, "sl_model_open"), "an internal sl_ symbol is exported");
     dlclose(h);
+}
+
+/* ---- issue 21: the flags a llama.cpp user knows ------------------------------------------------ */
+
+Test(cli, long_aliases_do_what_the_short_flags_do)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "Once upon", "-n", "12", "-c", "64", "-t", "1", "--temp", "0"));
+    result b = run(ARGV("run", "--model", STORIES, "--prompt", "Once upon", "--predict", "12", "--ctx-size", "64",
+                        "--threads", "1", "--temp", "0", "--batch-size", "16"));
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_str_eq(a.out, b.out);
+    cr_expect_gt(strlen(a.out), 12);
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, no_command_with_options_means_run)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "6", "--temp", "0"));
+    result b = run(ARGV("-m", STORIES, "-p", "Once", "-n", "6", "--temp", "0"));
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_str_eq(a.out, b.out);
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, unknown_options_get_did_you_mean_and_llama_cpp_flags_a_hint)
+{
+    result a = run(ARGV("run", "--ctx-sise", "64"));
+    cr_expect_eq(a.status, 2);
+    cr_expect(strstr(a.err, "did you mean --ctx-size?"), "%s", a.err);
+    result b = run(ARGV("chat", "-ngl", "99"));
+    cr_expect_eq(b.status, 2);
+    cr_expect(strstr(b.err, "--ram-budget"), "%s", b.err);
+    result c = run(ARGV("run", "--no-mmap"));
+    cr_expect(strstr(c.err, "--io"), "%s", c.err);
+    result d = run(ARGV("bnech"));
+    cr_expect(strstr(d.err, "did you mean bench?"), "%s", d.err);
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+    result_free(&d);
+}
+
+Test(cli, every_command_answers_help_and_version)
+{
+    const char *cmds[] = { "run", "chat", "bench", "plan", "inspect", "tokenize" };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        result h = run(ARGV(cmds[i], "--help"));
+        cr_expect_eq(h.status, 0, "%s --help: %d", cmds[i], h.status);
+        cr_expect(strstr(h.out, "usage: sluice"), "%s --help: %s", cmds[i], h.out);
+        result v = run(ARGV(cmds[i], "--version"));
+        cr_expect_eq(v.status, 0, "%s --version", cmds[i]);
+        cr_expect(strstr(v.out, "commit") && strstr(v.out, "kernels:") && strstr(v.out, "zstd"), "%s --version: %s",
+                  cmds[i], v.out);
+        result_free(&h);
+        result_free(&v);
+    }
+}
+
+Test(cli, man_page_and_completion_come_from_the_option_tables)
+{
+    result m = run(ARGV("help", "--man"));
+    cr_assert_eq(m.status, 0);
+    cr_expect(strstr(m.out, ".TH SLUICE 1") && strstr(m.out, "\\-\\-ctx\\-size") && strstr(m.out, "\\-\\-reverse\\-prompt"),
+              "man page lacks the option rows");
+    result b = run(ARGV("help", "--completion", "bash"));
+    cr_assert_eq(b.status, 0);
+    cr_expect(strstr(b.out, "complete -F _sluice sluice") && strstr(b.out, "--ctx-size") && strstr(b.out, "--budgets"));
+    /* the script is valid bash */
+    char path[128], cmd[256];
+    snprintf(path, sizeof path, "%s/sluice.bash", g_tmp);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(b.out, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "bash -n '%s'", path);
+    cr_expect_eq(system(cmd), 0, "bash -n rejects the completion script");
+    result z = run(ARGV("help", "--completion", "zsh"));
+    cr_expect(z.status == 0 && strstr(z.out, "#compdef sluice"));
+    result_free(&m);
+    result_free(&b);
+    result_free(&z);
+}
+
+Test(cli, predict_minus_one_runs_to_the_end_of_the_context_as_a_normal_end)
+{
+    result r = run(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "-1", "-c", "40", "--temp", "0", "--ignore-eos"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "reached the end of the context (40 tokens"), "%s", r.err);
+    cr_expect(!strstr(r.err, "full (-c"), "an error-looking line: %s", r.err);
+    result_free(&r);
+}
+
+static int count_char(const char *s, char c)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == c;
+    return n;
+}
+
+Test(cli, ignore_eos_generates_n_tokens_and_never_an_end_token)
+{
+    /* with this seed micro-llama samples EOS (id 2) after ~30 tokens */
+    result a = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", "7", "--json"));
+    result b = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", "7", "--json",
+                        "--ignore-eos"));
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_lt(count_char(a.out, '\n'), 200, "without --ignore-eos the run should stop at EOS");
+    cr_expect(strstr(a.out, "{\"id\":2,"), "the test expects an EOS without --ignore-eos");
+    cr_expect_eq(count_char(b.out, '\n'), 200);
+    cr_expect(!strstr(b.out, "{\"id\":2,"), "EOS was generated with --ignore-eos");
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, reverse_prompt_stops_the_run)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "Once upon a time", "-n", "100", "--temp", "0"));
+    result b = run(ARGV("run", "-m", STORIES, "-p", "Once upon a time", "-n", "100", "--temp", "0", "-r", "Lily"));
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_assert(strstr(a.out + 16, "Lily"), "the test expects 'Lily' in the text: %s", a.out);
+    size_t n = strlen(b.out);
+    cr_expect(n >= 5 && !strncmp(b.out + n - 5, "Lily\n", 5), "does not end at the reverse prompt: %s", b.out);
+    cr_expect_lt(n, strlen(a.out));
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, chat_s_is_the_seed_and_sys_the_system_message)
+{
+    result a = run_ex(ARGV("chat", "-m", STORIES, "-s", "abc"), &(spawn_opts){ .stdin_text = "hi\n" });
+    cr_expect_eq(a.status, 2);
+    cr_expect(strstr(a.err, "--seed"), "-s is not the seed: %s", a.err);
+    result b = run_ex(ARGV("chat", "-m", STORIES, "-s", "42", "-sys", "You tell stories.", "-n", "8", "--quiet"),
+                      &(spawn_opts){ .stdin_text = "hi\n" });
+    cr_expect_eq(b.status, 0, "%s", b.err);
+    cr_expect_eq(count_char(b.out, '\n'), 1, "one answer line: %s", b.out);
+    result_free(&a);
+    result_free(&b);
+}
+
+/* ---- issue 21: bench, plan --budgets, inspect -------------------------------------------------- */
+
+Test(cli, bench_prints_a_markdown_table_without_root)
+{
+    result r = run_ex(ARGV("bench", "-m", MICRO, "--ram-budget", "128M,1G", "-p", "16", "-n", "4", "-r", "2", "-o", "md"),
+                      &(spawn_opts){ .as_nobody = true });
+    cr_assert_eq(r.status, 0, "%s\n%s", r.out, r.err);
+    cr_expect(strstr(r.out, "| model | size | type | budget | backend | plan | pp16 tok/s | tg4 tok/s |"), "%s", r.out);
+    cr_expect(strstr(r.out, "| micro-llama.Q8_0 | ") && strstr(r.out, " | 128M | ") && strstr(r.out, " | 1G | "), "%s", r.out);
+    cr_expect_eq(count_char(r.out, '\n'), 4, "header, rule and two rows: %s", r.out);
+    cr_expect(strstr(r.out, " ± "), "mean ± sd: %s", r.out);
+    cr_expect(strstr(r.err, "memory cgroup"), "bench must say whether it used cgroups: %s", r.err);
+    result_free(&r);
+}
+
+Test(cli, bench_csv_and_json)
+{
+    result c = run(ARGV("bench", "-m", STORIES, "--ram-budget", "64M", "-p", "8", "-n", "2", "-r", "1", "-o", "csv",
+                        "--no-cgroup"));
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_expect(!strncmp(c.out, "model,size,type,budget,backend,plan,runs,pp_tok_s", 49), "%s", c.out);
+    cr_expect(strstr(c.err, "no memory cgroup (--no-cgroup)"), "%s", c.err);
+    result j = run(ARGV("bench", "-m", STORIES, "--ram-budget", "64M", "-p", "8", "-n", "2", "-r", "1", "-o", "json"));
+    cr_assert_eq(j.status, 0, "%s", j.err);
+    cr_expect(j.out[0] == '[' && strstr(j.out, "\"tg_tok_s\":") && strstr(j.out, "\"budget\":\"64M\""), "%s", j.out);
+    result_free(&c);
+    result_free(&j);
+}
+
+Test(cli, plan_budgets_table_and_one_minimum_figure)
+{
+    result t = run(ARGV("plan", "-m", MICRO, "--budgets", "1M,16M,1G", "--compute-bw", "2", "--disk-bw", "2"));
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    cr_expect_eq(count_char(t.out, '\n'), 5, "%s", t.out);
+    /* the infeasible row, the error and the plan agree on the minimum */
+    const char *no = strstr(t.out, "| 1M | no (needs ");
+    cr_assert_not_null(no, "%s", t.out);
+    int need = atoi(no + strlen("| 1M | no (needs "));
+    result e = run(ARGV("plan", "-m", MICRO, "--ram-budget", "1M", "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(e.status, 1);
+    char want[96];
+    snprintf(want, sizeof want, "needs at least %d MiB", need);
+    cr_expect(strstr(e.err, want), "%s (want '%s')", e.err, want);
+    snprintf(want, sizeof want, "try --ram-budget %dM", need);
+    cr_expect(strstr(e.err, want), "%s (want '%s')", e.err, want);
+    char budget[16];
+    snprintf(budget, sizeof budget, "%dM", need);
+    result ok = run(ARGV("plan", "-m", MICRO, "--ram-budget", budget, "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(ok.status, 0, "the minimum the error names does not work: %s", ok.err);
+    snprintf(want, sizeof want, "minimum budget for this model at -c 512: %d MiB", need);
+    cr_expect(strstr(ok.out, want), "%s (want '%s')", ok.out, want);
+    result_free(&t);
+    result_free(&e);
+    result_free(&ok);
+}
+
+/* A tiny llama whose name and one extra tensor name hold terminal escapes. */
+static void write_escape_model(const char *path)
+{
+    gc_file f;
+    gc_init(&f);
+    gc_llama(&f, &(gc_llama_cfg){ .wtype = SL_TYPE_Q8_0 });
+    gc_del_kv(&f, "general.name");
+    gc_kv_str(&f, "general.name", "evil\x1b[2Jname");
+    gc_kv_str(&f, "general.architecture2", "x\x07y");
+    gc_image img;
+    cr_assert_eq(gc_build(&f, &img), 0);
+    cr_assert_eq(gc_write_file(&img, img.len + 1, path), 0);
+    gc_image_free(&img);
+    gc_free(&f);
+}
+
+Test(cli, inspect_escapes_control_bytes_and_lists_all_metadata)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/escape.gguf", g_tmp);
+    write_escape_model(path);
+    result r = run(ARGV("inspect", path, "--kv", "--no-tensors"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(!strchr(r.out, '\x1b') && !strchr(r.out, '\x07'), "a control byte reached the terminal");
+    cr_expect(strstr(r.out, "evil\\x1b[2Jname"), "%s", r.out);
+    cr_expect(strstr(r.out, "general.architecture2") && strstr(r.out, "x\\x07y"), "--kv lists every key: %s", r.out);
+    cr_expect(!strstr(r.out, "\ntensor "), "--no-tensors");
+    result j = run(ARGV("inspect", path, "--json", "--no-tensors"));
+    cr_assert_eq(j.status, 0);
+    cr_expect(strstr(j.out, "evil\\u001b[2Jname") && !strstr(j.out, "\"tensors\""), "%s", j.out);
+    result_free(&r);
+    result_free(&j);
+}
+
+Test(cli, inspect_shows_what_it_cannot_run)
+{
+    result v = run(ARGV("inspect", SL_SHARED_DIR "/vocab/ggml-vocab-llama-spm.gguf"));
+    cr_assert_eq(v.status, 0, "%s", v.err);
+    cr_expect(strstr(v.out, "tokenizer    llama"), "%s", v.out);
+    cr_expect(strstr(v.out, "sluice cannot run this file: vocabulary-only file (no weights)"), "%s", v.out);
+    result q = run(ARGV("inspect", SL_SHARED_DIR "/models/micro-llama.Q4_K_M.gguf", "--no-tensors"));
+    cr_expect(strstr(q.out, "file type    Q4_K - Medium"), "%s", q.out);
+    result_free(&v);
+    result_free(&q);
 }
