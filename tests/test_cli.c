@@ -411,3 +411,203 @@ Test(cli, inspect_shows_what_it_cannot_run)
     result_free(&v);
     result_free(&q);
 }
+
+/* ---- issue 20: descriptors, write errors, bounded input, JSON, signals, honest settings -------- */
+
+Test(cli, closed_stdout_and_full_disk_are_errors)
+{
+    result c = run_ex(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "8", "--temp", "0"), &(spawn_opts){ .out_mode = FD_CLOSED });
+    cr_expect_eq(c.status, 1, "closed stdout: exit %d", c.status);
+    cr_expect(strstr(c.err, "writing the output failed"), "%s", c.err);
+    result f = run_ex(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "8", "--temp", "0"), &(spawn_opts){ .out_mode = FD_DEVFULL });
+    cr_expect_eq(f.status, 1);
+    cr_expect(strstr(f.err, "No space left"), "%s", f.err);
+    result_free(&c);
+    result_free(&f);
+}
+
+Test(cli, closed_stdin_is_an_empty_chat_not_the_model)
+{
+    /* without the fix, fd 0 would be the next file opened (the model) and chat would read it */
+    result r = run_ex(ARGV("chat", "-m", STORIES, "-n", "4"), &(spawn_opts){ .in_mode = FD_CLOSED });
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(r.out_len, 0, "chat answered something read from a closed stdin: %s", r.out);
+    result_free(&r);
+}
+
+Test(cli, unwritable_stats_json_and_session_are_errors)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "hi", "-n", "2", "--stats-json", "/nonexistent-dir/s.json"));
+    cr_expect_eq(a.status, 1);
+    cr_expect(strstr(a.err, "--stats-json"), "%s", a.err);
+    result b = run(ARGV("run", "-m", STORIES, "-p", "hi", "-n", "2", "--session", "/nonexistent-dir/s.session"));
+    cr_expect_eq(b.status, 1);
+    cr_expect(strstr(b.err, "/nonexistent-dir/s.session"), "%s", b.err);
+    result c = run_ex(ARGV("chat", "-m", STORIES, "-n", "2", "--session", "/nonexistent-dir/c.session"),
+                      &(spawn_opts){ .stdin_text = "hi\n" });
+    cr_expect_eq(c.status, 1, "chat: exit %d; %s", c.status, c.err);
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+}
+
+Test(cli, prompt_file_reads_what_the_context_can_hold)
+{
+    /* -f /dev/zero never ends: the read is bounded, said, and the prompt refused as too long */
+    result r = run(ARGV("run", "-m", STORIES, "-f", "/dev/zero", "-c", "64", "-n", "1"));
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "read the first") && strstr(r.err, "more than the context"), "%s", r.err);
+    result_free(&r);
+}
+
+/* Every line of s is one JSON object made of printable ASCII and complete UTF-8 characters. */
+static bool json_lines_clean(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        if (*p < 0x20 && *p != '\n') return false;
+        if (*p < 0x80) { p++; continue; }
+        int len = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 ? 2 : 0;
+        if (!len) return false;
+        for (int i = 1; i < len; i++) if ((p[i] & 0xc0) != 0x80) return false;
+        p += len;
+    }
+    return true;
+}
+
+Test(cli, json_output_escapes_partial_utf8_byte_tokens)
+{
+    /* high temperature on stories260K (half its 512 tokens are byte tokens) samples many of them */
+    result r = run(ARGV("run", "-m", STORIES, "-p", "hi", "-n", "120", "-c", "128", "--temp", "3", "--top-k", "0",
+                        "--top-p", "1", "--min-p", "0", "--seed", "11", "--json"));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(json_lines_clean(r.out), "raw bytes in --json output");
+    cr_expect(strstr(r.out, "\"bytes\":["), "no byte token sampled: the test needs one (change the seed)");
+    cr_expect(strstr(r.out, "\\u00"), "partial UTF-8 is escaped as \\u00XX");
+    result_free(&r);
+}
+
+Test(cli, sighup_saves_the_session_and_exits_129)
+{
+    char sess[128];
+    snprintf(sess, sizeof sess, "%s/hup.session", g_tmp);
+    result r = run_ex(ARGV("run", "-m", MICRO_F16, "-p", "Once upon a time", "-n", "-1", "-c", "512", "--temp", "0",
+                           "--ignore-eos", "--session", sess),
+                      &(spawn_opts){ .signal_after_ms = 300, .sig = SIGHUP });
+    cr_expect_eq(r.status, 129, "exit %d (signal %d): %s", r.status, r.sig, r.err);
+    struct stat st;
+    cr_expect(stat(sess, &st) == 0 && st.st_size > 0, "no session saved on SIGHUP");
+    result_free(&r);
+}
+
+Test(cli, budget_zero_and_fractions_of_a_byte_are_errors)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "hi", "--ram-budget", "0"));
+    result b = run(ARGV("run", "-m", STORIES, "-p", "hi", "--ram-budget", "0.5"));
+    cr_expect_eq(a.status, 2);
+    cr_expect_eq(b.status, 2);
+    cr_expect(strstr(a.err, "less than 1 MiB") && strstr(b.err, "less than 1 MiB"), "%s / %s", a.err, b.err);
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, default_seed_is_random_printed_and_repeatable)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "24", "--temp", "1", "--stats"));
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    const char *s = strstr(a.err, "sluice: seed ");
+    cr_assert_not_null(s, "--stats does not print the seed: %s", a.err);
+    cr_expect(strstr(s, "chosen at random"), "%s", s);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", strtoull(s + strlen("sluice: seed "), NULL, 10));
+    result b = run(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "24", "--temp", "1", "--seed", seed));
+    cr_expect_str_eq(a.out, b.out, "--seed %s does not repeat the run", seed);
+    result c = run(ARGV("run", "-m", STORIES, "-p", "Once", "-n", "4", "--temp", "1", "--seed", "-1", "--stats"));
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.err, "chosen at random"), "--seed -1: %s", c.err);
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+}
+
+Test(cli, refused_combinations)
+{
+    result a = run(ARGV("run", "-m", STORIES, "-p", "hi", "--top-logits", "3"));
+    cr_expect_eq(a.status, 2);
+    cr_expect(strstr(a.err, "needs --json"), "%s", a.err);
+    result b = run(ARGV("inspect", STORIES, STORIES));
+    cr_expect_eq(b.status, 2);
+    cr_expect(strstr(b.err, "one file at a time"), "%s", b.err);
+    result c = run(ARGV("run", "-m", STORIES, "-p", "hi", "--session-overwrite"));
+    cr_expect_eq(c.status, 2);
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+}
+
+Test(cli, explicit_kv_f32_the_plan_cannot_keep)
+{
+    /* 12 MiB at -c 2048: the plan keeps f16 KV (4 MiB); f32 needs 8 MiB and does not fit */
+    result a = run(ARGV("run", "-m", MICRO, "-p", "hi", "-n", "2", "-c", "2048", "--ram-budget", "12M", "--kv", "f32",
+                        "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(a.status, 1, "%s", a.err);
+    cr_expect(strstr(a.err, "--kv f32: the KV cache needs 8.0 MiB in f32"), "%s", a.err);
+    /* 9 MiB: the plan spills the KV cache, which is f16 on disk: a printed downgrade */
+    result b = run(ARGV("run", "-m", MICRO, "-p", "hi", "-n", "2", "-c", "2048", "--ram-budget", "9M", "--kv", "f32",
+                        "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(b.status, 0, "%s", b.err);
+    cr_expect(strstr(b.err, "KV cache in f16, not the f32 asked for"), "%s", b.err);
+    /* a budget with room: no message */
+    result c = run(ARGV("run", "-m", MICRO, "-p", "hi", "-n", "2", "-c", "512", "--ram-budget", "1G", "--kv", "f32"));
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(!strstr(c.err, "--kv"), "%s", c.err);
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+}
+
+Test(cli, try_c_hint_is_feasible)
+{
+    /* KV dominates at -c 65536: the hint's context must fit the same budget */
+    result a = run(ARGV("plan", "-m", MICRO, "-c", "65536", "--ram-budget", "40M", "--compute-bw", "2", "--disk-bw", "2"));
+    cr_assert_eq(a.status, 1, "%s", a.out);
+    const char *t = strstr(a.err, "try -c ");
+    cr_assert_not_null(t, "%s", a.err);
+    char ctx[16];
+    snprintf(ctx, sizeof ctx, "%d", atoi(t + 7));
+    result b = run(ARGV("plan", "-m", MICRO, "-c", ctx, "--ram-budget", "40M", "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(b.status, 0, "the hinted -c %s does not fit: %s", ctx, b.err);
+    result_free(&a);
+    result_free(&b);
+}
+
+Test(cli, auto_budget_source_is_named_only_when_auto)
+{
+    result a = run(ARGV("plan", "-m", MICRO, "--ram-budget", "1M", "--compute-bw", "2", "--disk-bw", "2"));
+    cr_expect_eq(a.status, 1);
+    cr_expect(!strstr(a.err, "MemAvailable") && !strstr(a.err, "cgroup"), "explicit budget, yet: %s", a.err);
+    result_free(&a);
+}
+
+Test(cli, session_of_something_else_is_kept_unless_overwrite)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/notes.txt", g_tmp);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("my notes, not a session\n", f);
+    fclose(f);
+    result a = run(ARGV("run", "-m", STORIES, "-p", "hi", "-n", "2", "--session", path));
+    cr_expect_eq(a.status, 0, "%s", a.err);
+    cr_expect(strstr(a.err, "--session-overwrite"), "%s", a.err);
+    char *kept = slurp(path, NULL);
+    cr_expect_str_eq(kept, "my notes, not a session\n", "the file was overwritten");
+    free(kept);
+    result b = run(ARGV("run", "-m", STORIES, "-p", "hi", "-n", "2", "--session", path, "--session-overwrite"));
+    cr_expect_eq(b.status, 0, "%s", b.err);
+    char *now = slurp(path, NULL);
+    cr_expect(strcmp(now, "my notes, not a session\n"), "--session-overwrite did not replace it");
+    free(now);
+    result_free(&a);
+    result_free(&b);
+}
