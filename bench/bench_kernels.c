@@ -147,6 +147,11 @@ static timing time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, 
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: bench_kernels [MIB [SECONDS]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
+               "  ~MIB of weights (default 64), each timed for SECONDS (default 0.3)\n");
+        return 0;
+    }
     const double mib = argc > 1 ? atof(argv[1]) : 64;
     const double secs = argc > 2 ? atof(argv[2]) : 0.3;
     const int64_t cols = 4096;

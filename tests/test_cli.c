@@ -611,3 +611,24 @@ Test(cli, session_of_something_else_is_kept_unless_overwrite)
     result_free(&a);
     result_free(&b);
 }
+
+/* ---- issue 21: every bench tool answers --help (exit 0) and runs nothing ---------------------- */
+
+Test(cli, bench_tools_answer_help)
+{
+    const char *scripts[] = { "budget_bench.sh", "budget_identity.sh", "resident_compare.sh", "stream_bench.sh" };
+    const char *tools[] = { "bench_io", "bench_kernels", "bench_tokenizer" };
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++) {
+        snprintf(cmd, sizeof cmd, "timeout 20 bash '%s/bench/%s' --help > /dev/null 2>&1", SL_SOURCE_DIR, scripts[i]);
+        cr_expect_eq(system(cmd), 0, "%s --help", scripts[i]);
+    }
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+        snprintf(cmd, sizeof cmd, "timeout 5 '%s/%s' --help > '%s/help.out' 2>&1", SL_BINARY_DIR, tools[i], g_tmp);
+        cr_expect_eq(system(cmd), 0, "%s --help", tools[i]);
+        snprintf(cmd, sizeof cmd, "%s/help.out", g_tmp);
+        char *out = slurp(cmd, NULL);
+        cr_expect(strstr(out, "usage: "), "%s --help: %s", tools[i], out);
+        free(out);
+    }
+}
