@@ -356,7 +356,9 @@ int cmd_tokenize(int argc, char **argv)
         for (int64_t i = 0; i < n; i++) {
             size_t tl;
             const char *t = sl_vocab_text(v, ids[i], &tl);
-            printf("%6d -> '%.*s'\n", ids[i], (int)tl, t);
+            printf("%6d -> '", ids[i]);
+            cli_print_escaped(stdout, t, tl);   /* token texts come from the file */
+            printf("'\n");
         }
     }
     free(ids);
