@@ -632,3 +632,51 @@ Test(cli, bench_tools_answer_help)
         free(out);
     }
 }
+
+/* ---- issue 21: the default context and the compute probe -------------------------------------- */
+
+static long json_field(const char *path, const char *key)
+{
+    char *js = slurp(path, NULL), k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(js, k);
+    long v = p ? strtol(p + strlen(k), NULL, 10) : -1;
+    free(js);
+    return v;
+}
+
+Test(cli, default_context_is_the_trained_one_as_far_as_the_plan_allows)
+{
+    /* micro-nemo is trained for 1024000 positions: at 64 MiB the default context is longer than
+     * 4096, but no longer than keeps the plan of -c 4096 (the same resident blocks, KV in memory) */
+    const char *nemo = SL_SHARED_DIR "/models/micro-nemo.F16.gguf";
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/default.json", g_tmp);
+    snprintf(b, sizeof b, "%s/c4096.json", g_tmp);
+    result r1 = run(ARGV("run", "-m", nemo, "-p", "hi", "-n", "1", "--ram-budget", "64M", "--stats-json", a));
+    result r2 = run(ARGV("run", "-m", nemo, "-p", "hi", "-n", "1", "--ram-budget", "64M", "-c", "4096", "--stats-json", b));
+    cr_assert_eq(r1.status, 0, "%s", r1.err);
+    cr_assert_eq(r2.status, 0, "%s", r2.err);
+    long ctx = json_field(a, "n_ctx");
+    cr_expect(ctx > 4096 && ctx <= 1024000, "default context %ld", ctx);
+    cr_expect_eq(json_field(a, "blocks_resident"), json_field(b, "blocks_resident"), "the longer context cost weights");
+    cr_expect_eq(json_field(b, "n_ctx"), 4096);
+    result_free(&r1);
+    result_free(&r2);
+}
+
+Test(cli, compute_probe_stays_within_the_plan)
+{
+    /* a first run (no cached rates: a fresh HOME) must not peak above its plan for the probe */
+    char home[128], js[160];
+    snprintf(home, sizeof home, "%s/home", g_tmp);
+    cr_assert_eq(mkdir(home, 0755), 0);
+    setenv("HOME", home, 1);
+    setenv("XDG_CACHE_HOME", home, 1);
+    snprintf(js, sizeof js, "%s/probe.json", g_tmp);
+    result r = run(ARGV("run", "-m", MICRO, "-p", "hi", "-n", "2", "--ram-budget", "1G", "--stats-json", js));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    long peak = json_field(js, "peak_rss"), planned = json_field(js, "planned_bytes");
+    cr_expect(peak > 0 && planned > 0 && peak <= planned, "peak RSS %ld above the plan's %ld bytes", peak, planned);
+    result_free(&r);
+}

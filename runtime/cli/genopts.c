@@ -22,8 +22,8 @@ enum {
 const cli_opt gen_opt_table[] = {
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_PREDICT, "-n|--n-predict|--predict", "N", "tokens to generate (-1: until end of text or a full context)" },
-    { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length (default: the model's trained context, halved until the\n"
-                                           "plan keeps the KV cache in memory; reaching it ends the run normally)" },
+    { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length (default: the model's trained context, halved until it\n"
+                                           "costs the plan no speed; reaching it ends the run normally)" },
     { GEN_BATCH, "-b|--batch|--batch-size", "N", "prompt positions per forward batch (default 512)" },
     { GEN_THREADS, "-t|--threads", "N", "threads (default: number of CPUs)" },
     { GEN_TEMP, "--temp", "T", "temperature (default 0.8; 0 = greedy)" },
@@ -215,16 +215,20 @@ int gen_default_ctx(const gen_opts *o)
     if (o->n_ctx || o->stream || o->stream_head) return (int)o->n_ctx;
     sluice_params p;
     if (!gen_opts_params(o, &p)) return 0;
-    sluice_plan_info pi;
+    sluice_plan_info base, pi;
     char err[SLUICE_ERRLEN];
-    p.n_ctx = 1;   /* the cheapest plan, to learn the trained context */
-    p.disk_bw = p.disk_bw > 0 ? p.disk_bw : 1.0;   /* the KV decision does not depend on the rates: no probe */
+    p.disk_bw = p.disk_bw > 0 ? p.disk_bw : 1.0;   /* the decisions do not depend on the rates: no probe */
     p.compute_bw = p.compute_bw > 0 ? p.compute_bw : 1.0;
-    int rc = sluice_plan(o->model, &p, &pi, err, sizeof err);
-    if (rc && rc != -ENOSPC) return 0;   /* the real open reports it */
-    for (int ctx = pi.n_ctx_train; ctx > 4096; ctx /= 2) {
+    p.n_ctx = 0;   /* the library's default context: the baseline a longer one must not make slower */
+    if (sluice_plan(o->model, &p, &base, err, sizeof err)) return 0;   /* the real open reports it */
+    for (int ctx = base.n_ctx_train; ctx > base.n_ctx; ctx /= 2) {
         p.n_ctx = ctx;
-        if (sluice_plan(o->model, &p, &pi, err, sizeof err) == 0 && !pi.kv_spilled) return ctx;
+        if (sluice_plan(o->model, &p, &pi, err, sizeof err)) continue;
+        /* the longer context may take memory, not speed: same KV precision in memory, no weight
+         * pushed out to the stream */
+        if (!pi.kv_spilled && pi.kv_type == base.kv_type && pi.n_layers_resident >= base.n_layers_resident &&
+            (pi.lm_head_resident || !base.lm_head_resident))
+            return ctx;
     }
     return 0;
 }

@@ -43,8 +43,9 @@ int  gen_opt_apply(int argc, char **argv, int *i, const cli_opt *op, gen_opts *o
 bool gen_opts_check(gen_opts *o);
 /* Fill p from o (log and progress callbacks are the caller's).  false after printing an error. */
 bool gen_opts_params(const gen_opts *o, sluice_params *p);
-/* When -c was not given: the model's trained context, halved until the plan for the budget keeps
- * its KV cache in memory (no spill), never below the library default.  0: leave it to the library. */
+/* When -c was not given: the model's trained context, halved until its plan for the budget is as
+ * fast as the plan at the library default (min(trained, 4096)): the KV cache in memory at the same
+ * precision, no weight pushed out to the stream.  0: leave it to the library. */
 int  gen_default_ctx(const gen_opts *o);
 /* After opening: an explicit --kv the plan did not count on is an error when it does not fit the
  * budget, and a printed note when the library had to change it.  false after printing the error. */

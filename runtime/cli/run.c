@@ -218,11 +218,11 @@ static bool write_stats_json(run_state *r, int status)
     sluice_page_cache(r->M, &res, &fsz);
     fprintf(f, "{\"status\":%d,\"model_bytes\":%" PRIu64 ",\"n_prompt\":%" PRId64 ",\"prompt_s\":%.6f,\"prompt_tok_s\":%.4f,"
             "\"n_decode\":%" PRId64 ",\"decode_s\":%.6f,\"decode_tok_s\":%.4f,\"lat_median_ms\":%.3f,\"lat_p90_ms\":%.3f,"
-            "\"peak_rss\":%" PRIu64 ",\"page_cache_at_exit\":%" PRIu64 ",\"seed\":%" PRIu64,
+            "\"peak_rss\":%" PRIu64 ",\"page_cache_at_exit\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"n_ctx\":%ld",
             status, fsz, r->n_evaluated, prompt_ns / 1e9, prompt_ns ? r->n_evaluated / (prompt_ns / 1e9) : 0, n_dec,
             dec_ns / 1e9, dec_ns ? n_dec / (dec_ns / 1e9) : 0, n_dec ? lat[n_dec / 2] / 1e6 : 0,
             n_dec ? lat[(n_dec * 9) / 10 < n_dec ? (n_dec * 9) / 10 : n_dec - 1] / 1e6 : 0, peak_rss_bytes(), res,
-            r->o.g.sp.seed);
+            r->o.g.sp.seed, r->n_ctx);
     sluice_plan_info pi;
     sluice_model_get_plan(r->M, &pi);
     if (pi.planned)
