@@ -307,7 +307,7 @@ static run_figures run_once(bench_run *b, int seq)
 /* ---- the table --------------------------------------------------------------------------------- */
 
 typedef struct row {
-    char model[64], type[32], budget[24], backend[16], plan[48], why[200];
+    char model[64], type[40], budget[24], backend[16], plan[48], why[200];
     uint64_t size;
     int n_ok;
     double pp_mean, pp_sd, tg_mean, tg_sd, pred;
@@ -323,7 +323,8 @@ static void mean_sd(const double *x, int n, double *mean, double *sd)
     *sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-/* Name, file size, type (llama.cpp's file-type name when the file has one) and block count. */
+/* Name, file size, type (llama.cpp's file-type name when the file has one, else the weight type
+ * with the most bytes) and block count. */
 static void model_facts(const char *path, row *r, int *n_layers)
 {
     const char *base = strrchr(path, '/');
@@ -344,7 +345,10 @@ static void model_facts(const char *path, row *r, int *n_layers)
     }
     int best = -1;
     for (int t = 0; t < 64; t++) if (by_type[t] && (best < 0 || by_type[t] > by_type[best])) best = t;
-    if (best >= 0) snprintf(r->type, sizeof r->type, "%s", sl_type_name(best));
+    uint32_t ft;
+    const char *ftn = sl_gguf_get_u32(g, "general.file_type", &ft) ? cli_file_type_name(ft) : NULL;
+    if (ftn) snprintf(r->type, sizeof r->type, "%s", ftn);
+    else if (best >= 0) snprintf(r->type, sizeof r->type, "%s", sl_type_name(best));
     sl_str arch;
     if (sl_gguf_get_str(g, "general.architecture", &arch) && arch.len < 40) {
         char key[64];

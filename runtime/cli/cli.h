@@ -37,6 +37,9 @@ void cli_print_escaped(FILE *f, const char *s, size_t n);
 /* Make sure descriptors 0-2 are open (on /dev/null), so that no file the run opens becomes one. */
 void cli_std_fds(void);
 
+/* llama.cpp's name for a general.file_type number ("Q4_K - Medium"), or NULL. */
+const char *cli_file_type_name(uint32_t ft);
+
 /* Peak resident set size (VmHWM) and current RSS of this process, in bytes (0 if unknown). */
 uint64_t peak_rss_bytes(void);
 

@@ -33,23 +33,6 @@ static void print_name_col(sl_str name, int width)
 /* Totals per tensor type. */
 typedef struct type_total { uint64_t bytes; int count; } type_total;
 
-/* llama.cpp's general.file_type numbers and the names it prints for them. */
-static const char *file_type_name(uint32_t ft)
-{
-    static const struct { uint32_t id; const char *name; } names[] = {
-        { 0, "all F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 3, "Q4_1" }, { 7, "Q8_0" }, { 8, "Q5_0" }, { 9, "Q5_1" },
-        { 10, "Q2_K - Medium" }, { 11, "Q3_K - Small" }, { 12, "Q3_K - Medium" }, { 13, "Q3_K - Large" },
-        { 14, "Q4_K - Small" }, { 15, "Q4_K - Medium" }, { 16, "Q5_K - Small" }, { 17, "Q5_K - Medium" },
-        { 18, "Q6_K" }, { 19, "IQ2_XXS - 2.0625 bpw" }, { 20, "IQ2_XS - 2.3125 bpw" }, { 21, "Q2_K - Small" },
-        { 22, "IQ3_XS - 3.3 bpw" }, { 23, "IQ3_XXS - 3.0625 bpw" }, { 24, "IQ1_S - 1.5625 bpw" },
-        { 25, "IQ4_NL - 4.5 bpw" }, { 26, "IQ3_S - 3.4375 bpw" }, { 27, "IQ3_S mix - 3.66 bpw" },
-        { 28, "IQ2_S - 2.5 bpw" }, { 29, "IQ2_M - 2.7 bpw" }, { 30, "IQ4_XS - 4.25 bpw" }, { 31, "IQ1_M - 1.75 bpw" },
-        { 32, "BF16" }, { 36, "TQ1_0 - 1.69 bpw ternary" }, { 37, "TQ2_0 - 2.06 bpw ternary" },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) if (names[i].id == ft) return names[i].name;
-    return NULL;
-}
-
 /* What inspect found: the file, and the model when sluice can run it. */
 typedef struct inspected {
     const char *path;
@@ -66,7 +49,7 @@ static void print_file_type(const sl_gguf *g, bool json)
 {
     uint32_t ft;
     if (!sl_gguf_get_u32(g, "general.file_type", &ft)) return;
-    const char *n = file_type_name(ft);
+    const char *n = cli_file_type_name(ft);
     if (json) { printf(",\"file_type\":"); if (n) json_str(stdout, n, strlen(n)); else printf("\"%u\"", ft); }
     else if (n) printf("file type    %s\n", n);
     else printf("file type    %u (a number sluice has no name for)\n", ft);
