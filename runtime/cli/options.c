@@ -110,6 +110,11 @@ static const struct { const char *flag, *hint; } known_elsewhere[] = {
 
 void cli_unknown(const cli_cmd *cmd, const char *arg)
 {
+    if (arg[0] != '-') {
+        cli_err("%s: unexpected argument '%s'%s (see sluice %s --help)", cmd->name, arg,
+                !strcmp(cmd->name, "run") ? "; the prompt goes after -p" : "", cmd->name);
+        return;
+    }
     for (size_t i = 0; i < sizeof known_elsewhere / sizeof *known_elsewhere; i++)
         if (!strcmp(arg, known_elsewhere[i].flag)) {
             cli_err("%s: %s is not a sluice option: %s", cmd->name, arg, known_elsewhere[i].hint);
