@@ -260,6 +260,23 @@ Test(chat_tty, history_recalls_the_last_message, .init = state_dir, .fini = stat
     cr_expect(found, "the history file lacks /stats");
 }
 
+/* A multi-line paste (bracketed by the terminal) is one message, not one per line. */
+Test(chat_tty, multi_line_paste_is_one_message, .init = state_dir, .fini = state_dir_rm)
+{
+    const char *argv[] = { "sluice", "chat", "-m", STORIES, "-t", "1", "--temp", "0", "-n", "8", NULL };
+    term t;
+    term_start(&t, argv);
+    size_t p0 = term_wait(&t, 0, "> ", 60);
+    cr_expect(strstr(t.buf, "\x1b[?2004h"), "bracketed paste was not asked for");
+    term_type(&t, "\x1b[200~Once upon a time\nthere was a cat\x1b[201~\r");
+    size_t p1 = term_wait(&t, p0 + 2, "\n> ", 60);
+    term_type(&t, "/stats\r");
+    size_t s = term_wait(&t, p1, "context positions used, 2 messages", 10);
+    term_wait(&t, s, "\n> ", 10);
+    term_type(&t, "/quit\r");
+    cr_expect_eq(term_exit(&t, 20), 0);
+}
+
 /* What is typed while an answer streams is not echoed into it; it waits for the next prompt. */
 Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fini = state_dir_rm)
 {

@@ -62,7 +62,8 @@ const cli_cmd cli_cmd_chat = {
     "-n is the longest answer in tokens (default 512; -1: up to half the context).\n"
     "In the chat: /reset (forget the conversation), /stats, /save FILE (session file), /quit.  Ctrl-C stops\n"
     "the current answer, Ctrl-D leaves; arrow keys edit the line and recall earlier messages (history in\n"
-    "$XDG_STATE_HOME/sluice/chat_history, default ~/.local/state).  When stdin is not a terminal every line is\n"
+    "$XDG_STATE_HOME/sluice/chat_history, default ~/.local/state); a multi-line paste is one message.  When\n"
+    "stdin is not a terminal every line is\n"
     "one message (end a line with \\ to continue the message on the next line).\n"
 };
 
@@ -459,6 +460,37 @@ static void history_path(char *buf, size_t len)
     snprintf(buf, len, "%s/chat_history", dir);
 }
 
+/* Bracketed paste: the terminal wraps pasted text in ESC [ 200 ~ ... ESC [ 201 ~, and the whole
+ * paste, newlines included, goes into the line being edited (one message), instead of every pasted
+ * line becoming a message of its own. */
+static unsigned char paste_in(EditLine *el, int ch)
+{
+    (void)ch;
+    static const char end[] = "\x1b[201~";
+    char buf[4096];
+    size_t n = 0, matched = 0;
+    for (;;) {
+        char c;
+        if (el_getc(el, &c) != 1) break;
+        if (c == end[matched]) {
+            if (++matched == sizeof end - 1) break;
+            continue;
+        }
+        for (size_t i = 0; i < matched; i++) {   /* a false start of the end marker is text */
+            if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
+            buf[n++] = end[i];
+        }
+        matched = c == end[0];
+        if (matched) continue;
+        if (c == '\r') c = '\n';
+        if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
+        buf[n++] = c;
+    }
+    buf[n] = 0;
+    if (n) el_insertstr(el, buf);
+    return CC_REFRESH;
+}
+
 static void editor_open(chat *ch)
 {
     HistEvent ev;
@@ -474,10 +506,15 @@ static void editor_open(chat *ch)
     el_set(ch->el, EL_HIST, history, ch->hist);
     el_set(ch->el, EL_SIGNAL, 0);   /* our handlers stay in charge of Ctrl-C */
     el_source(ch->el, NULL);        /* ~/.editrc, as every libedit program */
+    el_set(ch->el, EL_ADDFN, "sluice-paste", "insert a bracketed paste as it is", paste_in);
+    el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
+    fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
+    fflush(stdout);
 }
 
 static void editor_close(chat *ch)
 {
+    if (ch->el) { fputs("\x1b[?2004l", stdout); fflush(stdout); }
     if (ch->el) el_end(ch->el);
     if (ch->hist) history_end(ch->hist);
     ch->el = NULL;
