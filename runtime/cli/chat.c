@@ -59,12 +59,11 @@ static const cli_opt *const chat_tables[] = { chat_table, gen_opt_table, gen_mem
 const cli_cmd cli_cmd_chat = {
     "chat", "talk with a chat model (streamed answers, the conversation kept in the KV cache)",
     "sluice chat [-m MODEL] [--system TEXT] [-n MAX] [options]", chat_tables,
-    "-n is the longest answer in tokens (default 512; -1: up to half the context).\n"
+    "-n is the longest answer in tokens (default 512; -1: until the end of the turn or a full context).\n"
     "In the chat: /reset (forget the conversation), /stats, /save FILE (session file), /quit.  Ctrl-C stops\n"
     "the current answer, Ctrl-D leaves; arrow keys edit the line and recall earlier messages (history in\n"
     "$XDG_STATE_HOME/sluice/chat_history, default ~/.local/state); a multi-line paste is one message.  When\n"
-    "stdin is not a terminal every line is\n"
-    "one message (end a line with \\ to continue the message on the next line).\n"
+    "stdin is not a terminal every line is one message (end a line with \\ to continue it on the next).\n"
 };
 
 typedef struct msg { char *role, *content; } msg;
