@@ -505,7 +505,8 @@ static void editor_open(chat *ch)
     el_set(ch->el, EL_HIST, history, ch->hist);
     el_set(ch->el, EL_SIGNAL, 0);   /* our handlers stay in charge of Ctrl-C */
     el_source(ch->el, NULL);        /* ~/.editrc, as every libedit program */
-    el_set(ch->el, EL_ADDFN, "sluice-paste", "insert a bracketed paste as it is", paste_in);
+    /* the wide form keeps our static names (the narrow one copies them and never frees the copies) */
+    el_wset(ch->el, EL_ADDFN, L"sluice-paste", L"insert a bracketed paste as it is", paste_in);
     el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
     fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
     fflush(stdout);
