@@ -98,13 +98,20 @@ static int term_exit(term *t, double limit)
     for (;;) {
         char tmp[4096];
         struct pollfd p = { t->fd, POLLIN, 0 };
-        if (poll(&p, 1, 50) > 0 && read(t->fd, tmp, sizeof tmp) <= 0) { /* drained */ }
+        ssize_t got = poll(&p, 1, 50) > 0 ? read(t->fd, tmp, sizeof tmp) : 0;
+        if (got > 0) {   /* keep the last 2 KiB for the failure message */
+            if (t->n + (size_t)got >= sizeof t->buf) t->n = 0;
+            memcpy(t->buf + t->n, tmp, (size_t)got);
+            t->n += (size_t)got;
+        }
         pid_t r = waitpid(t->pid, &st, WNOHANG);
         if (r == t->pid) break;
         if (now_s() - t0 > limit) {
             kill(t->pid, SIGKILL);
             waitpid(t->pid, &st, 0);
-            cr_assert_fail("the chat did not exit within %.0f s", limit);
+            t->buf[t->n] = 0;
+            cr_assert_fail("the chat did not exit within %.0f s; the terminal ends with:\n%s", limit,
+                           t->buf + (t->n > 2048 ? t->n - 2048 : 0));
         }
     }
     close(t->fd);
