@@ -4,6 +4,7 @@
 #include "runtime/api/api_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,7 @@ int sluice_prefill(sluice_ctx *C, const int32_t *t, int n)
 void sluice_sampler_params_default(sluice_sampler_params *p)
 {
     sl_sampler_params d = sl_sampler_defaults();
-    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed };
+    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed, false };
 }
 
 sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_params *pp)
@@ -197,6 +198,15 @@ sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_p
     S->s = sl_sampler_create(&sp, S->n_vocab);
     S->logits = malloc((size_t)S->n_vocab * sizeof *S->logits);
     if (!S->s || !S->logits) { sluice_sampler_free(S); return NULL; }
+    if (p.ignore_eog) {
+        for (int32_t id = 0; id < S->n_vocab; id++) {
+            if (!sl_vocab_is_eog(M->voc, id)) continue;
+            int32_t *ne = realloc(S->eog_ids, (size_t)(S->n_eog + 1) * sizeof *ne);
+            if (!ne) { sluice_sampler_free(S); return NULL; }
+            S->eog_ids = ne;
+            S->eog_ids[S->n_eog++] = id;
+        }
+    }
     return S;
 }
 
@@ -205,13 +215,22 @@ void sluice_sampler_free(sluice_sampler *S)
     if (!S) return;
     sl_sampler_free(S->s);
     free(S->logits);
+    free(S->eog_ids);
     free(S);
+}
+
+/* The sampler's working copy of one row of logits, end-of-generation tokens masked when the sampler
+ * ignores them. */
+static void sampler_load(sluice_sampler *S, const float *row)
+{
+    memcpy(S->logits, row, (size_t)S->n_vocab * sizeof *S->logits);
+    for (int i = 0; i < S->n_eog; i++) S->logits[S->eog_ids[i]] = -INFINITY;
 }
 
 int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
 {
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
-    memcpy(S->logits, sl_ctx_last_logits(C->c), (size_t)S->n_vocab * sizeof *S->logits);
+    sampler_load(S, sl_ctx_last_logits(C->c));
     C->n_sampled++;
     return sl_sample(S->s, S->logits, C->toks, C->n_toks);
 }
@@ -299,7 +318,7 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     int i = 0;
     for (; i < nd; i++) {   /* row i: the logits after batch[i] */
         bool ok;
-        memcpy(S->logits, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V, (size_t)V * sizeof(float));
+        sampler_load(S, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V);
         C->n_sampled++;
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
         if (!ok) { *next = t; break; }
@@ -312,7 +331,7 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     }
     int row = C->c->n_logits - nd - 1 + i;
     if (i == nd) {   /* every draft accepted: the last row gives the next token */
-        memcpy(S->logits, C->c->logits + (size_t)row * V, (size_t)V * sizeof(float));
+        sampler_load(S, C->c->logits + (size_t)row * V);
         C->n_sampled++;
         *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
     }
@@ -422,6 +441,11 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->stream_wait_s = st.wait_ns / 1e9;
         o->stream_compute_s = st.compute_ns / 1e9;
         o->backend = sl_stream_backend(M->stream);
+        o->stream_embd_rows = st.embd_rows;
+        o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
+        o->stream_max_piece = sl_stream_max_piece(M->stream);
+        o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);
+        o->stream_buffer_bytes = sl_stream_mem_bytes(M->stream);
     }
     if (C) {
         o->kv_bytes = sl_kv_mem_bytes(C->c->kv);
@@ -436,4 +460,10 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_gen_tokens = C->n_gen;
         o->draft_max = M->draft_k;
     }
+}
+
+int sluice_page_cache(const sluice_model *M, uint64_t *resident, uint64_t *file_bytes)
+{
+    if (!M || !resident || !file_bytes) return -EINVAL;
+    return sl_page_cache_bytes(M->m->path, resident, file_bytes);
 }

@@ -58,6 +58,8 @@ struct sluice_sampler {
     sl_sampler *s;
     int    n_vocab;
     float *logits;              /* scratch: the context's logits, penalised */
+    int32_t *eog_ids;           /* ignore_eog: the end-of-generation tokens, masked before sampling */
+    int    n_eog;
 };
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
