@@ -690,3 +690,38 @@ Test(cli, compute_probe_stays_within_the_plan)
     result_free(&r);
     result_free(&r2);
 }
+
+/* ---- speculative decoding from the command line --------------------------------------------------- */
+
+/* `--lookup` with the greedy text itself: the same text, in fewer passes (--stats-json says how many);
+ * `--draft model` is refused with what is supported. */
+Test(cli, lookup_drafts_keep_greedy_output)
+{
+    result off = run(ARGV("run", "-m", STORIES, "-p", "Once upon a time", "-n", "48", "--temp", "0", "-q", "--draft", "off"));
+    cr_assert_eq(off.status, 0, "%s", off.err);
+    char look[160], js[160];
+    snprintf(look, sizeof look, "%s/lookup.txt", g_tmp);
+    snprintf(js, sizeof js, "%s/stats.json", g_tmp);
+    FILE *f = fopen(look, "w");
+    cr_assert_not_null(f);
+    fwrite(off.out, 1, off.out_len, f);
+    fclose(f);
+    result spec = run(ARGV("run", "-m", STORIES, "-p", "Once upon a time", "-n", "48", "--temp", "0", "-q", "--lookup",
+                           look, "--stats-json", js));
+    cr_assert_eq(spec.status, 0, "%s", spec.err);
+    cr_assert(off.out_len == spec.out_len && !memcmp(off.out, spec.out, off.out_len), "output differs:\n%s\n%s", off.out,
+              spec.out);
+    size_t n;
+    char *j = slurp(js, &n);
+    const char *p = strstr(j, "\"passes\":");
+    cr_assert_not_null(p, "%s", j);
+    long passes = strtol(p + 9, NULL, 10);
+    cr_assert(passes > 0 && passes < 24, "48 tokens with their own text as lookup took %ld passes", passes);
+    free(j);
+    result bad = run(ARGV("run", "-m", STORIES, "-p", "x", "--draft", "model"));
+    cr_assert_eq(bad.status, 2);
+    cr_assert(strstr(bad.err, "supported: auto, ngram, off"), "%s", bad.err);
+    result_free(&off);
+    result_free(&spec);
+    result_free(&bad);
+}

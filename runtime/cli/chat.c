@@ -638,7 +638,7 @@ static bool chat_open(chat *ch)
     sp.user = ch;
     if (sluice_open(ch->o.model, &sp, &ch->M, err, sizeof err)) { sl_progress_clear(&ch->bar); cli_err("%s", err); return false; }
     if (sluice_ctx_new(ch->M, &ch->C, err, sizeof err)) { cli_err("%s", err); return false; }
-    if (!gen_check_kv(&ch->o, ch->M, ch->C)) return false;
+    if (!gen_check_kv(&ch->o, ch->M, ch->C) || gen_load_lookup(&ch->o, ch->M, ch->C) < 0) return false;
     if (!(ch->S = sluice_sampler_new(ch->M, &ch->o.sp))) { cli_err("out of memory"); return false; }
     g_ctx = ch->C;
     return true;

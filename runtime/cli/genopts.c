@@ -16,7 +16,8 @@ enum {
     GEN_MODEL = 1000, GEN_PREDICT, GEN_CTX, GEN_BATCH, GEN_THREADS, GEN_TEMP, GEN_TOP_K, GEN_TOP_P, GEN_MIN_P,
     GEN_REPEAT, GEN_SEED, GEN_REVERSE, GEN_IGNORE_EOS, GEN_SESSION, GEN_SESSION_OVERWRITE, GEN_BUDGET, GEN_KV,
     GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
-    GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET,
+    GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET, GEN_DRAFT, GEN_DRAFT_MAX, GEN_DRAFT_FIXED,
+    GEN_LOOKUP,
 };
 
 const cli_opt gen_opt_table[] = {
@@ -40,6 +41,14 @@ const cli_opt gen_opt_table[] = {
     { GEN_STATS, "--stats", NULL, "print load time, tok/s, peak RSS (and I/O figures) to stderr" },
     { GEN_SPECIAL, "--special", NULL, "recognise special-token texts in the prompt" },
     { GEN_QUIET, "-q|--quiet", NULL, "no prompt echo, notices or progress bars" },
+    { 0, NULL, NULL, "speculative decoding (drafted tokens verified in one weight pass; see docs/speculative.md)" },
+    { GEN_DRAFT, "--draft", "auto|ngram|off", "drafter (default auto: n-gram drafts when weights stream, none when\n"
+                                               "resident); greedy output is identical either way" },
+    { GEN_DRAFT_MAX, "--draft-max", "K", "most drafted tokens per pass (default 8; the number used adapts to the\n"
+                                         "measured pass times and acceptance)" },
+    { GEN_DRAFT_FIXED, "--draft-fixed", NULL, "draft --draft-max tokens whenever possible (no adaptation; for benchmarks)" },
+    { GEN_LOOKUP, "--lookup", "FILE", "a text the drafter may copy from (the document being edited, summarized or\n"
+                                      "quoted); implies --draft ngram" },
     { 0, NULL, NULL, NULL },
 };
 
@@ -148,6 +157,15 @@ static int apply_value(const char *a, const char *v, int id, gen_opts *o)
         return 1;
     case GEN_PREFETCH: return cli_int(a, v, 1, 60, &o->prefetch) ? 1 : -1;
     case GEN_HEAD_CHUNK: return cli_int(a, v, 1, 1 << 24, &o->head_rows) ? 1 : -1;
+    case GEN_DRAFT_MAX: return cli_int(a, v, 1, 64, &o->draft_max) ? 1 : -1;
+    case GEN_LOOKUP: o->lookup = v; if (o->draft == SLUICE_DRAFT_AUTO) o->draft = SLUICE_DRAFT_NGRAM; return 1;
+    case GEN_DRAFT:
+        if (!strcmp(v, "auto")) o->draft = SLUICE_DRAFT_AUTO;
+        else if (!strcmp(v, "ngram")) o->draft = SLUICE_DRAFT_NGRAM;
+        else if (!strcmp(v, "off")) o->draft = SLUICE_DRAFT_OFF;
+        else if (!strcmp(v, "model")) { cli_err("--draft model: a draft model is not supported yet (supported: auto, ngram, off)"); return -1; }
+        else { cli_err("--draft: '%s' is not auto, ngram or off", v); return -1; }
+        return 1;
     default: return 0;
     }
 }
@@ -164,6 +182,7 @@ int gen_opt_apply(int argc, char **argv, int *pi, const cli_opt *op, gen_opts *o
     case GEN_STATS: o->stats = true; return 1;
     case GEN_SPECIAL: o->special = true; return 1;
     case GEN_QUIET: o->quiet = true; return 1;
+    case GEN_DRAFT_FIXED: o->draft_fixed = true; return 1;
     default: break;
     }
     const char *a = argv[*pi], *v;
@@ -207,7 +226,34 @@ bool gen_opts_params(const gen_opts *o, sluice_params *p)
     p->no_direct = o->no_direct;
     p->disk_bw = o->disk_bw;
     p->compute_bw = o->compute_bw;
+    p->draft = o->draft;
+    p->draft_max = (int)o->draft_max;
+    p->draft_fixed = o->draft_fixed;
     return true;
+}
+
+int gen_load_lookup(const gen_opts *o, sluice_model *M, sluice_ctx *C)
+{
+    if (!o->lookup) return 0;
+    FILE *f = fopen(o->lookup, "rb");
+    if (!f) { cli_err("--lookup %s: %s", o->lookup, strerror(errno)); return -1; }
+    const size_t cap = 16u << 20;   /* a lookup text is a document, not a corpus: 16 MiB at most */
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
+    int bad = !buf || ferror(f);
+    fclose(f);
+    if (bad || n > cap) {
+        cli_err("--lookup %s: %s", o->lookup, !buf ? "out of memory" : n > cap ? "larger than 16 MiB" : "read error");
+        free(buf);
+        return -1;
+    }
+    int32_t *ids = malloc((n + 1) * sizeof *ids);
+    int k = ids ? sluice_tokenize(M, buf, (ptrdiff_t)n, 0, ids, (int)n + 1) : -ENOMEM;
+    free(buf);
+    int rc = k < 0 ? k : sluice_ctx_set_lookup(C, ids, k);
+    free(ids);
+    if (rc) { cli_err("--lookup %s: cannot use it (%s)", o->lookup, strerror(-rc)); return -1; }
+    return k;
 }
 
 int gen_default_ctx(const gen_opts *o)

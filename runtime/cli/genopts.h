@@ -29,6 +29,10 @@ typedef struct gen_opts {
     bool stats, quiet, special;
     const char *reverse[GEN_MAX_REVERSE];   /* -r TEXT: stop when the output ends with TEXT */
     int n_reverse;
+    int draft;               /* enum sluice_draft */
+    long draft_max;          /* 0: the library's default */
+    bool draft_fixed;
+    const char *lookup;      /* --lookup FILE */
 } gen_opts;
 
 /* The shared rows (ids GEN_*), for the commands' table lists. */
@@ -50,6 +54,9 @@ int  gen_default_ctx(const gen_opts *o);
 /* After opening: an explicit --kv the plan did not count on is an error when it does not fit the
  * budget, and a printed note when the library had to change it.  false after printing the error. */
 bool gen_check_kv(const gen_opts *o, const sluice_model *M, const sluice_ctx *C);
+/* --lookup FILE: tokenize it and give it to the context's drafter.  Token count (0 without
+ * --lookup), or -1 after printing why. */
+int  gen_load_lookup(const gen_opts *o, sluice_model *M, sluice_ctx *C);
 /* -r: does text[0..n) end with one of the reverse prompts? */
 bool gen_reverse_hit(const gen_opts *o, const char *text, size_t n);
 

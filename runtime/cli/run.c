@@ -154,7 +154,7 @@ typedef struct run_state {
     sluice_session_stats ss_load, ss_save;
     bool sess_loaded, sess_saved;
     int64_t n_evaluated, n_gen, n_at_save;
-    uint64_t t0, t_load, t_prompt, t_saved, t_first, t_end;
+    uint64_t t0, t_load, t_prompt, t_saved, t_first, t_end, t_prev;
     int rc;                        /* of the last evaluation */
     long n_predict;                /* -n, with -1 made the room left in the context */
     FILE *prompt_f;                /* -f FILE, opened before the model so that a typo fails fast */
@@ -234,6 +234,9 @@ static bool write_stats_json(run_state *r, int status)
                 kv_name(pi.plan_kv_type, pi.plan_kv_spilled), pi.plan_n_batch, pi.plan_chunk_bytes, pi.plan_prefetch);
     sluice_stats st;
     sluice_get_stats(r->M, r->C, &st);
+    fprintf(f, ",\"passes\":%" PRIu64 ",\"drafted\":%" PRIu64 ",\"accepted\":%" PRIu64 ",\"tokens_per_pass\":%.4f,"
+            "\"draft_max\":%d", st.n_passes, st.n_drafted, st.n_accepted,
+            st.n_passes ? (double)st.n_gen_tokens / st.n_passes : 0, st.draft_max);
     if (strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"%s\",\"bytes_read\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"pass_bytes\":%" PRIu64
                 ",\"wait_s\":%.6f,\"compute_s\":%.6f,\"read_gbs\":%.4f",
@@ -285,7 +288,7 @@ static bool run_open(run_state *r)
     sp.user = &r->lc;
     if (sluice_open(r->o.g.model, &sp, &r->M, err, sizeof err)) { sl_progress_clear(&r->bar); cli_err("%s", err); return false; }
     if (sluice_ctx_new(r->M, &r->C, err, sizeof err)) { cli_err("%s", err); return false; }
-    if (!gen_check_kv(&r->o.g, r->M, r->C)) return false;
+    if (!gen_check_kv(&r->o.g, r->M, r->C) || gen_load_lookup(&r->o.g, r->M, r->C) < 0) return false;
     g_ctx = r->C;
     if (g_interrupted) sluice_cancel(r->C);   /* a signal during loading stops the first evaluation */
     r->n_ctx = sluice_n_ctx(r->C);
@@ -415,30 +418,43 @@ static void emit_json(run_state *r, int32_t id)
     printf("}\n");
 }
 
-/* Sample, print and evaluate until -n, end of generation, a full context or an error. */
+/* sluice_generate's callback: print the token (JSON line, or its whole UTF-8 characters), time it,
+ * stop at -r or when stdout fails.  Every token is reported before the next one is chosen, so a
+ * speculative pass's accepted drafts arrive one by one, each with its sampler logits. */
+static int on_token(void *user, int32_t id, const char *text, size_t len)
+{
+    run_state *r = user;
+    uint64_t now = sl_now_ns();
+    if (id < 0) {   /* held-back bytes at the end */
+        if (!r->o.json) out_write(r, text, len);
+        return 0;
+    }
+    if (r->o.json) emit_json(r, id);
+    r->toks[r->nt + r->n_gen++] = id;
+    if (r->n_gen == 1) r->t_first = now;
+    else r->lat[r->n_gen - 2] = now - r->t_prev;
+    r->t_prev = now;
+    if (!r->o.json && !sluice_token_is_eog(r->M, id)) {
+        out_write(r, text, len);
+        keep_tail(r, text, len);
+    }
+    out_flush(r);
+    if (r->out_errno) return 1;
+    if (r->o.g.n_reverse && gen_reverse_hit(&r->o.g, r->tail, r->tail_len)) { r->reverse_hit = true; return 1; }
+    return 0;
+}
+
+/* Sample, print and evaluate until -n, end of generation, a full context or an error (with
+ * drafted tokens verified in the same pass when the context drafts: docs/speculative.md). */
 static void run_generate(run_state *r)
 {
     r->n_at_save = sluice_n_past(r->C);
-    while (r->rc == 0 && r->n_gen < r->n_predict && !r->out_errno) {
-        int32_t next = sluice_sample(r->smp, r->C);
-        if (r->o.json) emit_json(r, next);
-        r->toks[r->nt + r->n_gen++] = next;
-        if (sluice_token_is_eog(r->M, next)) break;
-        if (!r->o.json) emit_piece(r, next, true);
-        out_flush(r);
-        if (r->o.g.n_reverse && gen_reverse_hit(&r->o.g, r->tail, r->tail_len)) { r->reverse_hit = true; break; }
-        if (r->n_gen == r->n_predict) break;
-        if (sluice_n_past(r->C) >= r->n_ctx) { r->ctx_full = true; break; }
-        if (r->n_gen == 1) r->t_first = sl_now_ns();
-        uint64_t ts = sl_now_ns();
-        r->rc = sluice_eval(r->C, &next, 1);
-        r->lat[r->n_gen - 1] = sl_now_ns() - ts;
+    if (r->rc == 0 && r->n_predict > 0 && !r->out_errno) {
+        int g = sluice_generate(r->C, r->smp, (int)r->n_predict, on_token, r);
+        if (g < 0) r->rc = g;
+        r->ctx_full = sluice_stop_reason(r->C) == SLUICE_STOP_CTX_FULL;
     }
-    if (!r->o.json) {
-        char outb[16];
-        out_write(r, outb, sl_utf8_stream_flush(&r->us, outb));
-        out_write(r, "\n", 1);
-    }
+    if (!r->o.json) out_write(r, "\n", 1);
     out_flush(r);
     r->t_end = sl_now_ns();
     /* the whole context used is a normal end, said plainly (not an error) */
@@ -494,6 +510,13 @@ static void print_stats(run_state *r)
             " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
             load_s, r->n_evaluated, pp_s, pp_s > 0 ? r->n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
             peak_rss_bytes() / 1048576.0);
+    sluice_stats gs;
+    sluice_get_stats(r->M, r->C, &gs);
+    if (gs.draft_max > 0)
+        fprintf(stderr, "sluice: speculative: %" PRIu64 " tokens in %" PRIu64 " passes (%.2f tokens per pass), drafted %"
+                PRIu64 ", accepted %" PRIu64 " (%.0f%%), up to %d drafts per pass\n", gs.n_gen_tokens, gs.n_passes,
+                gs.n_passes ? (double)gs.n_gen_tokens / gs.n_passes : 0, gs.n_drafted, gs.n_accepted,
+                gs.n_drafted ? 100.0 * gs.n_accepted / gs.n_drafted : 0, gs.draft_max);
     if (r->o.g.sp.temp > 0)
         fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", r->o.g.sp.seed,
                 r->o.g.seed_given ? "" : " (chosen at random; --seed with it repeats this run)");
