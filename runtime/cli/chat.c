@@ -347,6 +347,10 @@ static void print_stats(chat *ch)
     if (strcmp(st.backend, "resident"))
         fprintf(stderr, " (%.1f MiB read, blocked on I/O %.2f s)", st.stream_bytes_read / 1048576.0, st.stream_wait_s);
     fputc('\n', stderr);
+    if (st.draft_max > 0)
+        fprintf(stderr, "sluice: speculative: %" PRIu64 " tokens in %" PRIu64 " passes (%.2f tokens per pass), drafted %"
+                PRIu64 ", accepted %" PRIu64 "\n", st.n_gen_tokens, st.n_passes,
+                st.n_passes ? (double)st.n_gen_tokens / st.n_passes : 0, st.n_drafted, st.n_accepted);
     if (ch->o.sp.temp > 0)
         fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", ch->o.sp.seed,
                 ch->o.seed_given ? "" : " (chosen at random; --seed with it repeats this chat)");
