@@ -1,0 +1,132 @@
+/* kernels/simd_avx2_iq.c — AVX2 dots of the codebook types IQ3_S, IQ3_XXS and IQ2_XS with Q8_K
+ * activations (the other codebook types use the portable dots on this path).
+ *
+ * Same contract as simd_avx2.c: the portable reference's bits (kernels/iq*.c, the canonical float
+ * steps of kernels/simd.h).  Per sub-block of 32: the grid points are loaded by index into one
+ * register (8 x 4 bytes or 4 x 8 bytes), the 32 sign bits are expanded to bytes of ±1 and applied
+ * to the activations (vpsignb; activations are never -128), vpmaddubsw multiplies the unsigned
+ * grid bytes with them (pair sums <= 2 * 62 * 127 = 15748: no saturation) and vpmaddwd applies the
+ * sub-block scale while widening to int32.  The integer sum S of a super-block is exact; the float
+ * steps are then the portable ones, scalar, in the same order (no FMA: k_common.h).
+ */
+#include "kernels/iq_common.h"
+#include "kernels/simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline int32_t hsum_i32x8(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 32 sign bits (bit e = sign of element e) -> 32 bytes of +1 / -1. */
+AVX2 static inline __m256i signs_pm1(uint32_t bits)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+    return _mm256_or_si256(neg, _mm256_set1_epi8(1));
+}
+
+/* Scaled int32 partial sums of one sub-block: grid bytes (unsigned) x signed activations, int16
+ * pair sums times the int16 scales in `scale`. */
+AVX2 static inline __m256i sub_dot(__m256i grid, uint32_t sign_bits, const int8_t *q, __m256i scale)
+{
+    const __m256i a = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), signs_pm1(sign_bits));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(grid, a), scale);
+}
+
+/* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
+AVX2 float sl_avx2_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint32_t *G = sl_iq_grids_get()->iq3s;
+    const sl_block_iq3_s *w = vw;
+    const sl_block_q8_k *y = vy;
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m256i s = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *qs = w[i].qs + 8 * ib;
+            const unsigned h = w[i].qh[ib];
+            const __m256i grid = _mm256_setr_epi32(
+                (int)G[qs[0] | ((h << 8) & 256)], (int)G[qs[1] | ((h << 7) & 256)], (int)G[qs[2] | ((h << 6) & 256)],
+                (int)G[qs[3] | ((h << 5) & 256)], (int)G[qs[4] | ((h << 4) & 256)], (int)G[qs[5] | ((h << 3) & 256)],
+                (int)G[qs[6] | ((h << 2) & 256)], (int)G[qs[7] | ((h << 1) & 256)]);
+            uint32_t sb;
+            memcpy(&sb, w[i].signs + 4 * ib, 4);
+            const int L = 1 + 2 * ((w[i].scales[ib / 2] >> (4 * (ib & 1))) & 0xf);
+            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, _mm256_set1_epi16((short)L)));
+        }
+        const int32_t S = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
+AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint32_t *G = sl_iq_grids_get()->iq3xxs;
+    const sl_block_iq3_xxs *w = vw;
+    const sl_block_q8_k *y = vy;
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const uint8_t *ss = w[i].qs + SL_QK_K / 4;
+        __m256i s = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *qs = w[i].qs + 8 * ib;
+            const __m256i grid = _mm256_setr_epi32((int)G[qs[0]], (int)G[qs[1]], (int)G[qs[2]], (int)G[qs[3]],
+                                                   (int)G[qs[4]], (int)G[qs[5]], (int)G[qs[6]], (int)G[qs[7]]);
+            uint32_t aux;
+            memcpy(&aux, ss + 4 * ib, 4);
+            const uint32_t sb = (uint32_t)sl_iq_sign8(aux) | (uint32_t)sl_iq_sign8(aux >> 7) << 8 |
+                                (uint32_t)sl_iq_sign8(aux >> 14) << 16 | (uint32_t)sl_iq_sign8(aux >> 21) << 24;
+            const int L = 2 * (int)(aux >> 28) + 1;
+            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, _mm256_set1_epi16((short)L)));
+        }
+        const int32_t S = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.25f * acc;
+}
+
+/* Contract: as sl_qdot_iq2_xs_q8_k (same bits).  Elements 0-15 of a sub-block (the low 128-bit
+ * lane after vpmaddubsw) take the low-nibble scale, 16-31 the high one. */
+AVX2 float sl_avx2_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq2xs;
+    const sl_block_iq2_xs *w = vw;
+    const sl_block_q8_k *y = vy;
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m256i s = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const uint16_t *qs = w[i].qs + 4 * ib;
+            const __m256i grid = _mm256_setr_epi64x((long long)G[qs[0] & 511], (long long)G[qs[1] & 511],
+                                                    (long long)G[qs[2] & 511], (long long)G[qs[3] & 511]);
+            const uint32_t sb = (uint32_t)sl_iq_sign8(qs[0] >> 9) | (uint32_t)sl_iq_sign8(qs[1] >> 9) << 8 |
+                                (uint32_t)sl_iq_sign8(qs[2] >> 9) << 16 | (uint32_t)sl_iq_sign8(qs[3] >> 9) << 24;
+            const int sc = w[i].scales[ib];
+            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((short)(2 * (sc & 0xf) + 1)),
+                                                    _mm_set1_epi16((short)(2 * (sc >> 4) + 1)));
+            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, scale));
+        }
+        const int32_t S = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.125f * acc;
+}
+
+#else   /* not x86: the sets that use these are never handed out */
+float sl_avx2_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }
+float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_xxs_q8_k(w, y, n); }
+float sl_avx2_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xs_q8_k(w, y, n); }
+#endif
