@@ -8,8 +8,10 @@
  * exact f32 path and each kernel path this CPU has; plus a batched product (nb = 64, the prefill
  * shape) in G weight-element x vector products per second.
  *
- * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)]
+ * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [TYPE,TYPE,...]
+ * (the third argument keeps only the named formats, e.g. IQ3_S,Q4_K)
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +114,8 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
     case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: hoff[0] = 0; break;
     case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: hoff[0] = 0; hoff[1] = 2; break;
     case SL_TYPE_Q6_K: hoff[0] = 208; break;
+    case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S: case SL_TYPE_IQ3_XXS:
+    case SL_TYPE_IQ3_S: case SL_TYPE_IQ1_S: hoff[0] = 0; break;   /* IQ1_M: d spread over nibbles */
     default: break;
     }
     for (int b = 0; b < nblk; b++)
@@ -145,6 +149,20 @@ static timing time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, 
     return best;
 }
 
+/* True when `name` is one of the comma-separated names in `list`. */
+static bool name_listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     const double mib = argc > 1 ? atof(argv[1]) : 64;
@@ -161,11 +179,14 @@ int main(int argc, char **argv)
     printf("matvec over ~%.0f MiB of weights, %lld columns: GB/s of weights, by wall time and [by CPU time / threads];\n"
            "%%bw = 2-thread wall GB/s / 2-thread wall memory bandwidth; nb=%d: G weight x vector products/s (2 threads, CPU)\n",
            mib, (long long)cols, nb_batch);
-    printf("%-6s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
+    printf("%-7s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
     const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
+                          SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S, SL_TYPE_IQ1_S, SL_TYPE_IQ1_M };
+    const char *only = argc > 3 ? argv[3] : NULL;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int type = types[ti];
+        if (only && !name_listed(only, sl_type_name(type))) continue;
         const size_t row_bytes = sl_row_bytes(type, cols);
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
         size_t rb;
@@ -180,7 +201,7 @@ int main(int argc, char **argv)
             const timing t1 = time_matmul(pool1, type, w, rows, cols, rb, x, 1, out, secs);
             const timing t2 = time_matmul(pool2, type, w, rows, cols, rb, x, 1, out, secs);
             const timing tb = time_matmul(pool2, type, w, rows, cols, rb, x, nb_batch, out, secs);
-            printf("%-6s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
+            printf("%-7s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
                    p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bw2.wall,
                    gb / t1.cpu, gb / t2.cpu, (double)rows * cols * nb_batch / tb.cpu / 1e9);
             fflush(stdout);
