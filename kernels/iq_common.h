@@ -113,6 +113,23 @@ static inline uint8_t sl_iq_sign8(unsigned s7)
     return (uint8_t)(s7 | ((unsigned)__builtin_parity(s7) << 7));
 }
 
+/* Four 7-bit sign fields, one in the low bits of each byte of b (bit 7 clear), completed with
+ * their parity bits: the same bytes as sl_iq_sign8 of each, in a few word operations (bit 0 of
+ * byte k after the xor-folds is the parity of byte k alone: the shifts stay within 8 bits). */
+static inline uint32_t sl_iq_sign8x4(uint32_t b)
+{
+    uint32_t p = b ^ (b >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return b | (p & 0x01010101u) << 7;
+}
+
+/* The four 7-bit fields at bits 0, 7, 14, 21 of a word, one per byte (IQ2_XXS, IQ3_XXS). */
+static inline uint32_t sl_iq_fields7x4(uint32_t a)
+{
+    return (a & 0x7fu) | ((a << 1) & 0x7f00u) | ((a << 2) & 0x7f0000u) | ((a << 3) & 0x7f000000u);
+}
+
 /* Byte j of an expanded point. */
 static inline int sl_iq_coord64(uint64_t p, int j) { return (int)(uint8_t)(p >> (8 * j)); }
 static inline int sl_iq_coord32(uint32_t p, int j) { return (int)(uint8_t)(p >> (8 * j)); }
