@@ -1,5 +1,5 @@
-/* kernels/simd_avx2_iq.c — AVX2 dots of the codebook types IQ3_S, IQ3_XXS and IQ2_XS with Q8_K
- * activations (the other codebook types use the portable dots on this path).
+/* kernels/simd_avx2_iq.c — AVX2 dots of the codebook types (IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS, IQ2_S,
+ * IQ1_S, IQ1_M) with Q8_K activations; the AVX-512 set uses the IQ1 ones too.
  *
  * Same contract as simd_avx2.c: the portable reference's bits (kernels/iq*.c, the canonical float
  * steps of kernels/simd.h).  Per sub-block of 32: the grid points are gathered by index into one
@@ -123,8 +123,132 @@ AVX2 float sl_avx2_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict
     return 0.125f * acc;
 }
 
+/* Contract: as sl_qdot_iq2_xxs_q8_k (same bits). */
+AVX2 float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq2xxs;
+    const sl_block_iq2_xxs *w = vw;
+    const sl_block_q8_k *y = vy;
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m256i s = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            uint32_t aux[2];
+            memcpy(aux, w[i].qs + 4 * ib, 8);
+            const __m128i idx = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)aux[0]));
+            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
+            const uint32_t sb = sl_iq_sign8x4(sl_iq_fields7x4(aux[1]));
+            const int L = 2 * (int)(aux[1] >> 28) + 1;
+            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, _mm256_set1_epi16((short)L)));
+        }
+        const int32_t S = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.125f * acc;
+}
+
+/* Contract: as sl_qdot_iq2_s_q8_k (same bits).  Scales as IQ2_XS. */
+AVX2 float sl_avx2_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq2s;
+    const sl_block_iq2_s *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m128i to_bit8 = _mm_setr_epi32(8, 6, 4, 2), bits89 = _mm_set1_epi32(0x300);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m256i s = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            /* index l = qs[4ib + l] | bits 2l..2l+1 of qh[ib] << 8 */
+            uint32_t lo4, sb;
+            memcpy(&lo4, w[i].qs + 4 * ib, 4);
+            memcpy(&sb, w[i].qs + SL_QK_K / 8 + 4 * ib, 4);
+            const __m128i hi = _mm_and_si128(_mm_sllv_epi32(_mm_set1_epi32(w[i].qh[ib]), to_bit8), bits89);
+            const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)lo4)), hi);
+            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
+            const int sc = w[i].scales[ib];
+            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((short)(2 * (sc & 0xf) + 1)),
+                                                    _mm_set1_epi16((short)(2 * (sc >> 4) + 1)));
+            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, scale));
+        }
+        const int32_t S = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.125f * acc;
+}
+
+/* Contract: as sl_qdot_iq1_s_q8_k (same bits).  Grid coordinates are -1, 0, +1, so vpsignb(q, grid)
+ * is q * grid exactly; vpmaddubsw with ones sums pairs (<= 2 * 127), vpmaddwd applies the scale. */
+AVX2 float sl_avx2_dot_iq1_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq1s;
+    const sl_block_iq1_s *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m128i to_bit8 = _mm_setr_epi32(8, 5, 2, -1), bits810 = _mm_set1_epi32(0x700);
+    const __m256i ones = _mm256_set1_epi8(1);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m256i s = _mm256_setzero_si256();
+        int32_t D = 0;
+        for (int ib = 0; ib < 8; ib++) {
+            /* index l = qs[4ib + l] | bits 3l..3l+2 of qh[ib] << 8 (l = 3: shift right by 1) */
+            const unsigned h = w[i].qh[ib];
+            uint32_t lo4;
+            memcpy(&lo4, w[i].qs + 4 * ib, 4);
+            const __m128i hv = _mm_set1_epi32((int)h);
+            const __m128i hi = _mm_and_si128(_mm_blend_epi32(_mm_sllv_epi32(hv, to_bit8), _mm_srli_epi32(hv, 1), 8), bits810);
+            const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)lo4)), hi);
+            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * ib));
+            const int L = 2 * ((h >> 12) & 7) + 1;
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, grid)), _mm256_set1_epi16((short)L)));
+            D += (h & 0x8000 ? -L : L) * (y[i].bsums[2 * ib] + y[i].bsums[2 * ib + 1]);
+        }
+        const int32_t Gs = hsum_i32x8(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * ((float)Gs + 0.125f * (float)D);
+    }
+    return acc;
+}
+
+/* Contract: as sl_qdot_iq1_m_q8_k (same bits).  Per sub-block: G from vpsignb as IQ1_S with the
+ * scale per 16 elements; D from the pair sums of q (vpmaddubsw with ones) times, per pair, the
+ * scale of its half and the shift sign of its group of 8. */
+AVX2 float sl_avx2_dot_iq1_m_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq1s;
+    const sl_block_iq1_m *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i ones = _mm256_set1_epi8(1);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint16_t sc[4];
+        memcpy(sc, w[i].scales, 8);
+        __m256i sg = _mm256_setzero_si256(), sd = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *qs = w[i].qs + 4 * ib, *qh = w[i].qh + 2 * ib;
+            const __m128i idx = _mm_setr_epi32(qs[0] | (qh[0] & 7) << 8, qs[1] | (qh[0] >> 4 & 7) << 8,
+                                               qs[2] | (qh[1] & 7) << 8, qs[3] | (qh[1] >> 4 & 7) << 8);
+            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * ib));
+            const int sh = 6 * (ib & 1), L0 = 2 * ((sc[ib / 2] >> sh) & 7) + 1, L1 = 2 * ((sc[ib / 2] >> (sh + 3)) & 7) + 1;
+            const short d0 = (short)(qh[0] & 0x08 ? -L0 : L0), d1 = (short)(qh[0] & 0x80 ? -L0 : L0);
+            const short d2 = (short)(qh[1] & 0x08 ? -L1 : L1), d3 = (short)(qh[1] & 0x80 ? -L1 : L1);
+            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((short)L0), _mm_set1_epi16((short)L1));
+            const __m256i dsc = _mm256_setr_epi16(d0, d0, d0, d0, d1, d1, d1, d1, d2, d2, d2, d2, d3, d3, d3, d3);
+            sg = _mm256_add_epi32(sg, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, grid)), scale));
+            sd = _mm256_add_epi32(sd, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), dsc));
+        }
+        const int32_t Gs = hsum_i32x8(sg), D = hsum_i32x8(sd);
+        acc = acc + (sl_f16_to_f32(sl_iq1m_scale_bits(w[i].scales)) * y[i].d) * ((float)Gs + 0.125f * (float)D);
+    }
+    return acc;
+}
+
 #else   /* not x86: the sets that use these are never handed out */
 float sl_avx2_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }
 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_xxs_q8_k(w, y, n); }
 float sl_avx2_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xs_q8_k(w, y, n); }
+float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xxs_q8_k(w, y, n); }
+float sl_avx2_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_s_q8_k(w, y, n); }
+float sl_avx2_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq1_s_q8_k(w, y, n); }
+float sl_avx2_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq1_m_q8_k(w, y, n); }
 #endif

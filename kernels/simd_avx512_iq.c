@@ -1,5 +1,5 @@
-/* kernels/simd_avx512_iq.c — AVX-512 (F, BW) dots of the codebook types IQ3_S, IQ3_XXS and
- * IQ2_XS with Q8_K activations (the other codebook types use the portable dots on this path).
+/* kernels/simd_avx512_iq.c — AVX-512 (F, BW) dots of the codebook types IQ3_S, IQ3_XXS, IQ2_XS,
+ * IQ2_XXS and IQ2_S with Q8_K activations (IQ1_S and IQ1_M use the portable dots on this path).
  *
  * Same contract as simd_avx512.c: the portable reference's bits.  A 512-bit register holds two
  * sub-blocks (64 elements): the grid points gathered by index (vpgatherdd / vpgatherdq: 3.6x the
@@ -167,8 +167,65 @@ AVX512 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict vw, const void *rest
     return 0.125f * acc;
 }
 
+/* Contract: as sl_qdot_iq2_xxs_q8_k (same bits). */
+AVX512 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq2xxs;
+    const sl_block_iq2_xxs *w = vw;
+    const sl_block_q8_k *y = vy;
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m512i s = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            uint32_t a[4];   /* indices ib, signs ib, indices ib+1, signs ib+1 */
+            memcpy(a, w[i].qs + 4 * ib, 16);
+            const __m256i idx = _mm256_cvtepu8_epi32(_mm_setr_epi32((int)a[0], (int)a[2], 0, 0));
+            const __m512i grid = iq_gather_epi64(idx, G);
+            const uint64_t sb = sl_iq_sign8x4(sl_iq_fields7x4(a[1])) | (uint64_t)sl_iq_sign8x4(sl_iq_fields7x4(a[3])) << 32;
+            s = _mm512_add_epi32(s, pair_dot(grid, sb, y[i].qs + 32 * ib,
+                                             scale_halves(2 * (int)(a[1] >> 28) + 1, 2 * (int)(a[3] >> 28) + 1)));
+        }
+        const int32_t S = iq_reduce_add_epi32(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.125f * acc;
+}
+
+/* Contract: as sl_qdot_iq2_s_q8_k (same bits).  Scales as IQ2_XS. */
+AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const uint64_t *G = sl_iq_grids_get()->iq2s;
+    const sl_block_iq2_s *w = vw;
+    const sl_block_q8_k *y = vy;
+    const __m256i to_bit8 = _mm256_setr_epi32(8, 6, 4, 2, 8, 6, 4, 2), bits89 = _mm256_set1_epi32(0x300);
+    float acc = 0;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        __m512i s = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            uint64_t lo8, sb;
+            memcpy(&lo8, w[i].qs + 4 * ib, 8);
+            memcpy(&sb, w[i].qs + SL_QK_K / 8 + 4 * ib, 8);
+            const __m256i h = _mm256_setr_m128i(_mm_set1_epi32(w[i].qh[ib]), _mm_set1_epi32(w[i].qh[ib + 1]));
+            const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)lo8)),
+                                                _mm256_and_si256(_mm256_sllv_epi32(h, to_bit8), bits89));
+            const __m512i grid = iq_gather_epi64(idx, G);
+            const int s0 = w[i].scales[ib], s1 = w[i].scales[ib + 1];
+            const __m512i scale = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16((short)(2 * (s0 & 0xf) + 1)),
+                                                         _mm_set1_epi16((short)(2 * (s0 >> 4) + 1)))),
+                _mm256_setr_m128i(_mm_set1_epi16((short)(2 * (s1 & 0xf) + 1)), _mm_set1_epi16((short)(2 * (s1 >> 4) + 1))), 1);
+            s = _mm512_add_epi32(s, pair_dot(grid, sb, y[i].qs + 32 * ib, scale));
+        }
+        const int32_t S = iq_reduce_add_epi32(s);
+        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+    }
+    return 0.125f * acc;
+}
+
 #else   /* not x86: the sets that use these are never handed out */
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_xxs_q8_k(w, y, n); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xs_q8_k(w, y, n); }
+float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xxs_q8_k(w, y, n); }
+float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_s_q8_k(w, y, n); }
 #endif

@@ -16,6 +16,8 @@
 #define sl_avx512_dot_iq3_s_q8_k emu_dot_iq3_s_q8_k
 #define sl_avx512_dot_iq3_xxs_q8_k emu_dot_iq3_xxs_q8_k
 #define sl_avx512_dot_iq2_xs_q8_k emu_dot_iq2_xs_q8_k
+#define sl_avx512_dot_iq2_xxs_q8_k emu_dot_iq2_xxs_q8_k
+#define sl_avx512_dot_iq2_s_q8_k emu_dot_iq2_s_q8_k
 #include "../kernels/simd_avx512_iq.c"
 #define HAVE_SIMDE 1
 #endif
@@ -30,14 +32,16 @@ Test(avx512_emulated, codebook_dots_bit_identical)
 #ifndef HAVE_SIMDE
     cr_skip_test("SIMDe headers (libsimde-dev) not installed: AVX-512 code not emulated");
 #else
-    const struct { int type; sl_qdot_fn ref, emu; } k[3] = {
+    const struct { int type; sl_qdot_fn ref, emu; } k[5] = {
         { SL_TYPE_IQ3_S, sl_qdot_iq3_s_q8_k, emu_dot_iq3_s_q8_k },
         { SL_TYPE_IQ3_XXS, sl_qdot_iq3_xxs_q8_k, emu_dot_iq3_xxs_q8_k },
         { SL_TYPE_IQ2_XS, sl_qdot_iq2_xs_q8_k, emu_dot_iq2_xs_q8_k },
+        { SL_TYPE_IQ2_XXS, sl_qdot_iq2_xxs_q8_k, emu_dot_iq2_xxs_q8_k },
+        { SL_TYPE_IQ2_S, sl_qdot_iq2_s_q8_k, emu_dot_iq2_s_q8_k },
     };
     tk_rng r = { 1605 };
     int checked = 0;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 5; t++) {
         const sl_type_info *ti = sl_type_get(k[t].type);
         for (int nb = 1; nb <= 6; nb++)
             for (int rep = 0; rep < 6; rep++) {
@@ -46,7 +50,7 @@ Test(avx512_emulated, codebook_dots_bit_identical)
                 sl_block_q8_k *y = malloc(sizeof *y * (size_t)nb);
                 float *x = malloc(sizeof(float) * n);
                 tk_bytes(&r, w, (size_t)nb * ti->bytes);
-                for (int i = 0; i < nb; i++) {   /* f16 d at offset 0 of these three layouts */
+                for (int i = 0; i < nb; i++) {   /* f16 d at offset 0 of these layouts */
                     const uint16_t h = rep == 0 ? tk_half_in(&r, -14, 15) : tk_half_in(&r, -8, 0);
                     memcpy(w + (size_t)i * ti->bytes, &h, 2);
                 }
