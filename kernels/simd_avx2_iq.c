@@ -218,22 +218,30 @@ AVX2 float sl_avx2_dot_iq1_m_q8_k(const void *restrict vw, const void *restrict 
     const sl_block_iq1_m *w = vw;
     const sl_block_q8_k *y = vy;
     const __m256i ones = _mm256_set1_epi8(1);
+    /* index bits of group l: bits 4l..4l+2 of the sub-block's 16 qh bits, moved to bits 8..10 */
+    const __m128i to_bit8 = _mm_setr_epi32(8, 4, 0, 0), bits810 = _mm_set1_epi32(0x700);
+    /* shift sign of group l: bit 4l+3; int16 lane k of a pair-sum vector belongs to group k/4 */
+    const __m256i sign_bit = _mm256_setr_epi16(0x8, 0x8, 0x8, 0x8, 0x80, 0x80, 0x80, 0x80, 0x800, 0x800, 0x800, 0x800,
+                                               (short)0x8000, (short)0x8000, (short)0x8000, (short)0x8000);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         uint16_t sc[4];
         memcpy(sc, w[i].scales, 8);
         __m256i sg = _mm256_setzero_si256(), sd = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *qs = w[i].qs + 4 * ib, *qh = w[i].qh + 2 * ib;
-            const __m128i idx = _mm_setr_epi32(qs[0] | (qh[0] & 7) << 8, qs[1] | (qh[0] >> 4 & 7) << 8,
-                                               qs[2] | (qh[1] & 7) << 8, qs[3] | (qh[1] >> 4 & 7) << 8);
+            uint32_t lo4;
+            uint16_t h;
+            memcpy(&lo4, w[i].qs + 4 * ib, 4);
+            memcpy(&h, w[i].qh + 2 * ib, 2);
+            const __m128i hv = _mm_set1_epi32(h);
+            const __m128i hi = _mm_and_si128(_mm_blend_epi32(_mm_sllv_epi32(hv, to_bit8), _mm_srli_epi32(hv, 4), 8), bits810);
+            const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)lo4)), hi);
             const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
             const __m256i q = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * ib));
             const int sh = 6 * (ib & 1), L0 = 2 * ((sc[ib / 2] >> sh) & 7) + 1, L1 = 2 * ((sc[ib / 2] >> (sh + 3)) & 7) + 1;
-            const short d0 = (short)(qh[0] & 0x08 ? -L0 : L0), d1 = (short)(qh[0] & 0x80 ? -L0 : L0);
-            const short d2 = (short)(qh[1] & 0x08 ? -L1 : L1), d3 = (short)(qh[1] & 0x80 ? -L1 : L1);
             const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((short)L0), _mm_set1_epi16((short)L1));
-            const __m256i dsc = _mm256_setr_epi16(d0, d0, d0, d0, d1, d1, d1, d1, d2, d2, d2, d2, d3, d3, d3, d3);
+            const __m256i neg = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16((short)h), sign_bit), sign_bit);
+            const __m256i dsc = _mm256_sub_epi16(_mm256_xor_si256(scale, neg), neg);   /* -scale where the sign is set */
             sg = _mm256_add_epi32(sg, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(q, grid)), scale));
             sd = _mm256_add_epi32(sd, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), dsc));
         }
