@@ -8,7 +8,10 @@
  * exact f32 path and each kernel path this CPU has; plus a batched product (nb = 64, the prefill
  * shape) in G weight-element x vector products per second.
  *
- * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)]
+ * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [TYPE,TYPE,...]
+ *                      [PATH,PATH,...]
+ * (the third argument keeps only the named formats, e.g. IQ3_S,Q4_K; the fourth only the named
+ * paths among exact, portable, avx2, avx512: the slow ones take minutes on the codebook types)
  *        bench_kernels --ab [MiB (default 64)] [rounds (default 15)]
  *
  * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
@@ -17,6 +20,7 @@
  * the spread over rounds, and the median of the per-round avx512/avx2 ratios.  This is the
  * measurement behind the per-type table in kernels/dispatch.c (docs/benchmarks.md).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,10 +82,11 @@ static void read_worker(void *arg, int ith, int nth)
     memcpy(j->sink[ith & 1], s, sizeof s);
 }
 
-/* Best of several passes over a 256 MiB buffer, in GB/s (wall and CPU-time based). */
-static timing mem_bw(sl_pool *pool, double secs)
+/* Best of several passes over a buffer of max(256 MiB, the matrices' size) — a host whose L3 is
+ * reported as 300 MiB would serve a 256 MiB pass partly from cache — in GB/s (wall, CPU time). */
+static timing mem_bw(sl_pool *pool, double secs, double mib)
 {
-    const size_t bytes = (size_t)256 << 20;
+    const size_t bytes = mib > 256 ? (size_t)(mib * 1048576.0) & ~(size_t)63 : (size_t)256 << 20;
     uint64_t *buf = malloc(bytes);
     timing best = { 1e30, 1e30 };
     if (!buf) return best;
@@ -119,6 +124,8 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
     case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: hoff[0] = 0; break;
     case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: hoff[0] = 0; hoff[1] = 2; break;
     case SL_TYPE_Q6_K: hoff[0] = 208; break;
+    case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S: case SL_TYPE_IQ3_XXS:
+    case SL_TYPE_IQ3_S: case SL_TYPE_IQ1_S: hoff[0] = 0; break;   /* IQ1_M: d spread over nibbles */
     default: break;
     }
     for (int b = 0; b < nblk; b++)
@@ -253,10 +260,24 @@ static int run_ab(double mib, int rounds)
     return 0;
 }
 
+/* True when `name` is one of the comma-separated names in `list`. */
+static bool name_listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: bench_kernels [MIB [SECONDS]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
+        printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 64), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS]]\n  interleaved avx2/avx512/auto comparison per type (default 64 MiB, 15 rounds)\n");
         return 0;
@@ -271,17 +292,20 @@ int main(int argc, char **argv)
     float *x = malloc((size_t)cols * nb_batch * sizeof *x);
     for (int64_t i = 0; i < cols * nb_batch; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
 
-    const timing bw1 = mem_bw(pool1, secs), bw2 = mem_bw(pool2, secs);
-    printf("memory read bandwidth (256 MiB, best pass): 1 thread %.1f GB/s, 2 threads %.1f GB/s "
-           "[CPU-time based: %.1f, %.1f]\n", bw1.wall, bw2.wall, bw1.cpu, bw2.cpu);
+    const timing bw1 = mem_bw(pool1, secs, mib), bw2 = mem_bw(pool2, secs, mib);
+    printf("memory read bandwidth (%.0f MiB, best pass): 1 thread %.1f GB/s, 2 threads %.1f GB/s "
+           "[CPU-time based: %.1f, %.1f]\n", mib > 256 ? mib : 256.0, bw1.wall, bw2.wall, bw1.cpu, bw2.cpu);
     printf("matvec over ~%.0f MiB of weights, %lld columns: GB/s of weights, by wall time and [by CPU time / threads];\n"
            "%%bw = 2-thread wall GB/s / 2-thread wall memory bandwidth; nb=%d: G weight x vector products/s (2 threads, CPU)\n",
            mib, (long long)cols, nb_batch);
-    printf("%-6s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
+    printf("%-7s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
     const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
+                          SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S, SL_TYPE_IQ1_S, SL_TYPE_IQ1_M };
+    const char *only = argc > 3 ? argv[3] : NULL, *paths = argc > 4 ? argv[4] : NULL;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int type = types[ti];
+        if (only && !name_listed(only, sl_type_name(type))) continue;
         const size_t row_bytes = sl_row_bytes(type, cols);
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
         size_t rb;
@@ -291,14 +315,18 @@ int main(int argc, char **argv)
         const double gb = (double)rb * (double)rows / 1e9;
         /* path -1: exact mode (dequantize + f32 dot, the portable reference) */
         for (int p = -1; p < SL_KPATH_COUNT; p++) {
+            if (paths && !name_listed(paths, p < 0 ? "exact" : sl_kpath_name(p))) continue;
             if (p >= 0 && sl_kernels_force(p) != 0) continue;
             sl_kernels_set_exact(p < 0);
             const timing t1 = time_matmul(pool1, type, w, rows, cols, rb, x, 1, out, secs);
             const timing t2 = time_matmul(pool2, type, w, rows, cols, rb, x, 1, out, secs);
-            const timing tb = time_matmul(pool2, type, w, rows, cols, rb, x, nb_batch, out, secs);
-            printf("%-6s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
+            /* the batched product is compute-bound (a weight tile stays in cache while 64 vectors
+             * pass): its first 32 MiB of rows are enough and keep big runs short */
+            const int64_t rows_b = rows < (int64_t)((32u << 20) / rb) ? rows : (int64_t)((32u << 20) / rb);
+            const timing tb = time_matmul(pool2, type, w, rows_b, cols, rb, x, nb_batch, out, secs);
+            printf("%-7s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
                    p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bw2.wall,
-                   gb / t1.cpu, gb / t2.cpu, (double)rows * cols * nb_batch / tb.cpu / 1e9);
+                   gb / t1.cpu, gb / t2.cpu, (double)rows_b * cols * nb_batch / tb.cpu / 1e9);
             fflush(stdout);
         }
         sl_kernels_set_exact(false);

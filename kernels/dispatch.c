@@ -28,6 +28,10 @@ static const sl_kernel_set portable_set = {
     sl_axpy_f32, sl_axpy_f16,
     sl_adot_f32, sl_adot_f16,
     NULL, NULL, NULL, NULL, NULL,
+    .dot_iq2_xxs_q8_k = sl_qdot_iq2_xxs_q8_k, .dot_iq2_xs_q8_k = sl_qdot_iq2_xs_q8_k,
+    .dot_iq2_s_q8_k = sl_qdot_iq2_s_q8_k, .dot_iq3_xxs_q8_k = sl_qdot_iq3_xxs_q8_k,
+    .dot_iq3_s_q8_k = sl_qdot_iq3_s_q8_k, .dot_iq1_s_q8_k = sl_qdot_iq1_s_q8_k,
+    .dot_iq1_m_q8_k = sl_qdot_iq1_m_q8_k,
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

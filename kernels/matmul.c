@@ -81,6 +81,15 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_Q4_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q4_k_q8_k, ks->dot4_q4_k_q8_k, NULL }; break;
     case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, ks->dot4_q5_k_q8_k, NULL }; break;
     case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, ks->dot4_q6_k_q8_k, NULL }; break;
+#define IQ_K(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, NULL, NULL }
+    case SL_TYPE_IQ2_XXS: IQ_K(iq2_xxs); break;
+    case SL_TYPE_IQ2_XS:  IQ_K(iq2_xs); break;
+    case SL_TYPE_IQ2_S:   IQ_K(iq2_s); break;
+    case SL_TYPE_IQ3_XXS: IQ_K(iq3_xxs); break;
+    case SL_TYPE_IQ3_S:   IQ_K(iq3_s); break;
+    case SL_TYPE_IQ1_S:   IQ_K(iq1_s); break;
+    case SL_TYPE_IQ1_M:   IQ_K(iq1_m); break;
+#undef IQ_K
     default: break;   /* other types: the reference f32 dot */
     }
     return f;

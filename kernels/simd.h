@@ -41,6 +41,13 @@
  *     sub-block j) exactly in int32; acc = acc + ((d * (float)S) - (dmin * (float)M)) with
  *     d = f16(w.d) * y.d, dmin = f16(w.dmin) * y.d.
  *   q6_K x q8_K: S = sum_s sc_s * (dot_s(q in 0..63) - 32 * bsums_s); acc = acc + d * (float)S.
+ *   codebook types x q8_K, super-blocks of 256 (kernels/iq*.c): with v_e = grid coordinate times
+ *     sign of element e and L = 2s + 1 for a 4-bit (IQ2/IQ3) or 3-bit (IQ1) scale s,
+ *     iq2_xxs/iq2_xs/iq2_s: S = sum over scale groups of L * sum v_e * q_e (int32);
+ *       acc = acc + (f16(w.d) * y.d) * (float)S; result = 0.125f * acc;
+ *     iq3_xxs: the same, result = 0.25f * acc;   iq3_s: the same, result = acc;
+ *     iq1_s/iq1_m: G = sum L * sum grid_e * q_e, D = sum L * (±1 shift sign) * sum q_e (int32);
+ *       acc = acc + (f16(d) * y.d) * ((float)G + 0.125f * (float)D).
  */
 #ifndef SL_KERNELS_SIMD_H
 #define SL_KERNELS_SIMD_H
@@ -82,6 +89,9 @@ typedef struct sl_kernel_set {
     /* 4-vector forms (NULL: callers use the single dot) */
     sl_qdot4_fn dot4_q4_0_q8_0, dot4_q8_0_q8_0;
     sl_qdot4_fn dot4_q4_k_q8_k, dot4_q5_k_q8_k, dot4_q6_k_q8_k;
+    /* codebook types x Q8_K (kernels/iq*.c; the SIMD sets have all seven, AVX-512 reusing AVX2's IQ1) */
+    sl_qdot_fn dot_iq2_xxs_q8_k, dot_iq2_xs_q8_k, dot_iq2_s_q8_k, dot_iq3_xxs_q8_k, dot_iq3_s_q8_k;
+    sl_qdot_fn dot_iq1_s_q8_k, dot_iq1_m_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -124,6 +134,13 @@ float sl_qdot_q8_0_q8_0(const void *restrict w, const void *restrict y, int64_t 
 float sl_qdot_q4_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_q5_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_q6_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 /* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
  * other architectures). */
@@ -142,5 +159,19 @@ void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size
 void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q5_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q6_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+/* SIMD codebook dots (kernels/simd_avx2_iq.c, kernels/simd_avx512_iq.c): same bits as the
+ * portable ones. */
+float sl_avx2_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 #endif

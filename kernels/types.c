@@ -9,6 +9,7 @@
 #include "kernels/types.h"
 
 #define KERNELS(sfx) sl_dequant_##sfx, sl_dot_##sfx, sl_quantize_##sfx
+#define KERNELS_NOQ(sfx) sl_dequant_##sfx, sl_dot_##sfx, NULL   /* no reference quantizer */
 
 static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_F32]     = { "F32",     1,   4,   KERNELS(f32) },
@@ -25,20 +26,20 @@ static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_Q5_K]    = { "Q5_K",    256, 176, KERNELS(q5_k) },
     [SL_TYPE_Q6_K]    = { "Q6_K",    256, 210, KERNELS(q6_k) },
     [SL_TYPE_Q8_K]    = { "Q8_K",    256, 292, NULL, NULL, NULL },   /* f32 d; 256; 16 × i16 */
-    [SL_TYPE_IQ2_XXS] = { "IQ2_XXS", 256, 66,  NULL, NULL, NULL },   /* f16 + 32 × u16 */
-    [SL_TYPE_IQ2_XS]  = { "IQ2_XS",  256, 74,  NULL, NULL, NULL },   /* f16 + 32 × u16 + 8 */
-    [SL_TYPE_IQ3_XXS] = { "IQ3_XXS", 256, 98,  NULL, NULL, NULL },   /* f16 + 96 */
-    [SL_TYPE_IQ1_S]   = { "IQ1_S",   256, 50,  NULL, NULL, NULL },   /* f16 + 32 + 8 × u16 */
+    [SL_TYPE_IQ2_XXS] = { "IQ2_XXS", 256, 66,  KERNELS_NOQ(iq2_xxs) },   /* f16 + 32 × u16 */
+    [SL_TYPE_IQ2_XS]  = { "IQ2_XS",  256, 74,  KERNELS_NOQ(iq2_xs) },   /* f16 + 32 × u16 + 8 */
+    [SL_TYPE_IQ3_XXS] = { "IQ3_XXS", 256, 98,  KERNELS_NOQ(iq3_xxs) },   /* f16 + 96 */
+    [SL_TYPE_IQ1_S]   = { "IQ1_S",   256, 50,  KERNELS_NOQ(iq1_s) },   /* f16 + 32 + 8 × u16 */
     [SL_TYPE_IQ4_NL]  = { "IQ4_NL",  32,  18,  NULL, NULL, NULL },   /* f16 + 16 */
-    [SL_TYPE_IQ3_S]   = { "IQ3_S",   256, 110, NULL, NULL, NULL },   /* f16 + 64 + 8 + 32 + 4 */
-    [SL_TYPE_IQ2_S]   = { "IQ2_S",   256, 82,  NULL, NULL, NULL },   /* f16 + 64 + 16 */
+    [SL_TYPE_IQ3_S]   = { "IQ3_S",   256, 110, KERNELS_NOQ(iq3_s) },   /* f16 + 64 + 8 + 32 + 4 */
+    [SL_TYPE_IQ2_S]   = { "IQ2_S",   256, 82,  KERNELS_NOQ(iq2_s) },   /* f16 + 64 + 16 */
     [SL_TYPE_IQ4_XS]  = { "IQ4_XS",  256, 136, NULL, NULL, NULL },   /* f16 + u16 + 4 + 128 */
     [SL_TYPE_I8]      = { "I8",      1,   1,   NULL, NULL, NULL },
     [SL_TYPE_I16]     = { "I16",     1,   2,   NULL, NULL, NULL },
     [SL_TYPE_I32]     = { "I32",     1,   4,   NULL, NULL, NULL },
     [SL_TYPE_I64]     = { "I64",     1,   8,   NULL, NULL, NULL },
     [SL_TYPE_F64]     = { "F64",     1,   8,   NULL, NULL, NULL },
-    [SL_TYPE_IQ1_M]   = { "IQ1_M",   256, 56,  NULL, NULL, NULL },   /* 32 + 16 + 8, no f16 d */
+    [SL_TYPE_IQ1_M]   = { "IQ1_M",   256, 56,  KERNELS_NOQ(iq1_m) },   /* 32 + 16 + 8, no f16 d */
     [SL_TYPE_BF16]    = { "BF16",    1,   2,   KERNELS(bf16) },
     [SL_TYPE_TQ1_0]   = { "TQ1_0",   256, 54,  NULL, NULL, NULL },   /* 48 + 4 + f16 */
     [SL_TYPE_TQ2_0]   = { "TQ2_0",   256, 66,  NULL, NULL, NULL },   /* 64 + f16 */

@@ -81,5 +81,20 @@ void  sl_quantize_q5_k(const float *restrict src, void *restrict dst, int64_t n)
 void  sl_dequant_q6_k(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_q6_k(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_quantize_q6_k(const float *restrict src, void *restrict dst, int64_t n);
+/* Codebook types (no quantizer: IQ quantization needs an importance matrix). */
+void  sl_dequant_iq2_xxs(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq2_xxs(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq2_xs(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq2_xs(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq2_s(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq2_s(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq3_xxs(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq3_xxs(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq3_s(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq3_s(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq1_s(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq1_s(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq1_m(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq1_m(const void *restrict w, const float *restrict x, int64_t n);
 
 #endif
