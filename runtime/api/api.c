@@ -231,6 +231,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
+    M->n_parallel = p->n_parallel > 0 ? p->n_parallel : 1;
     int kv = p->kv_type;
     uint64_t chunk = p->chunk_bytes;
     int prefetch = p->prefetch > 0 ? p->prefetch : 2, head_rows = p->lm_head_rows > 0 ? p->lm_head_rows : 1024;

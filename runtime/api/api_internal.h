@@ -28,6 +28,7 @@ struct sluice_model {
     sl_plan_model *pm;
     sl_plan_req req;
     int        n_ctx, n_batch, kv_type, threads;
+    int        n_parallel;      /* sequences the plan holds KV caches for (>= 1) */
     char      *spill_dir;       /* NULL: KV in memory */
     char      *chat_template;   /* NUL-terminated copy, or NULL */
     uint64_t   fingerprint;     /* for session files: computed on first use */
@@ -52,6 +53,9 @@ struct sluice_sampler {
     int    n_vocab;
     float *logits;              /* scratch: the context's logits, penalised */
 };
+
+/* A context whose own evaluations run n_batch positions per pass (sluice_ctx_new: the model's). */
+int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen);
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);
