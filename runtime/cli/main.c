@@ -5,6 +5,7 @@
 #include "runtime/cli/cli.h"
 
 int cmd_chat(int argc, char **argv);   /* runtime/cli/chat.c */
+int cmd_serve(int argc, char **argv);  /* runtime/cli/serve.c */
 
 static void usage(FILE *f)
 {
@@ -17,6 +18,7 @@ static void usage(FILE *f)
             "  inspect   show a model's hyperparameters, tensors and sizes\n"
             "  tokenize  print the token ids of a text\n"
             "  plan      show what stays resident and what streams under --ram-budget\n"
+            "  serve     an OpenAI-compatible HTTP server; concurrent requests share each forward pass\n"
             "\n"
             "`sluice COMMAND --help` lists a command's options.  With no -m, the bundled\n"
             "stories260K model is used.\n");
@@ -33,6 +35,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "inspect")) return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(c, "plan")) return cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
     cli_err("unknown command '%s' (try: sluice --help)", c);
     return 2;
 }
