@@ -7,8 +7,8 @@ PKGS=(build-essential cmake pkg-config liburing-dev libzstd-dev libcriterion-dev
       clang libclang-rt-14-dev llvm unicode-data gnuplot-nox util-linux valgrind libsimde-dev
       libmicrohttpd-dev libjansson-dev curl)
 missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed$'   # (held packages read "hold ok installed") || missing+=("$p")
+for p in "${PKGS[@]}"; do   # (a held package reads "hold ok installed")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed$' || missing+=("$p")
 done
 # node and npm run the OpenAI-client test of `sluice serve`; any node >= 18 will do (a machine may
 # have one from elsewhere: only install Debian's when there is none)
