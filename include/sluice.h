@@ -107,6 +107,9 @@ typedef struct sluice_plan_info {
     bool     kv_spilled;
     int      n_ctx, n_batch;
     double   pred_tok_s;
+    int      n_parallel;      /* sequences the plan holds (sluice_params.n_parallel) */
+    double   pred_req_tok_s;  /* with n_parallel sequences decoding together: each one's rate, */
+    double   pred_agg_tok_s;  /* and all of them together */
 } sluice_plan_info;
 void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
 /* The plan as `sluice plan` prints it (json: one JSON object). */

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "include/sluice.h"
+#include "runtime/api/api_internal.h"
+#include "runtime/engine/kvcache.h"
 #include "kernels/simd.h"
 #include "util/golden.h"
 
@@ -222,4 +224,59 @@ Test(batch, refuses_what_does_not_fit)
     sluice_ctx_free(c2);
     sluice_ctx_free(c3);
     sluice_close(m);
+}
+
+/* The plan for --parallel N counts what a server allocates: the batch workspace and N sequence
+ * contexts (scratch, logits) to the byte, and N KV caches; a budget too small for N gets the
+ * planner's "needs at least" with the sequences named. */
+Test(batch, plan_counts_what_parallel_sequences_allocate)
+{
+    for (int np = 1; np <= 4; np += 3)
+        for (int spill = 0; spill < 2; spill++) {
+            sluice_params p;
+            sluice_params_default(&p);
+            p.planner = SLUICE_PLANNER_ON;
+            p.ram_budget = 1ull << 30;
+            p.n_ctx = 128;
+            p.n_batch = 32;
+            p.n_threads = 2;
+            p.n_parallel = np;
+            p.disk_bw = 1;
+            p.compute_bw = 1;
+            p.stream_all = spill;   /* forced streaming keeps the plan's figures for the budget */
+            p.kv_spill_dir = spill ? "/tmp" : NULL;
+            char err[256];
+            sluice_model *m;
+            cr_assert_eq(sluice_open(STORIES, &p, &m, err, sizeof err), 0, "%s", err);
+            const sl_plan *pl = m->plan;
+            cr_assert_eq(pl->n_parallel, np);
+            sluice_batch *b;
+            cr_assert_eq(sluice_batch_new(m, 0, 0, 0, &b, err, sizeof err), 0, "%s", err);
+            size_t scratch = np > 1 ? sluice__batch_mem_bytes(b) : 0, kv = 0;
+            for (int i = 0; i < np; i++) {
+                sluice_ctx *c;
+                cr_assert_eq((np > 1 ? sluice_ctx_new_seq : sluice_ctx_new)(m, &c, err, sizeof err), 0, "%s", err);
+                kv += sl_kv_mem_bytes(c->c->kv);
+                scratch += c->c->mem_bytes - sl_kv_mem_bytes(c->c->kv);
+                sluice_ctx_free(c);
+            }
+            const sl_config *cf = &m->m->cfg;
+            uint64_t fixed = (uint64_t)np * cf->vocab * 8 + m->m->tok_embd.row_bytes + (uint64_t)cf->dim * 4;
+            cr_assert_eq(pl->act_bytes - fixed, scratch, "np %d: planned activations %zu, allocated %zu", np,
+                         (size_t)(pl->act_bytes - fixed), scratch);
+            if (!spill) cr_assert_eq(pl->kv_bytes, kv, "np %d: planned KV %zu, allocated %zu", np, (size_t)pl->kv_bytes, kv);
+            sluice_batch_free(b);
+            sluice_close(m);
+        }
+    sluice_plan_info info;
+    sluice_params p;
+    sluice_params_default(&p);
+    p.ram_budget = 7u << 20;
+    p.n_ctx = 128;
+    p.n_parallel = 64;
+    p.disk_bw = 1;
+    p.compute_bw = 1;
+    char err[512];
+    cr_assert_eq(sluice_plan(STORIES, &p, &info, err, sizeof err), -ENOSPC);
+    cr_assert(strstr(err, "needs at least") && strstr(err, "--parallel 64"), "%s", err);
 }

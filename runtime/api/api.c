@@ -65,6 +65,7 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
+                          .n_parallel = p->n_parallel,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
     /* rates not given are measured (once per device / kernel path, then cached) */
     sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
@@ -96,7 +97,10 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         o->planned_bytes = p->total_bytes;
         o->min_budget = p->min_budget;
         o->pred_tok_s = p->pred_tok_s;
+        o->pred_req_tok_s = p->pred_req_tok_s;
+        o->pred_agg_tok_s = p->pred_agg_tok_s;
     }
+    o->n_parallel = M->n_parallel;
     /* what the run actually does (a forced mode may differ from the plan) */
     int full = 0;
     for (int l = 0; l < M->m->cfg.n_layers; l++) {
@@ -365,7 +369,10 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
         o->kv_spilled = plan->kv == SL_PLAN_KV_SPILL;
         o->n_batch = plan->n_batch;
         o->pred_tok_s = plan->pred_tok_s;
+        o->pred_req_tok_s = plan->pred_req_tok_s;
+        o->pred_agg_tok_s = plan->pred_agg_tok_s;
     }
+    o->n_parallel = p->n_parallel > 1 ? p->n_parallel : 1;
 done:
     sl_vocab_free(voc);
     sl_model_free(m);

@@ -68,6 +68,8 @@ void sluice_batch_free(sluice_batch *B)
     free(B);
 }
 
+size_t sluice__batch_mem_bytes(const sluice_batch *B) { return B->w->mem_bytes; }
+
 void sluice_batch_clear(sluice_batch *B) { B->n_spans = B->used = B->rows = B->n_done = 0; }
 int sluice_batch_n_tokens(const sluice_batch *B) { return B->used; }
 const char *sluice_batch_error(const sluice_batch *B) { return B->err; }

@@ -57,6 +57,10 @@ struct sluice_sampler {
 /* A context whose own evaluations run n_batch positions per pass (sluice_ctx_new: the model's). */
 int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen);
 
+/* Heap held by a batch's workspace (scratch for its tokens, logits rows): the planner's share of a
+ * server's activations beside each sequence's context (tests compare the two). */
+size_t sluice__batch_mem_bytes(const sluice_batch *b);
+
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);
 

@@ -9,6 +9,8 @@
 #include "kernels/threadpool.h"
 #include "runtime/text/tokenizer.h"
 
+static int g_parallel = 1;   /* sluice plan --parallel N (serve's slots) */
+
 int cli_plan_for(const sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch, int threads,
                  double disk_gbs, double compute_gbs, int io, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan)
 {
@@ -22,7 +24,7 @@ int cli_plan_for(const sl_model *m, size_t vocab_bytes, const char *budget_arg, 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+                          .n_parallel = g_parallel, .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
     sl_plan_rates(m, pm, req, disk_gbs > 0 ? disk_gbs : 0, compute_gbs);   /* measured (and cached) unless given */
     if (sl_plan_make(pm, req, plan)) {
         cli_err("--ram-budget %s%s%s: %s", budget_arg ? budget_arg : "auto", *how ? " " : "", how, plan->why);
@@ -58,9 +60,15 @@ int cmd_plan(int argc, char **argv)
         }
         else if (!strcmp(a, "--compute-bw")) { if (!cli_val(argc, argv, &i, &v) || !cli_float(a, v, 0.001, 1000, &compute)) return 2; }
         else if (!strcmp(a, "--json")) json = true;
+        else if (!strcmp(a, "--parallel")) {
+            long np;
+            if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 1, 256, &np)) return 2;
+            g_parallel = (int)np;
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: sluice plan [-m MODEL] --ram-budget SIZE|auto [-c CTX] [-b BATCH] [-t THREADS]\n"
                    "                  [--io pread|mmap|uring] [--disk-bw GB/s|now] [--compute-bw GB/s] [--json]\n"
+                   "                  [--parallel N]  (sluice serve's slots: a KV cache each, one pass for all)\n"
                    "The disk rate defaults to a figure measured once per device and way of reading: 1 GiB of\n"
                    "the model file read with the backend of --io (default uring), the plan's piece size and\n"
                    "pieces in flight, cached under ~/.cache/sluice; `--disk-bw now` measures again.  Without a\n"

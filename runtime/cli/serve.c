@@ -146,6 +146,10 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "sluice serve: %s on http://%s%s%s:%d/v1 (%d slot%s, context %d, batch %d%s)\n", a.so.model_name,
             strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S),
             a.so.n_parallel, a.so.n_parallel == 1 ? "" : "s", pi.n_ctx, pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx, a.so.api_key ? ", API key required" : "");
+    if (pi.planned)
+        fprintf(stderr, "sluice serve: plan: predicted decode %.2f tok/s per request and %.2f tok/s aggregate with %d "
+                "requests at once (%.2f tok/s alone); `sluice plan --parallel %d` shows the budget\n", pi.pred_req_tok_s,
+                pi.pred_agg_tok_s, a.so.n_parallel, pi.pred_tok_s, a.so.n_parallel);
     if (a.port_file) {
         FILE *f = fopen(a.port_file, "w");
         if (!f || fprintf(f, "%d\n", sl_server_port(S)) < 0 || fclose(f)) { cli_err("--port-file %s: %s", a.port_file, strerror(errno)); goto done; }

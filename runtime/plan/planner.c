@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/engine/forward.h"
 #include "runtime/engine/stream.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -61,26 +62,37 @@ uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
     return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
 }
 
-static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
+/* Activations and scratch, as the forward pass allocates them (sl_ctx_bytes without the KV cache):
+ * one context for n_batch positions; or, for n_parallel sequences, the batch workspace (n_batch
+ * positions, a row of logits per sequence) and each sequence's own context (one position), plus a
+ * sampler each. */
+static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads, int n_par)
 {
     const sl_config *c = &pm->cfg;
-    uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
-    uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
-    /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
-    uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
-    return ((uint64_t)B * per + (uint64_t)threads * att + (uint64_t)c->vocab) * 4 +     /* ctx scratch, logits */
-           (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
-           pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
+    uint64_t scratch;
+    if (n_par <= 1) {
+        sl_ctx_params one = { .n_ctx = n_ctx, .n_batch = B, .no_kv = true };
+        scratch = sl_ctx_bytes(c, &one, threads);
+        n_par = 1;
+    } else {
+        sl_ctx_params work = { .n_ctx = n_ctx, .n_batch = B, .n_logits = n_par, .no_kv = true };
+        sl_ctx_params seq = { .n_ctx = n_ctx, .n_batch = 1, .no_kv = true };
+        scratch = sl_ctx_bytes(c, &work, threads) + (uint64_t)n_par * sl_ctx_bytes(c, &seq, threads);
+    }
+    return scratch + (uint64_t)n_par * (uint64_t)c->vocab * 8 +       /* sampler candidates */
+           pm->embd_row_bytes + (uint64_t)c->dim * 4;                  /* embedding row */
 }
 
-static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv)
+/* Every sequence's KV cache. */
+static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv, int n_par)
 {
     const sl_config *c = &pm->cfg;
     uint64_t per_layer = 2ull * n_ctx * c->n_kv_heads * c->head_dim;   /* K and V values */
+    uint64_t n = (uint64_t)(n_par > 1 ? n_par : 1);
     switch (kv) {
-    case SL_PLAN_KV_F16: return per_layer * 2 * c->n_layers;
-    case SL_PLAN_KV_Q8_0: return per_layer / 32 * 34 * c->n_layers;
-    default: return per_layer * 2;   /* spill: one layer's K and V in f16 */
+    case SL_PLAN_KV_F16: return n * per_layer * 2 * c->n_layers;
+    case SL_PLAN_KV_Q8_0: return n * (per_layer / 32 * 34 * c->n_layers);
+    default: return n * per_layer * 2;   /* spill: one layer's K and V in f16 per sequence */
     }
 }
 
@@ -188,56 +200,69 @@ static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t b
     }
 }
 
-/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
-static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+/* Contract: seconds of one pass over the weights that computes `scale` tokens (their matrix products
+ * counted scale times one token's) and synchronously reads `spill_layer` bytes of spilled KV per
+ * block; the plan's resident flags, pieces and KV mode set. */
+static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, double scale,
+                       uint64_t spill_layer)
 {
     const int L = pm->cfg.n_layers;
-    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    if (p->all_resident) return p->pred_compute_s * scale;
     int64_t pieces = 0;
     for (int l = 0; l < L; l++)
-        for (int i = 0; i < SL_BLOCK_MATS; i++) {
-            comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+        for (int i = 0; i < SL_BLOCK_MATS; i++)
             if (!p->layer_resident[l][i] && pm->tensor_row_bytes[l][i]) {
                 uint64_t rows = pm->tensor_bytes[l][i] / pm->tensor_row_bytes[l][i];
                 uint64_t rpp = p->chunk_bytes ? p->chunk_bytes / pm->tensor_row_bytes[l][i] : rows;
                 if (rpp < 1) rpp = 1;
                 pieces += (int64_t)((rows + rpp - 1) / rpp);
             }
-        }
-    p->pred_compute_s = comp;
-    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
-    if (p->all_resident) {
-        p->pred_token_s = comp;
-        p->pred_tok_s = comp > 0 ? 1 / comp : 0;
-        return;
-    }
     if (!p->lm_head_resident && pm->lm_head_row_bytes) {
         uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
         pieces += (int64_t)((pm->lm_head_bytes / pm->lm_head_row_bytes + rpp - 1) / rpp);
     }
+    sl_plan_req r = *req;   /* scale tokens of compute: the rates divided by scale */
+    r.compute_bw /= scale;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) r.type_bw[t] /= scale;
     sim s = { .bw = req->disk_bw > 0 ? req->disk_bw : 0, .depth = p->prefetch + 1 };
     if (s.depth > SIM_RING) s.depth = SIM_RING;
     if (pieces && s.depth > pieces) s.depth = (int)pieces;
     if (s.depth < 1) s.depth = 1;
-    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)L : 0;
     double t_pass[3];
     /* three passes: the first starts with an idle disk; the last is the steady state */
     for (int pass = 0; pass < 3; pass++) {
-        sim_sync_read(&s, pm->embd_row_bytes);
+        for (int k = 0; k < (int)scale; k++) sim_sync_read(&s, pm->embd_row_bytes);
         for (int l = 0; l < L; l++) {
             if (spill_layer) sim_sync_read(&s, spill_layer);
             for (int i = 0; i < SL_BLOCK_MATS; i++) {
                 uint64_t rb = pm->tensor_row_bytes[l][i];
-                sim_matrix(&s, req, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
+                sim_matrix(&s, &r, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
                            p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
             }
         }
-        sim_matrix(&s, req, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
+        sim_matrix(&s, &r, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
                    (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024));
         t_pass[pass] = s.t;
     }
-    p->pred_token_s = t_pass[2] - t_pass[1];
+    return t_pass[2] - t_pass[1];
+}
+
+/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
+static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const int L = pm->cfg.n_layers, NP = p->n_parallel > 1 ? p->n_parallel : 1;
+    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+    p->pred_compute_s = comp;
+    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
+    /* spilled KV: each sequence reads its own layer of K and V per block, at full context (the worst case) */
+    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)NP / (uint64_t)L : 0;
+    p->pred_token_s = sim_pass(pm, req, p, 1, spill_layer);
     p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
+    p->pred_pass_s = NP > 1 ? sim_pass(pm, req, p, NP, spill_layer * (uint64_t)NP) : p->pred_token_s;
+    p->pred_req_tok_s = p->pred_pass_s > 0 ? 1 / p->pred_pass_s : 0;
+    p->pred_agg_tok_s = p->pred_req_tok_s * NP;
 }
 
 int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
@@ -251,6 +276,8 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         return -EINVAL;
     }
     const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
+    const int NP = req->n_parallel > 1 ? req->n_parallel : 1;
+    p->n_parallel = NP;
     uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
     for (int l = 0; l < L; l++)
         for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
@@ -273,17 +300,17 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     /* 1 MiB pieces with 3 in flight: this disk needs several reads outstanding to approach its
      * sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little even in a tight budget */
     uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
-    uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
-    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+    uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads, NP);
+    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
     /* 1. Everything resident? (min_budget still reports the streaming minimum)  (the embedding table too: resident mode reads nothing per token) */
     {
-        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads, NP) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP) + weights;
         if (tot <= req->budget) {
             p->feasible = p->all_resident = true;
             p->n_batch = B;
-            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads, NP);
             p->kv = SL_PLAN_KV_F16;
-            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
             for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
             p->lm_head_resident = true;
             p->n_layers_resident = L;
@@ -295,17 +322,19 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     }
 
     if (p->min_budget > req->budget) {
-        uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
+        uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min, NP);
         const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
+        char par[64] = "";
+        if (NP > 1) snprintf(par, sizeof par, " with --parallel %d (a KV cache per sequence)", NP);
         int n = snprintf(p->why, sizeof p->why,
-                         "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
+                         "needs at least %.0f MiB for this model at -c %d%s: KV cache%s %.1f MiB (%s), streaming buffers %.1f MiB "
                          "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
-                         p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                         p->min_budget / MiB + 0.5, req->n_ctx, par, NP > 1 ? "s" : "", kvb / MiB, kvn, min_stream / MiB,
                          largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                          min_act / MiB, BASE_BYTES / MiB);
         if (kvb > p->min_budget / 3 && req->n_ctx > 256)
-            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
-                     p->min_budget / MiB + 1.5);
+            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d%s or --ram-budget %.0fM", req->n_ctx / 4,
+                     NP > 1 ? ", fewer --parallel" : "", p->min_budget / MiB + 1.5);
         else
             snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %.0fM", p->min_budget / MiB + 1.5);
         return -ENOSPC;
@@ -321,26 +350,26 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
     for (int k = 0; k < 2; k++) {
         if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
-        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv), nxt = kv_bytes(pm, req->n_ctx, up[k]);
+        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv, NP), nxt = kv_bytes(pm, req->n_ctx, up[k], NP);
         if (nxt <= cur) { p->kv = up[k]; continue; }
         if (nxt - cur > spare) break;
         spare -= nxt - cur;
         p->kv = up[k];
     }
-    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
-    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv, NP);
+    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
 
     int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
     B = 1;
     while (B < want_B) {
         int nb = B * 2 < want_B ? B * 2 : want_B;
-        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads) - act_bytes(pm, B, req->n_ctx, threads);
+        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads, NP) - act_bytes(pm, B, req->n_ctx, threads, NP);
         if (d > spare) break;
         spare -= d;
         B = nb;
     }
     p->n_batch = B;
-    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads, NP);
 
     uint64_t chunk = min_chunk;
     int prefetch = 3;
@@ -398,7 +427,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     }
 
     /* 7. Prediction (see predict()). */
-    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
+    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes / (uint64_t)NP : 0;   /* worst case: full context */
     p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
     predict(pm, req, p);
     return 0;
