@@ -211,6 +211,9 @@ static void step(sl_server *s, slot *sl)
         j->out_cap = nc;
     }
     j->out_toks[j->n_out++] = id;
+    /* a non-streaming connection waits suspended, where libmicrohttpd cannot see its client leave:
+     * wake it each token so that a closed socket is noticed (it suspends again at once) */
+    if (!j->stream) wake(s, j);
     if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return; }
     char piece[512];
     int pl = sluice_token_piece(s->M, id, false, piece, sizeof piece);
