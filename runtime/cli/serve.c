@@ -127,6 +127,7 @@ int cmd_serve(int argc, char **argv)
     sluice_params sp;
     if (!gen_opts_params(&a.g, &sp)) return 2;
     sp.n_parallel = a.so.n_parallel;
+    a.so.sampling = a.g.sp;   /* --temp, --top-k, ...: the defaults of requests that do not say */
     sp.log = serve_log;
     sigset_t sigs;
     sigemptyset(&sigs);

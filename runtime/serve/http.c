@@ -29,6 +29,7 @@ void sl_serve_opts_default(sl_serve_opts *o)
     *o = (sl_serve_opts){ .host = "127.0.0.1", .port = 8080, .model_name = "sluice", .n_parallel = 1, .queue_max = 16,
                           .max_body = 1u << 20, .max_header = 32u << 10, .max_connections = 512, .timeout_s = 30,
                           .default_max_tokens = 256 };
+    sluice_sampler_params_default(&o->sampling);
 }
 
 /* Per-request state (libmicrohttpd's req_cls). */
@@ -36,7 +37,7 @@ typedef struct req {
     int route;
     char *body;
     size_t len, cap;
-    bool too_big;
+    bool answered;                /* a response was queued before the body: ignore the rest */
     job *j;                       /* generation requests, once parsed */
 } req;
 
@@ -291,6 +292,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *req_cls = rq;
         bool method_ok;
         rq->route = route_of(url, method, &method_ok);
+        rq->answered = true;
         if (rq->route == R_NONE) return send_error(s, c, 404, "no such endpoint (see GET /v1/models, POST /v1/chat/completions)");
         if (!method_ok) return send_error(s, c, 405, "wrong method for this endpoint");
         if (s->o.api_key && rq->route != R_HEALTH &&
@@ -299,9 +301,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
             char m[160];
-            snprintf(m, sizeof m, "the request body (%s bytes) is larger than this server accepts (%zu)", cl, s->o.max_body);
+            snprintf(m, sizeof m, "the request body (%.24s bytes) is larger than this server accepts (%zu)", cl, s->o.max_body);
             return send_error(s, c, 413, m);
         }
+        rq->answered = false;
+        return MHD_YES;
+    }
+    if (rq->answered) {   /* refused from its headers: whatever body follows is dropped */
+        *data_size = 0;
         return MHD_YES;
     }
     if (*data_size) {   /* a piece of the body */

@@ -79,7 +79,7 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     int r;
     double d;
     long long ll;
-    sluice_sampler_params_default(&j->sp);
+    j->sp = s->o.sampling;
     static uint64_t seed_counter;
     j->sp.seed = sl_now_ns() ^ (__atomic_add_fetch(&seed_counter, 1, __ATOMIC_RELAXED) * 0x9E3779B97F4A7C15ull);
     json_t *m = json_object_get(o, "model");

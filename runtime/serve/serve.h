@@ -29,6 +29,7 @@ typedef struct sl_serve_opts {
     int max_tokens;             /* largest max_tokens a request may ask (0: the context size) */
     int default_max_tokens;     /* when a request gives none */
     const char *chat_template;  /* NULL: the model's (or the plain one) */
+    sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 
 void sl_serve_opts_default(sl_serve_opts *o);
