@@ -300,7 +300,9 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     /* 1 MiB pieces with 3 in flight: this disk needs several reads outstanding to approach its
      * sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little even in a tight budget */
     uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
-    uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads, NP);
+    /* the smallest batch: one position, or with parallel sequences one next token for each of them */
+    const int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx, min_B = NP < want_B ? NP : want_B;
+    uint64_t min_act = act_bytes(pm, min_B, req->n_ctx, threads, NP);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
     /* 1. Everything resident? (min_budget still reports the streaming minimum)  (the embedding table too: resident mode reads nothing per token) */
     {
@@ -359,8 +361,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv, NP);
     if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
 
-    int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
-    B = 1;
+    B = min_B;
     while (B < want_B) {
         int nb = B * 2 < want_B ? B * 2 : want_B;
         uint64_t d = act_bytes(pm, nb, req->n_ctx, threads, NP) - act_bytes(pm, B, req->n_ctx, threads, NP);

@@ -285,9 +285,9 @@ static void fill_batch(sl_server *s)
     sched *sc = s->sch;
     sluice_batch_clear(sc->b);
     int room = s->n_batch;
-    for (int i = 0; i < sc->n; i++) {
-        slot *sl = &sc->slots[i];
-        sl->span = -1;
+    for (int i = 0; i < sc->n; i++) sc->slots[i].span = -1;
+    for (int k = 0; k < sc->n; k++) {   /* (rotating: a batch smaller than the slots serves each in turn) */
+        slot *sl = &sc->slots[(sc->rr + k) % sc->n];
         if (!sl->j || sl->fed < sl->j->n_prompt || room < 1) continue;
         sl->span = sluice_batch_add(sc->b, sl->c, &sl->next, 1, false);
         if (sl->span >= 0) room--;
