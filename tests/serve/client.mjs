@@ -76,6 +76,22 @@ for (let i = 0; i < expect.completions.length; i++) assert.equal(texts[2 * i], t
 const c0 = 2 * expect.completions.length;
 for (let i = 0; i < expect.chats.length; i++) assert.equal(texts[c0 + 2 * i], texts[c0 + 2 * i + 1], `chat ${i}: streamed text differs`);
 
+// stop strings: the text ends just before the first occurrence, streamed or not (the stream holds
+// back what could be the start of a stop string, so no piece of it leaks out)
+{
+  const full = texts[0];
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 4);
+  assert.ok(stop.length === 4, 'stop-string test: the reference text is too short');
+  const want = full.slice(0, full.indexOf(stop));
+  const base = { model: 'm', prompt: expect.completions[0].prompt, max_tokens: N, temperature: 0, stop: ['\u0001never', stop] };
+  const r = await client.completions.create(base);
+  assert.equal(r.choices[0].text, want, 'stop string: text');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  let streamed = '';
+  for await (const ch of await client.completions.create({ ...base, stream: true })) streamed += ch.choices[0].text;
+  assert.equal(streamed, want, 'stop string: streamed text');
+}
+
 // a wrong key is refused with 401 through the client too
 const bad = new OpenAI({ baseURL: process.env.SLUICE_URL, apiKey: 'wrong', maxRetries: 0 });
 await assert.rejects(bad.models.list(), (e) => e.status === 401);
