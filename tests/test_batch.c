@@ -5,7 +5,8 @@
  * whole prompt, then one greedy token per call).  Batched: the same prompts scheduled the way a
  * server does (continuous batching): sequences join at different passes, their prompts in chunks
  * beside the others' decode tokens, a prompt twice in one batch; every logits vector after the
- * prompt and after each decoded token is compared with memcmp.  Run on F32, Q4_K_M, Q8_0 and F16
+ * prompt and after each decoded token is compared with memcmp, and a logits_all span (how drafted
+ * tokens are verified) gives, row by row, the logits of one-token decoding.  Run on F32, Q4_K_M, Q8_0 and F16
  * models, fast and exact kernels, resident and streamed weights, f16, q8_0 and spilled KV caches.
  */
 #include <criterion/criterion.h>
@@ -62,6 +63,7 @@ typedef struct seq {
     int steps;                /* logits checked so far (0: after the prompt) */
     int32_t next;             /* greedy token to feed next */
     float *ref;               /* (STEPS + 1, V) logits of the sequence alone */
+    float *ref_prompt;        /* (n_prompt, V) logits after each prompt token, fed one at a time */
 } seq;
 
 static void reference(sluice_model *m, seq *s, int V)
@@ -74,6 +76,12 @@ static void reference(sluice_model *m, seq *s, int V)
         memcpy(s->ref + (size_t)st * V, sluice_logits(c), (size_t)V * sizeof(float));
         int32_t t = argmax(sluice_logits(c), V);
         if (st < STEPS) cr_assert_eq(sluice_eval(c, &t, 1), 0, "%s", sluice_ctx_error(c));
+    }
+    sluice_ctx_free(c);
+    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < s->n_prompt; i++) {
+        cr_assert_eq(sluice_eval(c, s->toks + i, 1), 0, "%s", sluice_ctx_error(c));
+        memcpy(s->ref_prompt + (size_t)i * V, sluice_logits(c), (size_t)V * sizeof(float));
     }
     sluice_ctx_free(c);
 }
@@ -114,6 +122,11 @@ static void run_schedule(sluice_model *m, seq *sq, int n_seq, const int *join, c
         cr_assert_eq(sluice_batch_eval(b), 0, "%s: %s", what, sluice_batch_error(b));
         for (int i = 0; i < n_seq; i++) {
             seq *s = &sq[i];
+            if (span[i] >= 0 && i == all_seq && s->steps == 0)   /* a logits_all span over the prompt: every row */
+                for (int k = 0; k < n_in[i]; k++)
+                    cr_assert(!memcmp(sluice_batch_logits(b, span[i], k), s->ref_prompt + (size_t)(s->fed - n_in[i] + k) * V,
+                                      (size_t)V * sizeof(float)),
+                              "%s: logits_all row %d of sequence %d differs from one-token decoding", what, k, i);
             if (span[i] < 0 || s->fed < s->n_prompt) continue;
             const float *l = sluice_logits(c[i]);
             cr_assert(l != NULL);
@@ -143,6 +156,7 @@ static void check_cfg(const cfg *cf)
         cr_assert_gt(sq[i].n_prompt, 2);
         cr_assert_leq(sq[i].n_prompt, 64);
         sq[i].ref = malloc((size_t)(STEPS + 1) * V * sizeof(float));
+        sq[i].ref_prompt = malloc((size_t)sq[i].n_prompt * V * sizeof(float));
         reference(m, &sq[i], V);
     }
     char what[512];
@@ -162,7 +176,7 @@ static void check_cfg(const cfg *cf)
     snprintf(w2, sizeof w2, "%s, two sequences", what);
     run_schedule(m, sq, 2, join_c, chunk_c, -1, V, w2);
     fprintf(stderr, "%s: 3 schedules, every sequence's logits bit-identical to the sequence alone\n", what);
-    for (int i = 0; i < MAXSEQ; i++) free(sq[i].ref);
+    for (int i = 0; i < MAXSEQ; i++) { free(sq[i].ref); free(sq[i].ref_prompt); }
     sluice_close(m);
     sl_kernels_set_exact(false);
 }
