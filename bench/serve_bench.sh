@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/serve_bench.sh [-m MODEL] [-n MAX_TOKENS] [-r REPEATS] [-- SERVER_ARGS...]
+# bench/serve_bench.sh [-m MODEL] [-n MAX_TOKENS] [-r REPEATS] [-N "1 2 4 8"] [-- SERVER_ARGS...]
 # `sluice serve` under N = 1, 2, 4, 8 concurrent streaming requests (bench/serve_load.mjs): time to
 # first token, each request's decode tok/s and the aggregate, for each N its own server with
 # --parallel N.  Repeats are interleaved (N = 1,2,4,8, 1,2,4,8, ...) so that a loaded machine
@@ -11,11 +11,13 @@ SLUICE=${SLUICE:-$ROOT/build/sluice}
 MODEL=$ROOT/models/stories260K.gguf
 TOKENS=64
 REPEATS=3
+NS="1 2 4 8"
 while [ $# -gt 0 ]; do
   case "$1" in
     -m) MODEL=$2; shift 2 ;;
     -n) TOKENS=$2; shift 2 ;;
     -r) REPEATS=$2; shift 2 ;;
+    -N) NS=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "usage: $0 [-m MODEL] [-n MAX_TOKENS] [-r REPEATS] [-- SERVER_ARGS...]" >&2; exit 2 ;;
   esac
@@ -35,19 +37,19 @@ run_one() {   # N -> appends a JSON line to $WORK/N.jsonl
   node "$ROOT/bench/serve_load.mjs" "$url" "$n" "$TOKENS" >> "$WORK/$n.jsonl"
   kill -TERM $PID; wait $PID || true; PID=""
 }
-for r in $(seq 1 "$REPEATS"); do for n in 1 2 4 8; do run_one "$n" "$@"; done; done
+for r in $(seq 1 "$REPEATS"); do for n in $NS; do run_one "$n" "$@"; done; done
 echo "model $(basename "$MODEL"), $TOKENS tokens per request, $REPEATS interleaved repeats, server args: ${*:-none}"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) on $(nproc) CPUs"
-echo "| N | TTFT median s | per-request decode tok/s | aggregate decode tok/s | aggregate / N=1 |"
+echo "| N | TTFT median s | per-request decode tok/s | aggregate decode tok/s | aggregate / first N |"
 echo "|---|---|---|---|---|"
 node -e '
 const fs = require("fs"), dir = process.argv[1];
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor((s.length - 1) / 2)]; };
 const spread = (a) => `${Math.min(...a).toFixed(1)}-${Math.max(...a).toFixed(1)}`;
 let base = 0;
-for (const n of [1, 2, 4, 8]) {
+for (const n of process.argv[2].split(" ").map(Number)) {
   const rs = fs.readFileSync(`${dir}/${n}.jsonl`, "utf8").trim().split("\n").map(JSON.parse);
   const agg = rs.map((r) => r.agg_tok_s), per = rs.map((r) => r.req_tok_s_median), tt = rs.map((r) => r.ttft_median_s);
-  if (n === 1) base = med(agg);
+  if (!base) base = med(agg);
   console.log(`| ${n} | ${med(tt).toFixed(3)} | ${med(per).toFixed(1)} (${spread(per)}) | ${med(agg).toFixed(1)} (${spread(agg)}) | ${(med(agg) / base).toFixed(2)}x |`);
-}' "$WORK"
+}' "$WORK" "$NS"

@@ -38,6 +38,7 @@ struct sched {
     int n, rr;                    /* slots; where the next prompt chunk search starts */
     struct MHD_Connection **wake; /* connections to resume after the lock is dropped */
     int n_wake;
+    uint64_t t_stats_ns;          /* when the stream figures of /metrics were last read */
 };
 
 /* ---- text -------------------------------------------------------------------------------------- */
@@ -335,9 +336,12 @@ static void *sched_main(void *arg)
         pthread_mutex_lock(&s->mu);
         s->met.passes++;
         s->met.pass_tokens += (uint64_t)nt;
-        sluice_stats st;
-        sluice_get_stats(s->M, NULL, &st);
-        s->met.stream_bytes = st.stream_bytes_read;
+        if (sl_now_ns() - sc->t_stats_ns > 100000000ull) {   /* (the figures read /proc: not every pass) */
+            sluice_stats st;
+            sluice_get_stats(s->M, NULL, &st);
+            s->met.stream_bytes = st.stream_bytes_read;
+            sc->t_stats_ns = sl_now_ns();
+        }
         for (int i = 0; i < sc->n; i++) {
             slot *sl = &sc->slots[i];
             if (!sl->j || sl->span < 0) continue;
