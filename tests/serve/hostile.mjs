@@ -1,5 +1,5 @@
 // tests/serve/hostile.mjs — hostile clients against `sluice serve` (serve_test.sh starts it with
-// --parallel 2 --queue 1 --timeout 3 --max-connections 2400 --max-body 64K --max-header 8K
+// --parallel 2 --queue 1 --timeout 6 --max-connections 2400 --max-body 64K --max-header 8K
 // --max-tokens 600 on mini-llama3, -c 1024).  Each bad request gets a clear 4xx (or its connection
 // is cut), and between the attacks the server still answers /health and gives a real greedy
 // request exactly the tokens `sluice run --temp 0` gives (SLUICE_RUN_TOKENS).
@@ -129,6 +129,12 @@ await healthy('after the malformed requests');
 {
   const socks = [];
   let closedByServer = 0;
+  const tOpen = Date.now();
+  // held open, not refused: checked while well inside the server's 6 s --timeout (a loaded machine
+  // or a sanitizer build may take seconds over the rest)
+  const early = (what) => {
+    if (Date.now() - tOpen < 4500) assert.ok(closedByServer < 20, `${closedByServer} of 2000 connections closed ${what}`);
+  };
   for (let i = 0; i < 2000; i++) {
     const s = net.connect(PORT, HOST);
     s.on('error', () => {});
@@ -138,11 +144,11 @@ await healthy('after the malformed requests');
     if (i % 200 === 199) await sleep(20);
   }
   await sleep(300);
-  assert.ok(closedByServer < 20, `${closedByServer} of 2000 connections were closed at once (refused, not held)`);
+  early('at once (refused, not held)');
   await healthy('with 2000 idle and half-open connections');
-  assert.ok(closedByServer < 20, `${closedByServer} connections closed before the 3 s timeout`);
+  early('before the timeout');
   const t0 = Date.now();
-  while (closedByServer < socks.length && Date.now() - t0 < 15000) await sleep(200);
+  while (closedByServer < socks.length && Date.now() - t0 < 20000) await sleep(200);
   assert.equal(closedByServer, socks.length, `after the --timeout: ${closedByServer} of ${socks.length} idle connections closed`);
   await healthy('after the idle connections timed out');
 }

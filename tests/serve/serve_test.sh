@@ -129,7 +129,7 @@ greedy_part() {   # MODEL LABEL SERVER_ARGS...
 hostile_part() {
   local model=$SHARED/models/mini-llama3.Q8_0.gguf
   [ -f "$model" ] || fail "missing $model"
-  start_server "$WORK/server-hostile.log" -m "$model" -c 1024 --parallel 2 --queue 1 --timeout 3 \
+  start_server "$WORK/server-hostile.log" -m "$model" -c 1024 --parallel 2 --queue 1 --timeout 6 \
     --max-connections 2400 --max-body 64K --max-header 8K --max-tokens 600
   SLUICE_URL="$BASE" SLUICE_RUN_TOKENS="$(expect_run "$model" "Once upon a time" 16)" timeout 600 \
     node "$HERE/hostile.mjs" || fail "hostile: the hostile-client test failed"
