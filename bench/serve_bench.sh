@@ -45,11 +45,12 @@ echo "|---|---|---|---|---|"
 node -e '
 const fs = require("fs"), dir = process.argv[1];
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor((s.length - 1) / 2)]; };
-const spread = (a) => `${Math.min(...a).toFixed(1)}-${Math.max(...a).toFixed(1)}`;
+const f = (x) => x.toPrecision(3), spread = (a) => `${f(Math.min(...a))}-${f(Math.max(...a))}`;
 let base = 0;
 for (const n of process.argv[2].split(" ").map(Number)) {
   const rs = fs.readFileSync(`${dir}/${n}.jsonl`, "utf8").trim().split("\n").map(JSON.parse);
   const agg = rs.map((r) => r.agg_tok_s), per = rs.map((r) => r.req_tok_s_median), tt = rs.map((r) => r.ttft_median_s);
   if (!base) base = med(agg);
-  console.log(`| ${n} | ${med(tt).toFixed(3)} | ${med(per).toFixed(1)} (${spread(per)}) | ${med(agg).toFixed(1)} (${spread(agg)}) | ${(med(agg) / base).toFixed(2)}x |`);
+  console.log(`| ${n} | ${f(med(tt))} | ${f(med(per))} (${spread(per)}) | ${f(med(agg))} (${spread(agg)}) | ${(med(agg) / base).toFixed(2)}x |`);
 }' "$WORK" "$NS"
+for n in $NS; do echo "raw N=$n: $(tr '\n' ' ' < "$WORK/$n.jsonl")"; done
