@@ -1,6 +1,6 @@
 // tests/serve/hostile.mjs — hostile clients against `sluice serve` (serve_test.sh starts it with
-// --parallel 2 --queue 1 --timeout 6 --max-connections 2400 (SLUICE_IDLE idle connections, default 2000) --max-body 64K --max-header 8K
-// --max-tokens 600 on mini-llama3, -c 1024).  Each bad request gets a clear 4xx (or its connection
+// --parallel 2 --queue 1 --timeout 6 --max-connections 2400 --max-body 64K --max-header 8K
+// --max-tokens 600 on mini-llama3, -c 1024; SLUICE_IDLE idle connections, default 2000).  Each bad request gets a clear 4xx (or its connection
 // is cut), and between the attacks the server still answers /health and gives a real greedy
 // request exactly the tokens `sluice run --temp 0` gives (SLUICE_RUN_TOKENS).
 import net from 'node:net';
