@@ -64,6 +64,8 @@ typedef struct sluice_params {
     int      n_ctx;           /* context positions; 0 = min(model's trained context, 4096) */
     int      n_batch;         /* prompt positions per forward batch; 0 = 512 (the plan may lower it) */
     int      n_threads;       /* 0 = all CPUs */
+    int      n_parallel;      /* sequences decoded together (sluice_batch; sluice serve --parallel): the plan
+                               * counts a KV cache per sequence and a batch of n_batch positions; 0 = 1 */
     int      kv_type;         /* enum sluice_kv: AUTO = f16 unless the plan picks q8_0 */
     const char *kv_spill_dir; /* where a spilled KV cache lives (NULL: $TMPDIR or /var/tmp when the plan spills) */
     bool     stream_all;      /* force: stream every weight matrix */
@@ -126,6 +128,9 @@ typedef struct sluice_plan_info {
     double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
     double   disk_bw, compute_bw;     /* bytes/s the prediction used */
     const char *disk_how, *compute_how;   /* where those rates came from (owned by the model) */
+    int      n_parallel;      /* sequences the plan holds (sluice_params.n_parallel) */
+    double   pred_req_tok_s;  /* with n_parallel sequences decoding together: each one's rate, */
+    double   pred_agg_tok_s;  /* and all of them together */
 } sluice_plan_info;
 void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
 /* The plan as `sluice plan` prints it (json: one JSON object). */
@@ -177,6 +182,50 @@ const char *sluice_ctx_error(const sluice_ctx *c);
  * sluice_uncancel().  Async-signal-safe: may be called from a signal handler or another thread. */
 void sluice_cancel(sluice_ctx *c);
 void sluice_uncancel(sluice_ctx *c);
+
+/* ---- batches: one forward pass for several contexts -------------------------------------------
+ * A server (or any caller with several conversations) adds the next tokens of each context to a
+ * batch and evaluates them in one pass: each block's weights are read once for all of them, which is
+ * what a streamed model's pass costs.  Each context keeps its own KV cache, tokens and logits, and a
+ * context's logits are bit-identical whatever it was batched with and however its tokens were split
+ * into passes.  A span may ask for the logits of each of its tokens (logits_all): verifying drafted
+ * tokens is one span of k+1 tokens, then sluice_rewind() to the last accepted one.
+ *
+ *   sluice_batch *b;  sluice_batch_new(m, 512, 8, 0, &b, err, sizeof err);
+ *   sluice_ctx *c[8]; sluice_ctx_new_seq(m, &c[i], err, sizeof err);      // KV cache, no batch scratch
+ *   sluice_batch_clear(b);
+ *   sluice_batch_add(b, c[0], &next_token, 1, false);                     // a decoding sequence
+ *   sluice_batch_add(b, c[1], prompt + done, chunk, false);               // a chunk of a new prompt
+ *   sluice_batch_eval(b);  sluice_sample(s0, c[0]); ...
+ */
+typedef struct sluice_batch sluice_batch;
+
+/* A context for use with batches: its KV cache, tokens and logits, with scratch for one position
+ * (its own sluice_eval works, one token per pass).  Same parameters as sluice_ctx_new otherwise. */
+int  sluice_ctx_new_seq(sluice_model *m, sluice_ctx **out, char *err, size_t errlen);
+
+/* Room for n_tokens positions (0: the model's n_batch) from up to n_seq contexts (0: the model's
+ * n_parallel), with n_logits rows of logits (0: one per context; more for logits_all spans). */
+int  sluice_batch_new(sluice_model *m, int n_tokens, int n_seq, int n_logits, sluice_batch **out, char *err,
+                      size_t errlen);
+void sluice_batch_free(sluice_batch *b);
+void sluice_batch_clear(sluice_batch *b);
+/* Evaluate tokens[0..n) (copied) at the end of c in the next pass.  Returns the span's index, or
+ * -EINVAL (c already in the batch, another model, n < 1), -ENOSPC (the batch's tokens, rows or
+ * contexts are full; or c's context is: then sluice_ctx_error(c) says so). */
+int  sluice_batch_add(sluice_batch *b, sluice_ctx *c, const int32_t *tokens, int n, bool logits_all);
+int  sluice_batch_n_tokens(const sluice_batch *b);
+/* One forward pass over every span; then the batch is empty again.  On success each context holds
+ * its span's tokens and sluice_logits(c) are those after its last one.  0 or -errno (the message:
+ * sluice_batch_error; no context advances); -ECANCELED after sluice_batch_cancel. */
+int  sluice_batch_eval(sluice_batch *b);
+/* After sluice_batch_eval: the logits after token i of span `span` (logits_all spans: any i; others:
+ * only their last token).  NULL when out of range. */
+const float *sluice_batch_logits(const sluice_batch *b, int span, int i);
+const char *sluice_batch_error(const sluice_batch *b);
+/* Like sluice_cancel, for the pass in progress (async-signal-safe); sluice_batch_uncancel clears it. */
+void sluice_batch_cancel(sluice_batch *b);
+void sluice_batch_uncancel(sluice_batch *b);
 
 /* ---- sampling and generation ------------------------------------------------------------------ */
 

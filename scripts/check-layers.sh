@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when an #include points up a layer.  The rooms, lowest first:
 #
-#   kernels  <  loader  <  engine, text  <  plan  <  api (+ include/sluice.h)  <  cli
+#   kernels  <  loader  <  engine, text  <  plan  <  api (+ include/sluice.h)  <  serve  <  cli
 #
 # A file may include its own room and any room below it, never one above.  Within the middle layer
 # the planner reads the model's shape (plan -> engine), the engine and the tokenizers know nothing
@@ -18,7 +18,8 @@ rank() {
     runtime/engine/*|runtime/text/*) echo 2 ;;
     runtime/plan/*)                echo 3 ;;
     runtime/api/*|include/*)       echo 4 ;;
-    runtime/cli/*)                 echo 5 ;;
+    runtime/serve/*)               echo 5 ;;
+    runtime/cli/*)                 echo 6 ;;
     *)                             echo "" ;;
   esac
 }
@@ -46,7 +47,7 @@ while IFS= read -r file; do
 done < <(git ls-files --cached --others --exclude-standard 'kernels/*' 'loader/*' 'runtime/*' 'include/*' | grep -E '\.(c|h)$')
 
 if [ "$bad" = 1 ]; then
-  echo "check-layers: FAILED (rooms, lowest first: kernels < loader < engine, text < plan < api < cli)" >&2
+  echo "check-layers: FAILED (rooms, lowest first: kernels < loader < engine, text < plan < api < serve < cli)" >&2
   exit 1
 fi
 echo "check-layers: $checked includes checked, none points up a layer"

@@ -270,7 +270,7 @@ Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
         }
 }
 
-/* logits_max: one batch of prompt + 10 golden tokens yields, row by row, exactly the logits that
+/* n_logits: one batch of prompt + 10 golden tokens yields, row by row, exactly the logits that
  * feeding the same tokens one at a time yields (the multi-token pass that drafted-token verification
  * and batched serving rely on), on every path the CPU has, fast and exact kernels. */
 Test(fast_invariants, logits_of_every_position_match_one_token_decoding, .timeout = 300)
@@ -292,7 +292,7 @@ Test(fast_invariants, logits_of_every_position_match_one_token_decoding, .timeou
             for (int s = 0; s < 10; s++) toks[n++] = g.steps[s].token;
             const int V = m->cfg.vocab;
             sl_ctx *all, *one;
-            sl_ctx_params pa = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .logits_max = 64 };
+            sl_ctx_params pa = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .n_logits = 64 };
             sl_ctx_params po = { .n_ctx = 256, .n_batch = 1, .kv_type = SL_KV_F16 };
             cr_assert_eq(sl_ctx_create(m, &pa, pool, &all, err, sizeof err), 0, "%s", err);
             cr_assert_eq(sl_ctx_create(m, &po, pool, &one, err, sizeof err), 0, "%s", err);
@@ -300,7 +300,7 @@ Test(fast_invariants, logits_of_every_position_match_one_token_decoding, .timeou
             cr_assert_eq(all->n_logits, n, "one batch holds all %d positions", n);
             /* a context keeping only the last 4 rows holds exactly the batch's last 4 */
             sl_ctx *four;
-            sl_ctx_params p4 = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .logits_max = 4 };
+            sl_ctx_params p4 = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .n_logits = 4 };
             cr_assert_eq(sl_ctx_create(m, &p4, pool, &four, err, sizeof err), 0, "%s", err);
             cr_assert_eq(sl_eval(four, toks, n), 0, "%s", four->err);
             cr_assert_eq(four->n_logits, 4);

@@ -181,7 +181,7 @@ static void greedy_identical(const char *model, const char *golden, int n_gen, b
     }
 }
 
-Test(spec, greedy_identical_stories260K, .timeout = 600)
+Test(spec, greedy_identical_stories260K)
 {
     for (int p = 1; p <= 4; p++) {
         static const char *names[] = { "p1_once", "p2_dog", "p3_lily_tom", "p4_bos" };
@@ -189,7 +189,7 @@ Test(spec, greedy_identical_stories260K, .timeout = 600)
     }
 }
 
-Test(spec, greedy_identical_micro_models, .timeout = 900)
+Test(spec, greedy_identical_micro_models)
 {
     const char *files[][2] = { { "micro-llama", "Q4_K_M" }, { "micro-llama", "Q8_0" }, { "mini-llama3", "Q4_K_M" },
                                { "micro-tied", "F16" }, { "spm32k-llama", "Q4_K_M" } };
@@ -289,7 +289,7 @@ static sluice_model *open_stories(int draft, sluice_ctx **c)
     return m;
 }
 
-Test(spec, sampling_keeps_the_distribution, .timeout = 600)
+Test(spec, sampling_keeps_the_distribution)
 {
     enum { RUNS = 1500, V = 512 };
     sluice_ctx *c0, *c1;

@@ -50,6 +50,15 @@ static void fmt_size(char *buf, size_t len, uint64_t b)
 /* ---- planning ---------------------------------------------------------------------------------- */
 
 /* Fill pm/req/plan for model m under p.  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
+/* Logits rows a context keeps: one per position a verifying pass evaluates (up to 64 drafts + 1),
+ * or one when drafting is off.  The planner and sluice__ctx_new use the same figure. */
+static int logit_rows_for(const sluice_params *p)
+{
+    if (p->draft == SLUICE_DRAFT_OFF) return 1;
+    int k = p->draft_max > 0 ? p->draft_max : 8;
+    return (k < 64 ? k : 64) + 1;
+}
+
 static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
                      sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, char *err, size_t errlen)
 {
@@ -67,7 +76,8 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .n_logits = p->draft == SLUICE_DRAFT_OFF ? 1 : (p->draft_max > 0 ? p->draft_max : 8) + 1,
+                          .n_logits = logit_rows_for(p),
+                          .n_parallel = p->n_parallel,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
     /* Rates not given are measured (once per device / kernel path, then cached).  The plan's
      * decisions do not depend on the rates, only its prediction does; so it is made first with a
@@ -130,7 +140,10 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         o->min_budget = p->min_budget;
         o->pred_tok_s = p->pred_tok_s;
         fill_plan_decisions(p, &M->req, o);
+        o->pred_req_tok_s = p->pred_req_tok_s;
+        o->pred_agg_tok_s = p->pred_agg_tok_s;
     }
+    o->n_parallel = M->n_parallel;
     /* what the run actually does (a forced mode may differ from the plan) */
     int full = 0;
     for (int l = 0; l < M->m->cfg.n_layers; l++) {
@@ -265,6 +278,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
+    M->n_parallel = p->n_parallel > 0 ? p->n_parallel : 1;
     int kv = p->kv_type;
     uint64_t chunk = p->chunk_bytes;
     int prefetch = p->prefetch > 0 ? p->prefetch : 2, head_rows = p->lm_head_rows > 0 ? p->lm_head_rows : 1024;
@@ -325,6 +339,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     if (dk > M->n_batch - 1) dk = M->n_batch - 1;
     if (dk > 64) dk = 64;
     M->draft_k = dk < 0 ? 0 : dk;
+    M->logit_rows = logit_rows_for(p);
     M->draft_fixed = p->draft_fixed;
     M->t_loaded_ns = sl_now_ns();
     *out = M;
@@ -406,7 +421,10 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
         o->kv_spilled = plan->kv == SL_PLAN_KV_SPILL;
         o->n_batch = plan->n_batch;
         o->pred_tok_s = plan->pred_tok_s;
+        o->pred_req_tok_s = plan->pred_req_tok_s;
+        o->pred_agg_tok_s = plan->pred_agg_tok_s;
     }
+    o->n_parallel = p->n_parallel > 1 ? p->n_parallel : 1;
 done:
     sl_vocab_free(voc);
     sl_model_free(m);

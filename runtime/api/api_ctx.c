@@ -19,11 +19,24 @@
 
 int sluice_ctx_new(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
 {
+    return sluice__ctx_new(M, M->n_batch, out, err, errlen);
+}
+
+int sluice_ctx_new_seq(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
+{
+    return sluice__ctx_new(M, 1, out, err, errlen);
+}
+
+int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen)
+{
     sluice_ctx *C = calloc(1, sizeof *C);
     if (!C) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     C->M = M;
-    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = M->n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
-                         .logits_max = M->draft_k + 1 };
+    /* a context that may draft keeps the logits of the k + 1 positions a verifying pass evaluates
+     * (whether or not this run drafts: the plan counted them, and they are the same bytes either way) */
+    const int rows = M->logit_rows < n_batch ? M->logit_rows : n_batch;
+    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
+                         .n_logits = rows > 1 ? rows : 1 };
     int rc = sl_ctx_create(M->m, &cp, M->pool, &C->c, err, errlen);
     if (rc) { free(C); return rc; }
     if (M->stream) C->c->src = sl_stream_source(M->stream);

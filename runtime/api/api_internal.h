@@ -31,6 +31,9 @@ struct sluice_model {
     int        n_ctx, n_batch, kv_type, threads;
     int        draft_k;         /* most drafts a pass verifies (0: no speculative decoding) */
     bool       draft_fixed;     /* always draft_k (sluice_params.draft_fixed) */
+    int        logit_rows;      /* logits rows a context keeps (at most its batch): draft_max + 1 unless
+                                 * drafting is off; the planner counts the same (sl_plan_req.n_logits) */
+    int        n_parallel;      /* sequences the plan holds KV caches for (>= 1) */
     char      *spill_dir;       /* NULL: KV in memory */
     char      *chat_template;   /* NUL-terminated copy, or NULL */
     uint64_t   fingerprint;     /* for session files: computed on first use */
@@ -61,6 +64,13 @@ struct sluice_sampler {
     int32_t *eog_ids;           /* ignore_eog: the end-of-generation tokens, masked before sampling */
     int    n_eog;
 };
+
+/* A context whose own evaluations run n_batch positions per pass (sluice_ctx_new: the model's). */
+int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen);
+
+/* Heap held by a batch's workspace (scratch for its tokens, logits rows): the planner's share of a
+ * server's activations beside each sequence's context (tests compare the two). */
+size_t sluice__batch_mem_bytes(const sluice_batch *b);
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);

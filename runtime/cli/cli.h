@@ -13,6 +13,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);   /* runtime/cli/serve.c */
 
 /* One clear line on stderr, prefixed "sluice: ". */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -16,13 +16,14 @@
 #define SL_URING_VERSION "unknown"
 #endif
 
-extern const cli_cmd cli_cmd_run, cli_cmd_chat, cli_cmd_inspect, cli_cmd_tokenize, cli_cmd_plan, cli_cmd_bench;
+extern const cli_cmd cli_cmd_run, cli_cmd_chat, cli_cmd_inspect, cli_cmd_tokenize, cli_cmd_plan, cli_cmd_bench,
+    cli_cmd_serve;
 
-const cli_cmd *const cli_commands[] = { &cli_cmd_run, &cli_cmd_chat, &cli_cmd_bench, &cli_cmd_plan, &cli_cmd_inspect,
-                                        &cli_cmd_tokenize, NULL };
+const cli_cmd *const cli_commands[] = { &cli_cmd_run, &cli_cmd_chat, &cli_cmd_serve, &cli_cmd_bench, &cli_cmd_plan,
+                                        &cli_cmd_inspect, &cli_cmd_tokenize, NULL };
 
 typedef int (*cmd_fn)(int argc, char **argv);
-static const cmd_fn cmd_fns[] = { cmd_run, cmd_chat, cmd_bench, cmd_plan, cmd_inspect, cmd_tokenize };
+static const cmd_fn cmd_fns[] = { cmd_run, cmd_chat, cmd_serve, cmd_bench, cmd_plan, cmd_inspect, cmd_tokenize };
 
 static void usage(FILE *f)
 {

@@ -15,7 +15,7 @@
 #include "runtime/text/tokenizer.h"
 
 enum { PLAN_MODEL = 1, PLAN_BUDGET, PLAN_BUDGETS, PLAN_CTX, PLAN_BATCH, PLAN_THREADS, PLAN_DISK, PLAN_IO, PLAN_COMPUTE,
-       PLAN_JSON };
+       PLAN_JSON, PLAN_PARALLEL };
 
 static const cli_opt plan_table[] = {
     { PLAN_MODEL, "-m|--model", "FILE", "GGUF model (or give it as the argument; default: the bundled one)" },
@@ -29,6 +29,8 @@ static const cli_opt plan_table[] = {
                                           "now: measure again; without a measurement 1.8 GB/s)" },
     { PLAN_COMPUTE, "--compute-bw", "GB/s", "compute rate (default: measured once per kernel path, thread count and type)" },
     { PLAN_JSON, "--json", NULL, "the plan as one JSON object (with --budgets: a JSON array of rows)" },
+    { PLAN_PARALLEL, "--parallel", "N", "sequences decoded together (sluice serve's slots: a KV cache each, one pass\n"
+                                        "for all; default 1)" },
     { 0, NULL, NULL, NULL },
 };
 static const cli_opt *const plan_tables[] = { plan_table, cli_meta_table, NULL };
@@ -41,7 +43,7 @@ const cli_cmd cli_cmd_plan = {
 
 typedef struct plan_opts {
     const char *path, *budget, *budgets;
-    long n_ctx, n_batch, threads;
+    long n_ctx, n_batch, threads, parallel;
     double disk, compute;   /* 0: measured (cached); disk -1: measured now */
     int io;
     bool json;
@@ -80,6 +82,7 @@ static int plan_parse(int argc, char **argv, plan_opts *o)
         }
         case PLAN_COMPUTE: if (!cli_float(a, v, 0.001, 1000, &o->compute)) return -1; break;
         case PLAN_JSON: o->json = true; break;
+        case PLAN_PARALLEL: if (!cli_int(a, v, 1, 256, &o->parallel)) return -1; break;
         default: break;
         }
     }
@@ -104,7 +107,8 @@ static int plan_for(const sl_model *m, size_t vocab_bytes, const plan_opts *o, s
     sl_plan_model_from(pm, m, vocab_bytes);
     int n_ctx = o->n_ctx ? (int)o->n_ctx : m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096;
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = (int)o->n_batch,
-                          .n_threads = o->threads ? (int)o->threads : sl_ncpu(), .allow_spill = true,
+                          .n_threads = o->threads ? (int)o->threads : sl_ncpu(), .n_parallel = (int)o->parallel,
+                          .allow_spill = true,
                           .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
     /* measured (and cached) unless given; the compute probe within what the plan holds (as a run does) */
     sl_plan_req first = *req;

@@ -28,20 +28,19 @@ static size_t att_scratch_floats(const sl_config *cf, int n_ctx)
     return (size_t)(cf->n_heads / cf->n_kv_heads) * (size_t)n_ctx + (size_t)cf->head_dim;
 }
 
-/* Rows of logits a context keeps: the last logits_max positions of a batch (at least 1, at most a
- * batch). */
-static size_t logit_rows(const sl_ctx_params *p)
+static size_t logits_rows(const sl_ctx_params *p, int n_batch)
 {
-    int n = p->logits_max > 1 ? p->logits_max : 1;
-    return (size_t)(n < p->n_batch ? n : p->n_batch > 0 ? p->n_batch : 1);
+    return p->n_logits > 0 ? (size_t)p->n_logits : p->logits_all ? (size_t)n_batch : 1;
 }
 
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
-    size_t B = (size_t)p->n_batch, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    size_t B = (size_t)(p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx);
+    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
-               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + logit_rows(p) * (size_t)c->vocab;
-    return sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL) + f * sizeof(float);
+               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + logits_rows(p, (int)B) * (size_t)c->vocab;
+    size_t kv = p->no_kv ? 0 : sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL);
+    return kv + f * sizeof(float) + B * sizeof(sl_batch_pos);
 }
 
 void sl_ctx_free(sl_ctx *c)
@@ -49,11 +48,12 @@ void sl_ctx_free(sl_ctx *c)
     if (!c) return;
     sl_kv_free(c->kv);
     free(c->x); free(c->xb); free(c->q); free(c->k); free(c->v); free(c->att_out);
-    free(c->hb); free(c->hb2); free(c->att); free(c->logits);
+    free(c->hb); free(c->hb2); free(c->att); free(c->logits); free(c->bpos);
     free(c);
 }
 
 void sl_ctx_reset(sl_ctx *c) { c->n_past = 0; }
+
 
 int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **out, char *err, size_t errlen)
 {
@@ -69,8 +69,8 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
     c->kv_type = p->kv_type;
-    c->logits_max = (int)logit_rows(p);
-    int rc = sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
+    c->logits_all = p->logits_all;
+    int rc = p->no_kv ? 0 : sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
     if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
     int nt = sl_pool_size(pool);
@@ -83,8 +83,11 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->hb = malloc(B * cf->ffn_dim * sizeof(float));
     c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
     c->att = malloc((size_t)nt * att_scratch_floats(cf, c->n_ctx) * sizeof(float));
-    c->logits = calloc((size_t)c->logits_max * (size_t)cf->vocab, sizeof(float));
-    if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits) {
+    c->logits_cap = (int)logits_rows(p, c->n_batch);
+    c->logits = calloc((size_t)c->logits_cap * (size_t)cf->vocab, sizeof(float));
+    c->bpos = malloc(B * sizeof *c->bpos);
+    if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits ||
+        !c->bpos) {
         snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
                  sl_ctx_bytes(cf, p, nt) >> 20, c->n_batch);
         sl_ctx_free(c);
@@ -138,7 +141,7 @@ static int embed(sl_ctx *c, int32_t tok, float *out)
 
 typedef struct att_job {
     sl_ctx *c;
-    int layer, nb, p0;
+    int layer, nb;
 } att_job;
 
 /* One (position, kv head) unit per iteration: the grp query heads that share a kv head attend
@@ -156,18 +159,40 @@ static void attention_worker(void *arg, int ith, int nth)
     const int units = j->nb * cf->n_kv_heads;
     for (int u = ith; u < units; u += nth) {
         int b = u / cf->n_kv_heads, kh = u % cf->n_kv_heads;
+        const sl_batch_pos *bp = &c->bpos[b];   /* the position's own sequence: its cache, its causal span */
         int type;
         size_t stride;
-        const void *k = sl_kv_k_head(c->kv, j->layer, kh, &type, &stride);
-        const void *v = sl_kv_v_head(c->kv, j->layer, kh, &type, &stride);
+        const void *k = sl_kv_k_head(bp->kv, j->layer, kh, &type, &stride);
+        const void *v = sl_kv_v_head(bp->kv, j->layer, kh, &type, &stride);
         size_t off = (size_t)b * cf->n_heads * hd + (size_t)kh * grp * hd;
-        sl_attn_heads(c->q + off, grp, k, v, type, stride, j->p0 + b + 1, hd, scale, att, tmp, c->att_out + off);
+        sl_attn_heads(c->q + off, grp, k, v, type, stride, bp->pos + 1, hd, scale, att, tmp, c->att_out + off);
     }
 }
 
 /* ---- one batch --------------------------------------------------------------------------------
- * eval_batch runs positions p0 .. p0+nb-1 through every block; each step below is one line of the
- * pass described at the top of this file, over the whole batch. */
+ * eval_batch runs the nb positions of c->bpos through every block; each step below is one line of
+ * the pass described at the top of this file, over the whole batch.  Positions may belong to
+ * several sequences (sl_eval_seqs): matrix products take the whole batch, while the KV cache and
+ * the causal attention span of each position are its own sequence's (c->bpos[b]); a sequence's
+ * positions are contiguous and in order in the batch. */
+
+/* Calls f(kv, first position, count) once per run of consecutive batch positions sharing a cache. */
+static int for_each_seq(sl_ctx *c, int nb, int l, int (*f)(sl_kv *, int, int, int))
+{
+    for (int b = 0; b < nb;) {
+        int e = b + 1;
+        while (e < nb && c->bpos[e].kv == c->bpos[b].kv) e++;
+        int rc = f(c->bpos[b].kv, l, c->bpos[b].pos, e - b);
+        if (rc) {
+            snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->bpos[b].kv));
+            return rc;
+        }
+        b = e;
+    }
+    return 0;
+}
+
+static int kv_begin(sl_kv *kv, int l, int p0, int n) { (void)n; return sl_kv_layer_begin(kv, l, p0); }
 
 /* xb[b] = rmsnorm(x[b]) * w for every position of the batch. */
 static void norm_batch(sl_ctx *c, const float *w, int nb)
@@ -188,33 +213,27 @@ static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int n
 }
 
 /* Attention sub-block of block l: x += Wo attention(rope(Wq xb), rope(Wk xb), Wv xb). */
-static int attention_block(sl_ctx *c, int l, int nb, int p0)
+static int attention_block(sl_ctx *c, int l, int nb)
 {
     const sl_config *cf = &c->m->cfg;
     sl_layer *L = &c->m->layers[l];
     const int qd = cf->n_heads * cf->head_dim, kvd = cf->n_kv_heads * cf->head_dim;
     int rc;
-    if ((rc = sl_kv_layer_begin(c->kv, l, p0))) {
-        snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
-        return rc;
-    }
+    if ((rc = for_each_seq(c, nb, l, kv_begin))) return rc;
     norm_batch(c, L->vec[SL_VEC_ATTN_NORM], nb);
     if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
         (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
         return rc;
     for (int b = 0; b < nb; b++) {
-        int pos = p0 + b;
+        int pos = c->bpos[b].pos;
         float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
         sl_rope(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
         sl_rope(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
-        sl_kv_store(c->kv, l, pos, k, v);
+        sl_kv_store(c->bpos[b].kv, l, pos, k, v);
     }
-    att_job aj = { c, l, nb, p0 };
+    att_job aj = { c, l, nb };
     sl_pool_run(c->pool, attention_worker, &aj);
-    if ((rc = sl_kv_layer_end(c->kv, l, p0, nb))) {
-        snprintf(c->err, sizeof c->err, "%s", sl_kv_errmsg(c->kv));
-        return rc;
-    }
+    if ((rc = for_each_seq(c, nb, l, sl_kv_layer_end))) return rc;
     return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb);
 }
 
@@ -232,15 +251,17 @@ static int ffn_block(sl_ctx *c, int l, int nb)
     return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb);
 }
 
-/* logits = W_out rmsnorm(x) * output_norm: for the last position only (all generation needs), or for
- * the last logits_max positions of the batch (verifying drafted tokens). */
-static int lm_head(sl_ctx *c, int nb, int p0)
+/* logits = W_out rmsnorm(x) * output_norm for the positions marked in c->bpos: the last one only (all
+ * generation needs), every one of the batch when the context keeps all logits (verifying drafted
+ * tokens), or per sequence of a multi-sequence batch.  Row r of c->logits is the r-th marked. */
+static int lm_head(sl_ctx *c, int nb)
 {
     sl_model *m = c->m;
     const sl_config *cf = &m->cfg;
-    const int n_out = nb < c->logits_max ? nb : c->logits_max, first = nb - n_out;
-    for (int b = 0; b < n_out; b++)
-        sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)(first + b) * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
+    int n_out = 0;
+    for (int b = 0; b < nb; b++)
+        if (c->bpos[b].logits)
+            sl_rmsnorm(c->xb + (size_t)n_out++ * cf->dim, c->x + (size_t)b * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
     int rc = wmat(c, &m->output, c->xb, n_out, c->logits, cf->vocab);
     if (rc) return rc;
     c->n_logits = n_out;
@@ -248,27 +269,39 @@ static int lm_head(sl_ctx *c, int nb, int p0)
      * One pass over the logits per batch costs nothing next to the LM head itself. */
     for (size_t i = 0; i < (size_t)n_out * cf->vocab; i++)
         if (!isfinite(c->logits[i])) {
-            snprintf(c->err, sizeof c->err, "forward: non-finite logits at position %d (token id %d): the model's "
-                     "weights contain NaN/Inf or the activations overflowed", p0 + first + (int)(i / cf->vocab),
-                     (int)(i % cf->vocab));
+            snprintf(c->err, sizeof c->err, "forward: non-finite logits in row %d (token id %d): the model's "
+                     "weights contain NaN/Inf or the activations overflowed", (int)(i / cf->vocab), (int)(i % cf->vocab));
             return -EDOM;
         }
     return 0;
 }
 
+/* tokens[b] is the token at c->bpos[b]. */
 static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
 {
     const sl_config *cf = &c->m->cfg;
-    const int p0 = c->n_past;
     int rc;
     for (int b = 0; b < nb; b++)
         if ((rc = embed(c, tokens[b], c->x + (size_t)b * cf->dim))) return rc;
     for (int l = 0; l < cf->n_layers; l++) {
         if (c->cancel && *c->cancel) return -ECANCELED;
-        if ((rc = attention_block(c, l, nb, p0)) || (rc = ffn_block(c, l, nb))) return rc;
+        if ((rc = attention_block(c, l, nb)) || (rc = ffn_block(c, l, nb))) return rc;
     }
     if (c->cancel && *c->cancel) return -ECANCELED;
-    return lm_head(c, nb, p0);
+    return lm_head(c, nb);
+}
+
+/* After a failed pass: the stream restarts at block 0, and err says what happened. */
+static int pass_failed(sl_ctx *c, int rc)
+{
+    /* an interrupted pass leaves the stream mid-schedule: restart it at block 0 so the next
+     * evaluation (e.g. the next chat turn after Ctrl-C) lines up again */
+    if (c->src && c->src->reset) c->src->reset(c->src->self);
+    if (!c->err[0]) {
+        if (rc == -ECANCELED) snprintf(c->err, sizeof c->err, "interrupted");
+        else snprintf(c->err, sizeof c->err, "forward: %s", strerror(-rc));
+    }
+    return rc;
 }
 
 int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
@@ -278,21 +311,76 @@ int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
         snprintf(c->err, sizeof c->err, "context full: %d positions used + %d new > -c %d", c->n_past, n, c->n_ctx);
         return -ENOSPC;
     }
+    if (n > 0 && !c->kv) {
+        snprintf(c->err, sizeof c->err, "eval: this context is a workspace without a KV cache (use sl_eval_seqs)");
+        return -EINVAL;
+    }
     for (int done = 0; done < n;) {
         int nb = n - done < c->n_batch ? n - done : c->n_batch;
+        /* logits for the last logits_cap positions of the batch (all of them with logits_all and a
+         * large enough cap; the last only by default) */
+        for (int b = 0; b < nb; b++)
+            c->bpos[b] = (sl_batch_pos){ c->kv, c->n_past + b, b >= nb - c->logits_cap };
         int rc = eval_batch(c, tokens + done, nb);
-        if (rc) {
-            /* an interrupted pass leaves the stream mid-schedule: restart it at block 0 so the
-             * next evaluation (e.g. the next chat turn after Ctrl-C) lines up again */
-            if (c->src && c->src->reset) c->src->reset(c->src->self);
-            if (!c->err[0]) {
-                if (rc == -ECANCELED) snprintf(c->err, sizeof c->err, "interrupted");
-                else snprintf(c->err, sizeof c->err, "forward: %s", strerror(-rc));
-            }
-            return rc;
-        }
+        if (rc) return pass_failed(c, rc);
         c->n_past += nb;
         done += nb;
     }
+    return 0;
+}
+
+/* The checks of sl_eval_seqs: every span fits its sequence, the batch and the logits. */
+static int seqs_ok(sl_ctx *w, const sl_seq_span *sp, int n_spans, int *total)
+{
+    int nt = 0, rows = 0;
+    for (int i = 0; i < n_spans; i++) {
+        const sl_ctx *s = sp[i].seq;
+        const char *why = !s || !s->kv ? "has no sequence with a KV cache"
+                          : s->m != w->m ? "belongs to another model"
+                          : sp[i].n < 1 || !sp[i].tokens ? "has no tokens"
+                          : s->n_ctx > w->n_ctx ? "has a longer context than the workspace" : NULL;
+        for (int j = 0; j < i && !why; j++)
+            if (sp[j].seq == s) why = "repeats a sequence";
+        if (why) {
+            snprintf(w->err, sizeof w->err, "eval: span %d %s", i, why);
+            return -EINVAL;
+        }
+        if (s->n_past + sp[i].n > s->n_ctx) {
+            snprintf(w->err, sizeof w->err, "context full: %d positions used + %d new > -c %d", s->n_past, sp[i].n, s->n_ctx);
+            return -ENOSPC;
+        }
+        nt += sp[i].n;
+        rows += sp[i].logits_all ? sp[i].n : 1;
+    }
+    if (nt > w->n_batch || rows > w->logits_cap) {
+        snprintf(w->err, sizeof w->err, "eval: %d tokens and %d logits rows do not fit a batch of %d tokens and %d rows",
+                 nt, rows, w->n_batch, w->logits_cap);
+        return -ENOSPC;
+    }
+    *total = nt;
+    return 0;
+}
+
+int sl_eval_seqs(sl_ctx *w, sl_seq_span *sp, int n_spans)
+{
+    w->err[0] = 0;
+    int nt = 0, rc;
+    if (n_spans < 0 || (rc = seqs_ok(w, sp, n_spans, &nt))) return n_spans < 0 ? -EINVAL : rc;
+    if (!nt) return 0;
+    int32_t *toks = malloc((size_t)nt * sizeof *toks);
+    if (!toks) return -ENOMEM;
+    for (int i = 0, b = 0, row = 0; i < n_spans; i++) {
+        sp[i].logits_row = row;
+        for (int t = 0; t < sp[i].n; t++, b++) {
+            bool lg = sp[i].logits_all || t == sp[i].n - 1;
+            w->bpos[b] = (sl_batch_pos){ sp[i].seq->kv, sp[i].seq->n_past + t, lg };
+            toks[b] = sp[i].tokens[t];
+            row += lg;
+        }
+    }
+    rc = eval_batch(w, toks, nt);
+    free(toks);
+    if (rc) return pass_failed(w, rc);
+    for (int i = 0; i < n_spans; i++) sp[i].seq->n_past += sp[i].n;
     return 0;
 }

@@ -33,9 +33,20 @@ typedef struct sl_ctx_params {
     int n_batch;            /* max positions per forward batch */
     int kv_type;            /* enum sl_kv_type (runtime/engine/kvcache.h) */
     const char *kv_spill_dir;   /* non-NULL: spill the KV cache to a file in this directory */
-    int  logits_max;        /* keep the logits of the last logits_max positions of a batch (0, 1: the
-                             * last only); verifying k drafted tokens needs k + 1 */
+    bool logits_all;        /* keep the logits of every position of a batch, not only the last */
+    int n_logits;           /* rows of logits kept (0: n_batch with logits_all, else 1): sl_eval keeps
+                             * the last n_logits positions of a batch (verifying k drafted tokens
+                             * needs k + 1); a workspace for sl_eval_seqs needs one per sequence
+                             * (more for logits_all spans) */
+    bool no_kv;             /* a workspace for sl_eval_seqs only: no KV cache of its own */
 } sl_ctx_params;
+
+/* Where one position of the batch being evaluated belongs: its sequence's cache and its position. */
+typedef struct sl_batch_pos {
+    sl_kv *kv;
+    int pos;
+    bool logits;            /* compute this position's logits */
+} sl_batch_pos;
 
 typedef struct sl_ctx {
     sl_model *m;
@@ -52,10 +63,13 @@ typedef struct sl_ctx {
     float *att_out;         /* (n_batch, n_heads*head_dim) */
     float *hb, *hb2;        /* (n_batch, ffn_dim) */
     float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
-    float *logits;          /* (n_logits, vocab): the last n_logits positions of the last batch, row b
-                             * = position n_past - n_logits + b (n_logits = 1: the last position) */
+    float *logits;          /* (n_logits, vocab): the last evaluated position, or with logits_all every
+                             * position of the last batch (row b = position n_past - n_logits + b);
+                             * after sl_eval_seqs: the rows the spans asked for, in span order */
     int n_logits;           /* rows in logits after the last evaluation */
-    int logits_max;
+    int logits_cap;         /* rows logits has room for */
+    bool logits_all;
+    sl_batch_pos *bpos;     /* (n_batch): the batch being evaluated, position by position */
     size_t mem_bytes;       /* heap held by this context (KV + scratch) */
     volatile sig_atomic_t *cancel;   /* when set to non-zero, evaluation stops with -ECANCELED */
     char err[256];
@@ -75,10 +89,30 @@ void sl_ctx_free(sl_ctx *c);
 void sl_ctx_reset(sl_ctx *c);   /* forget the cache (n_past = 0) */
 
 /* Run tokens[0..n) at positions n_past.. through the model, in batches of n_batch.  On success
- * c->logits holds the logits after the last token (with logits_max > 1: after each of the last
- * n_logits tokens of the last batch; a row's bits do not depend on the batch it was computed in) and n_past
+ * c->logits holds the logits after the last token (with logits_all: after each token of the last
+ * batch, n_logits rows; a row's bits do not depend on the batch it was computed in) and n_past
  * advances by n.  0 or -errno, with the
  * message in c->err (-ENOSPC: context full; -ECANCELED: *cancel was set; I/O errors from the source). */
 int  sl_eval(sl_ctx *c, const int32_t *tokens, int n);
+
+/* One sequence's share of a multi-sequence pass. */
+typedef struct sl_seq_span {
+    sl_ctx *seq;            /* the sequence: its KV cache and n_past (the span's tokens go at n_past..) */
+    const int32_t *tokens;
+    int n;                  /* tokens of this sequence in the pass (>= 1) */
+    bool logits_all;        /* logits of every token of the span (verifying drafted tokens), else the last */
+    int logits_row;         /* out: the span's first row in work->logits */
+} sl_seq_span;
+
+/* One forward pass over the tokens of several sequences (continuous batching: one sequence's next
+ * token beside a chunk of another's prompt): every block's weights are touched once for all of
+ * them; attention reads each sequence's own cache.  `work` holds the scratch (its n_batch >= all
+ * the spans' tokens, logits rows >= those asked for, n_ctx >= every sequence's); each span's
+ * sequence (a context, usually made with n_batch 1) holds the KV cache and n_past, which advances
+ * by the span's n on success.  A sequence's logits depend only on its own tokens: not on the other
+ * spans nor on how its tokens were split into passes (the kernels keep rows independent).
+ * 0 or -errno with the message in work->err; on failure no sequence advances (rows written past a
+ * sequence's n_past are never read). */
+int  sl_eval_seqs(sl_ctx *work, sl_seq_span *spans, int n_spans);
 
 #endif

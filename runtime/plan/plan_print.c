@@ -53,7 +53,8 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
     char line[96];
     snprintf(line, sizeof line, "activations (batch %d)", p->n_batch);
     fprintf(f, "%-34s %12.2f\n", line, p->act_bytes / MiB);
-    snprintf(line, sizeof line, "KV cache %s", kv_name(p->kv));
+    if (p->n_parallel > 1) snprintf(line, sizeof line, "KV caches %s (%d sequences)", kv_name(p->kv), p->n_parallel);
+    else snprintf(line, sizeof line, "KV cache %s", kv_name(p->kv));
     fprintf(f, "%-34s %12.2f\n", line, p->kv_bytes / MiB);
     if (!p->all_resident) {
         snprintf(line, sizeof line, "stream buffers (%d in flight + 1)", p->prefetch);
@@ -80,10 +81,14 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
             "compute %.3f s at %.2f GB/s)\n",
             p->read_per_token / MiB, p->pred_tok_s, p->pred_token_s, p->pred_io_s, req->disk_bw / 1e9, p->pred_compute_s,
             p->pred_compute_s > 0 ? compute_weight_bytes(pm) / p->pred_compute_s / 1e9 : req->compute_bw / 1e9);
+    if (p->n_parallel > 1)
+        fprintf(f, "--parallel %d: predicted %.2f tok/s per request, %.2f tok/s aggregate (%.3f s per pass of %d tokens; "
+                "compute counted %d x one token's, an upper bound)\n", p->n_parallel, p->pred_req_tok_s, p->pred_agg_tok_s,
+                p->pred_pass_s, p->n_parallel, p->n_parallel);
     if (*req->disk_how) fprintf(f, "disk rate: %s\n", req->disk_how);
     if (*req->compute_how) fprintf(f, "compute rate: %s\n", req->compute_how);
-    fprintf(f, "minimum budget for this model at -c %d: %" PRIu64 " MiB (--ram-budget %" PRIu64 "M)\n", req->n_ctx,
-            sl_plan_min_mib(p->min_budget), sl_plan_min_mib(p->min_budget));
+    fprintf(f, "minimum budget for this model at -c %d%s: %" PRIu64 " MiB (--ram-budget %" PRIu64 "M)\n", req->n_ctx,
+            p->n_parallel > 1 ? " with --parallel" : "", sl_plan_min_mib(p->min_budget), sl_plan_min_mib(p->min_budget));
 }
 
 void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *fp)
@@ -103,13 +108,14 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
             ",\"total_bytes\":%" PRIu64 ",\"blocks_resident\":%d,\"n_layers\":%d,\"lm_head_resident\":%s"
             ",\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d,\"lm_head_rows\":%d,\"stream_bytes\":%" PRIu64
             ",\"read_per_token\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_token_s\":%.4f,\"pred_io_s\":%.4f"
-            ",\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"model_bytes\":%" PRIu64,
+            ",\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"model_bytes\":%" PRIu64
+            ",\"n_parallel\":%d,\"pred_pass_s\":%.4f,\"pred_req_tok_s\":%.4f,\"pred_agg_tok_s\":%.4f",
             p->all_resident ? "resident" : "streaming", p->n_batch, p->kv == SL_PLAN_KV_F16 ? "f16" : p->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill",
             p->kv_bytes, p->kv_file_bytes, p->base_bytes, p->meta_bytes, p->vocab_bytes, p->norm_bytes, p->act_bytes,
             p->stream_buf_bytes, p->resident_bytes, p->total_bytes, p->n_layers_resident, pm->cfg.n_layers,
             p->lm_head_resident ? "true" : "false", p->chunk_bytes, p->prefetch, p->lm_head_rows, p->stream_bytes,
             p->read_per_token, p->pred_tok_s, p->pred_token_s, p->pred_io_s, p->pred_compute_s, req->disk_bw,
-            req->compute_bw, pm->file_bytes);
+            req->compute_bw, pm->file_bytes, p->n_parallel, p->pred_pass_s, p->pred_req_tok_s, p->pred_agg_tok_s);
     fprintf(f, ",\"disk_how\":\"");
     json_body(f, req->disk_how);
     fprintf(f, "\",\"compute_how\":\"");

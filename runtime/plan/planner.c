@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/engine/forward.h"
 #include "runtime/engine/stream.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -61,29 +62,43 @@ uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
     return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
 }
 
+/* Sequences the plan holds (>= 1). */
+static int n_par(const sl_plan_req *req) { return req->n_parallel > 1 ? req->n_parallel : 1; }
+
+/* Activations and scratch, as the forward pass allocates them (sl_ctx_bytes without the KV cache):
+ * one context for n_batch positions, keeping the logits rows a verifying pass needs (the last
+ * n_logits positions, at most a batch: runtime/api/api_ctx.c); or, for n_parallel
+ * sequences, the batch workspace (n_batch positions, a row of logits per sequence) and each
+ * sequence's own context (one position), plus a sampler each. */
 static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req)
 {
-    const int n_ctx = req->n_ctx, threads = req->n_threads > 0 ? req->n_threads : 1;
-    /* logits rows: the last n_logits positions of a batch (forward.c logit_rows) */
-    const uint64_t logit_rows = (uint64_t)(req->n_logits > 1 ? (req->n_logits < B ? req->n_logits : B) : 1);
     const sl_config *c = &pm->cfg;
-    uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
-    uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
-    /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
-    uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
-    return ((uint64_t)B * per + (uint64_t)threads * att + logit_rows * c->vocab) * 4 +  /* ctx scratch, logits */
-           (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
-           pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
+    const int n_ctx = req->n_ctx, threads = req->n_threads > 0 ? req->n_threads : 1;
+    int np = n_par(req);
+    uint64_t scratch;
+    if (np <= 1) {
+        const int rows = req->n_logits > 1 ? (req->n_logits < B ? req->n_logits : B) : 1;
+        sl_ctx_params one = { .n_ctx = n_ctx, .n_batch = B, .n_logits = rows, .no_kv = true };
+        scratch = sl_ctx_bytes(c, &one, threads);
+    } else {
+        sl_ctx_params work = { .n_ctx = n_ctx, .n_batch = B, .n_logits = np, .no_kv = true };
+        sl_ctx_params seq = { .n_ctx = n_ctx, .n_batch = 1, .no_kv = true };
+        scratch = sl_ctx_bytes(c, &work, threads) + (uint64_t)np * sl_ctx_bytes(c, &seq, threads);
+    }
+    return scratch + (uint64_t)np * (uint64_t)c->vocab * 8 +          /* sampler candidates */
+           pm->embd_row_bytes + (uint64_t)c->dim * 4;                  /* embedding row */
 }
 
-static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv)
+/* Every sequence's KV cache. */
+static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv, int n_par)
 {
     const sl_config *c = &pm->cfg;
     uint64_t per_layer = 2ull * n_ctx * c->n_kv_heads * c->head_dim;   /* K and V values */
+    uint64_t n = (uint64_t)(n_par > 1 ? n_par : 1);
     switch (kv) {
-    case SL_PLAN_KV_F16: return per_layer * 2 * c->n_layers;
-    case SL_PLAN_KV_Q8_0: return per_layer / 32 * 34 * c->n_layers;
-    default: return per_layer * 2;   /* spill: one layer's K and V in f16 */
+    case SL_PLAN_KV_F16: return n * per_layer * 2 * c->n_layers;
+    case SL_PLAN_KV_Q8_0: return n * (per_layer / 32 * 34 * c->n_layers);
+    default: return n * per_layer * 2;   /* spill: one layer's K and V in f16 per sequence */
     }
 }
 
@@ -124,8 +139,12 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
  * rows), and the reader keeps prefetch + 1 pieces requested ahead of the one computing.  So reads
  * overlap compute only within that window: while a long run of resident weights computes (the LM
  * head and the first blocks, which follow each other from one token to the next), the disk reads
- * the window's few MiB and then idles.  max(I/O, compute) ignores that (docs/planner.md has the
- * llama3-8b measurement that showed it).  The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
+ * the window's few MiB and then idles.  max(I/O, compute) ignores that.  In bench/budget_bench.sh's
+ * llama3-8b runs at 4 GiB (2026-11-30, uring: 27 blocks + head pinned, 1.08 s per token) compute
+ * still waited 0.25 s per token for streamed pieces and computed on them 0.14 s, although the rest
+ * of the token (~0.7 s, the pinned weights) was longer than all of the token's reading could have
+ * taken (<= 0.39 s): the reads had not overlapped it.
+ * The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
  * forward order at the per-type rates.  Synchronous reads (the token's embedding row, the spilled
  * KV cache of each layer at full context: the worst case) hold up compute and the disk alike.
  * Not modelled: attention and the other per-token work outside matrix products (small at short
@@ -187,56 +206,69 @@ static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t b
     }
 }
 
-/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
-static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+/* Contract: seconds of one pass over the weights that computes `scale` tokens (their matrix products
+ * counted scale times one token's) and synchronously reads `spill_layer` bytes of spilled KV per
+ * block; the plan's resident flags, pieces and KV mode set. */
+static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, double scale,
+                       uint64_t spill_layer)
 {
     const int L = pm->cfg.n_layers;
-    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    if (p->all_resident) return p->pred_compute_s * scale;
     int64_t pieces = 0;
     for (int l = 0; l < L; l++)
-        for (int i = 0; i < SL_BLOCK_MATS; i++) {
-            comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+        for (int i = 0; i < SL_BLOCK_MATS; i++)
             if (!p->layer_resident[l][i] && pm->tensor_row_bytes[l][i]) {
                 uint64_t rows = pm->tensor_bytes[l][i] / pm->tensor_row_bytes[l][i];
                 uint64_t rpp = p->chunk_bytes ? p->chunk_bytes / pm->tensor_row_bytes[l][i] : rows;
                 if (rpp < 1) rpp = 1;
                 pieces += (int64_t)((rows + rpp - 1) / rpp);
             }
-        }
-    p->pred_compute_s = comp;
-    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
-    if (p->all_resident) {
-        p->pred_token_s = comp;
-        p->pred_tok_s = comp > 0 ? 1 / comp : 0;
-        return;
-    }
     if (!p->lm_head_resident && pm->lm_head_row_bytes) {
         uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
         pieces += (int64_t)((pm->lm_head_bytes / pm->lm_head_row_bytes + rpp - 1) / rpp);
     }
+    sl_plan_req r = *req;   /* scale tokens of compute: the rates divided by scale */
+    r.compute_bw /= scale;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) r.type_bw[t] /= scale;
     sim s = { .bw = req->disk_bw > 0 ? req->disk_bw : 0, .depth = p->prefetch + 1 };
     if (s.depth > SIM_RING) s.depth = SIM_RING;
     if (pieces && s.depth > pieces) s.depth = (int)pieces;
     if (s.depth < 1) s.depth = 1;
-    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)L : 0;
     double t_pass[3];
     /* three passes: the first starts with an idle disk; the last is the steady state */
     for (int pass = 0; pass < 3; pass++) {
-        sim_sync_read(&s, pm->embd_row_bytes);
+        for (int k = 0; k < (int)scale; k++) sim_sync_read(&s, pm->embd_row_bytes);
         for (int l = 0; l < L; l++) {
             if (spill_layer) sim_sync_read(&s, spill_layer);
             for (int i = 0; i < SL_BLOCK_MATS; i++) {
                 uint64_t rb = pm->tensor_row_bytes[l][i];
-                sim_matrix(&s, req, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
+                sim_matrix(&s, &r, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
                            p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
             }
         }
-        sim_matrix(&s, req, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
+        sim_matrix(&s, &r, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
                    (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024));
         t_pass[pass] = s.t;
     }
-    p->pred_token_s = t_pass[2] - t_pass[1];
+    return t_pass[2] - t_pass[1];
+}
+
+/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
+static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const int L = pm->cfg.n_layers, NP = p->n_parallel > 1 ? p->n_parallel : 1;
+    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+    p->pred_compute_s = comp;
+    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
+    /* spilled KV: each sequence reads its own layer of K and V per block, at full context (the worst case) */
+    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)NP / (uint64_t)L : 0;
+    p->pred_token_s = sim_pass(pm, req, p, 1, spill_layer);
     p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
+    p->pred_pass_s = NP > 1 ? sim_pass(pm, req, p, NP, spill_layer * (uint64_t)NP) : p->pred_token_s;
+    p->pred_req_tok_s = p->pred_pass_s > 0 ? 1 / p->pred_pass_s : 0;
+    p->pred_agg_tok_s = p->pred_req_tok_s * NP;
 }
 
 /* Stage 1: does everything fit?  Then the plan is plain resident mode (the embedding table too:
@@ -244,14 +276,15 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
 static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, uint64_t weights,
                               int B, sl_plan *p)
 {
-    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+    const int NP = n_par(req);
+    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP) + weights;
     if (tot > req->budget) return false;
     const int L = pm->cfg.n_layers;
     p->feasible = p->all_resident = true;
     p->n_batch = B;
     p->act_bytes = act_bytes(pm, B, req);
     p->kv = SL_PLAN_KV_F16;
-    p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
     for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
     p->lm_head_resident = true;
     p->n_layers_resident = L;
@@ -263,16 +296,19 @@ static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, u
 
 /* The minimum budget's explanation: what dominates it and what to try (one figure, rounded up to a
  * MiB, for the message and the hint: sl_plan_min_mib). */
-static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, int kv_min,
+static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, int kv_min, int min_B,
                             uint64_t min_stream, uint64_t min_chunk, uint64_t min_act, sl_plan *p)
 {
-    uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
+    const int NP = n_par(req);
+    uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min, NP);
     const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
     uint64_t min_mib = sl_plan_min_mib(p->min_budget);
+    char par[64] = "";
+    if (NP > 1) snprintf(par, sizeof par, " with --parallel %d (a KV cache per sequence)", NP);
     int n = snprintf(p->why, sizeof p->why,
-                     "needs at least %" PRIu64 " MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers "
+                     "needs at least %" PRIu64 " MiB for this model at -c %d%s: KV cache%s %.1f MiB (%s), streaming buffers "
                      "%.1f MiB (4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, "
-                     "runtime %.0f MiB", min_mib, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                     "runtime %.0f MiB", min_mib, req->n_ctx, par, NP > 1 ? "s" : "", kvb / MiB, kvn, min_stream / MiB,
                      largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                      min_act / MiB, BASE_BYTES / MiB);
     /* a smaller context is suggested only when one fits this budget: the largest power-of-two
@@ -281,36 +317,39 @@ static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uin
     for (int ctx = req->n_ctx / 2; ctx >= 64 && !fit_ctx; ctx /= 2) {
         sl_plan_req r = *req;
         r.n_ctx = ctx;
-        if (fixed + act_bytes(pm, 1, &r) + kv_bytes(pm, ctx, kv_min) + min_stream <= req->budget) fit_ctx = ctx;
+        if (fixed + act_bytes(pm, min_B, &r) + kv_bytes(pm, ctx, kv_min, NP) + min_stream <= req->budget) fit_ctx = ctx;
     }
     if (fit_ctx)
-        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %" PRIu64 "M", fit_ctx, min_mib);
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d%s or --ram-budget %" PRIu64 "M", fit_ctx,
+                 NP > 1 ? ", fewer --parallel" : "", min_mib);
     else
-        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %" PRIu64 "M", min_mib);
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try %s--ram-budget %" PRIu64 "M", NP > 1 ? "fewer --parallel or " : "",
+                 min_mib);
 }
 
 /* Stage 3: KV precision, spilled -> q8_0 -> f16, as far as *spare allows. */
 static void grow_kv(const sl_plan_model *pm, const sl_plan_req *req, int kv_min, uint64_t *spare, sl_plan *p)
 {
+    const int NP = n_par(req);
     p->kv = kv_min;
     const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
     for (int k = 0; k < 2; k++) {
         if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
-        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv), nxt = kv_bytes(pm, req->n_ctx, up[k]);
+        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv, NP), nxt = kv_bytes(pm, req->n_ctx, up[k], NP);
         if (nxt <= cur) { p->kv = up[k]; continue; }
         if (nxt - cur > *spare) break;
         *spare -= nxt - cur;
         p->kv = up[k];
     }
-    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
-    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv, NP);
+    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
 }
 
-/* Stage 4: the prompt batch, doubling up to want_B. */
-static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int want_B, uint64_t *spare,
+/* Stage 4: the prompt batch, doubling from min_B up to want_B. */
+static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int min_B, int want_B, uint64_t *spare,
                        sl_plan *p)
 {
-    int B = 1;
+    int B = min_B;
     while (B < want_B) {
         int nb = B * 2 < want_B ? B * 2 : want_B;
         uint64_t d = act_bytes(pm, nb, req) - act_bytes(pm, B, req);
@@ -374,8 +413,9 @@ static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
 
 /* Stages, in the order the budget reaches them:
  *   1. everything resident, if it fits;
- *   2. the streaming minimum (batch 1, the smallest KV, 1 MiB pieces, LM head in ~1 MiB pieces), or a
- *      refusal that says what it needs;
+ *   2. the streaming minimum (the smallest batch: one position, or with parallel sequences one next
+ *      token for each; the smallest KV; 1 MiB pieces; LM head in ~1 MiB pieces), or a refusal that
+ *      says what it needs;
  *   3-6. what is above the minimum flows down a fixed order of uses, each taking what it can before the
  *      next gets anything: KV precision, prompt batch (up to -b), piece size and prefetch, then
  *      weights.  Because every stage's share only grows with the budget and weights come last, a
@@ -392,7 +432,8 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     }
     for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
         for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
-    const int L = c->n_layers;
+    const int L = c->n_layers, NP = n_par(req);
+    p->n_parallel = NP;
     uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
     for (int l = 0; l < L; l++)
         for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
@@ -402,7 +443,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->vocab_bytes = pm->vocab_bytes;
     p->norm_bytes = pm->norm_bytes;
     const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
-    const int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
+    const int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx, min_B = NP < want_B ? NP : want_B;
 
     /* 2. The streaming minimum.  1 MiB pieces with 3 in flight: this disk needs several reads
      *    outstanding to approach its sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little
@@ -414,20 +455,20 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
     p->lm_head_rows = min_head_rows;
     const uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
-    const uint64_t min_act = act_bytes(pm, 1, req);
-    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+    const uint64_t min_act = act_bytes(pm, min_B, req);
+    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
 
     /* 1. */
     if (plan_all_resident(pm, req, fixed, weights, want_B, p)) return 0;
     if (p->min_budget > req->budget) {
-        explain_minimum(pm, req, fixed, kv_min, min_stream, min_chunk, min_act, p);
+        explain_minimum(pm, req, fixed, kv_min, min_B, min_stream, min_chunk, min_act, p);
         return -ENOSPC;
     }
 
     /* 3-6. */
     uint64_t spare = req->budget - p->min_budget;
     grow_kv(pm, req, kv_min, &spare, p);
-    grow_batch(pm, req, want_B, &spare, p);
+    grow_batch(pm, req, min_B, want_B, &spare, p);
     grow_pieces(pm, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
     const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
     const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;
@@ -442,7 +483,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     }
 
     /* 7. */
-    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
+    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes / (uint64_t)NP : 0;   /* worst case: full context */
     p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
     predict(pm, req, p);
     return 0;

@@ -43,6 +43,8 @@ typedef struct sl_plan_req {
     int      n_logits;        /* logits rows kept per batch (speculative decoding verifies n_logits - 1
                                * drafts in a pass); 0 or 1: the last position only */
     int      n_threads;
+    int      n_parallel;      /* sequences decoded together (sluice serve --parallel): a KV cache each, one
+                               * batch workspace; 0 or 1: one sequence (a plain context) */
     double   disk_bw;         /* bytes/s, O_DIRECT sequential (0: unknown, reads cost no time) */
     double   compute_bw;      /* bytes of weights per second the kernels process (decode), for any
                                * type without its own rate below (0: unknown, compute is free) */
@@ -62,13 +64,14 @@ typedef struct sl_plan {
     /* fixed costs */
     uint64_t base_bytes;      /* code, libraries, stacks, allocator slack */
     uint64_t meta_bytes, vocab_bytes, norm_bytes;
-    uint64_t act_bytes;       /* activations and scratch for n_batch positions, logits, sampler */
+    uint64_t act_bytes;       /* activations and scratch for n_batch positions, logits, sampler; with
+                               * n_parallel > 1 the batch workspace + each sequence's context and sampler */
     int      n_batch;
 
     /* KV cache */
     int      kv;              /* enum sl_plan_kv */
-    uint64_t kv_bytes;        /* resident KV bytes (spill: one layer's buffer) */
-    uint64_t kv_file_bytes;   /* spill: size of the KV file */
+    uint64_t kv_bytes;        /* resident KV bytes (spill: one layer's buffer), all sequences */
+    uint64_t kv_file_bytes;   /* spill: size of the KV files, all sequences */
 
     /* weights */
     bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
@@ -88,6 +91,12 @@ typedef struct sl_plan {
     double   pred_tok_s;      /* decode prediction: 1 / pred_token_s */
     double   pred_token_s;    /* one decode token, reads overlapping compute as the reader allows */
     double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
+    /* with n_parallel sequences: one pass carries a token of each; its compute counted n_parallel
+     * times one token's (an upper bound: the batched kernels unpack each weight row once per 4) */
+    int      n_parallel;
+    double   pred_pass_s;     /* one pass of n_parallel tokens */
+    double   pred_req_tok_s;  /* each request's decode rate: 1 / pred_pass_s */
+    double   pred_agg_tok_s;  /* all of them: n_parallel / pred_pass_s */
 } sl_plan;
 
 /* The minimum budget as one whole number of MiB, rounded up: the figure `sluice plan`, the

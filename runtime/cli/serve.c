@@ -1,0 +1,186 @@
+/* runtime/cli/serve.c — `sluice serve`: open the model for --parallel sequences and run the
+ * OpenAI-compatible server (runtime/serve/) until SIGINT or SIGTERM.
+ *
+ * The signals are blocked before any thread starts and taken by sigwait() here, so no handler
+ * runs inside the server's threads; the first one stops accepting requests and lets those in
+ * flight finish for --grace seconds before cancelling them.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "include/sluice.h"
+#include "runtime/cli/cli.h"
+#include "runtime/cli/genopts.h"
+#include "runtime/cli/options.h"
+#include "runtime/serve/serve.h"
+
+enum {
+    SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
+    SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER, SRV_MAX_CONNECTIONS,
+    SRV_TIMEOUT, SRV_GRACE,
+};
+
+static const cli_opt serve_table[] = {
+    { 0, NULL, NULL, "server" },
+    { SRV_PARALLEL, "--parallel", "N", "sequences generated together; the plan holds a KV cache for each (default 1)" },
+    { SRV_HOST, "--host", "ADDR", "numeric address to bind (default 127.0.0.1: this machine only)" },
+    { SRV_PORT, "--port", "P", "TCP port (default 8080; 0: any free port, printed on stderr)" },
+    { SRV_PORT_FILE, "--port-file", "FILE", "write the port there once listening" },
+    { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health stays open" },
+    { SRV_MODEL_NAME, "--model-name", "NAME", "the model id /v1/models reports (default: the file name)" },
+    { SRV_TEMPLATE, "--chat-template", "T", "override the model's chat template (chatml, llama3, ...)" },
+    { SRV_QUEUE, "--queue", "N", "requests waiting for a slot before 503 (default 16)" },
+    { SRV_MAX_TOKENS, "--max-tokens", "N", "largest max_tokens a request may ask (default: the context)" },
+    { SRV_DEFAULT_MAX_TOKENS, "--default-max-tokens", "N", "when a request gives none (default 256)" },
+    { SRV_MAX_PROMPT, "--max-prompt", "N", "prompt tokens a request may bring (default: the context - 1)" },
+    { SRV_MAX_BODY, "--max-body", "BYTES", "request body limit (default 1M)" },
+    { SRV_MAX_HEADER, "--max-header", "BYTES", "request line + headers limit (default 32K)" },
+    { SRV_MAX_CONNECTIONS, "--max-connections", "N", "open connections (default 512)" },
+    { SRV_TIMEOUT, "--timeout", "S", "close a connection idle or stalled this long (default 30)" },
+    { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
+    { 0, NULL, NULL, NULL },
+};
+
+static const cli_opt *const serve_tables[] = { serve_table, gen_opt_table, gen_mem_table, cli_meta_table, NULL };
+const cli_cmd cli_cmd_serve = {
+    "serve", "an OpenAI-compatible HTTP server; concurrent requests share each forward pass",
+    "sluice serve [-m MODEL] [--ram-budget SIZE] [--parallel N] [--host 127.0.0.1] [--port 8080] [options]",
+    serve_tables,
+    "Endpoints: POST /v1/chat/completions, POST /v1/completions (\"stream\": true for server-sent events),\n"
+    "GET /v1/models, /health, /metrics.  --temp, --top-k, ... set the defaults of requests that do not say.\n"
+};
+
+typedef struct serve_args {
+    gen_opts g;
+    sl_serve_opts so;
+    const char *port_file;
+    double grace;
+} serve_args;
+
+/* One server option's value (the row op, value v).  0, or -1 after printing why. */
+static int serve_value(serve_args *a, int id, const char *o, const char *v)
+{
+    long l;
+    uint64_t sz;
+    double d;
+    switch (id) {
+    case SRV_PARALLEL: if (!cli_int(o, v, 1, 256, &l)) return -1; a->so.n_parallel = (int)l; return 0;
+    case SRV_HOST: a->so.host = v; return 0;
+    case SRV_PORT: if (!cli_int(o, v, 0, 65535, &l)) return -1; a->so.port = (int)l; return 0;
+    case SRV_PORT_FILE: a->port_file = v; return 0;
+    case SRV_API_KEY: a->so.api_key = *v ? v : NULL; return 0;
+    case SRV_MODEL_NAME: a->so.model_name = v; return 0;
+    case SRV_TEMPLATE: a->so.chat_template = v; return 0;
+    case SRV_QUEUE: if (!cli_int(o, v, 0, 100000, &l)) return -1; a->so.queue_max = (int)l; return 0;
+    case SRV_MAX_TOKENS: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.max_tokens = (int)l; return 0;
+    case SRV_DEFAULT_MAX_TOKENS: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.default_max_tokens = (int)l; return 0;
+    case SRV_MAX_PROMPT: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.max_prompt_tokens = (int)l; return 0;
+    case SRV_MAX_BODY: if (!cli_size(o, v, &sz)) return -1; a->so.max_body = (size_t)sz; return 0;
+    case SRV_MAX_HEADER:
+        if (!cli_size(o, v, &sz)) return -1;
+        if (sz < 1024) { cli_err("--max-header: at least 1K (the request line and headers must fit)"); return -1; }
+        a->so.max_header = (size_t)sz;
+        return 0;
+    case SRV_MAX_CONNECTIONS: if (!cli_int(o, v, 1, 1 << 20, &l)) return -1; a->so.max_connections = (int)l; return 0;
+    case SRV_TIMEOUT: if (!cli_int(o, v, 1, 86400, &l)) return -1; a->so.timeout_s = (int)l; return 0;
+    case SRV_GRACE: if (!cli_float(o, v, 0, 3600, &d)) return -1; a->grace = d; return 0;
+    default: return -1;
+    }
+}
+
+/* 0 to serve, 1 after --help/--version, -1 after printing an error. */
+static int parse(int argc, char **argv, serve_args *a)
+{
+    gen_opts_default(&a->g, 0);
+    sl_serve_opts_default(&a->so);
+    a->grace = 10;
+    a->so.api_key = getenv("SLUICE_API_KEY");
+    if (a->so.api_key && !*a->so.api_key) a->so.api_key = NULL;
+    for (int i = 1; i < argc; i++) {
+        const cli_opt *op = cli_find(serve_tables, argv[i]);
+        if (!op) { cli_unknown(&cli_cmd_serve, argv[i]); return -1; }
+        if (cli_meta(&cli_cmd_serve, op)) return 1;
+        int r = gen_opt_apply(argc, argv, &i, op, &a->g);
+        if (r < 0) return -1;
+        if (r > 0) continue;
+        const char *o = argv[i], *v;
+        if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
+    }
+    return gen_opts_check(&a->g) ? 0 : -1;
+}
+
+static void serve_log(void *user, int level, const char *msg)
+{
+    (void)user;
+    (void)level;
+    fprintf(stderr, "sluice serve: %s\n", msg);
+}
+
+/* Connections are file descriptors: allow as many as the hard limit permits. */
+static void raise_fd_limit(int want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+    rlim_t need = (rlim_t)want + 64;
+    if (rl.rlim_cur >= need) return;
+    rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_args a;
+    int r = parse(argc, argv, &a);
+    if (r) return r > 0 ? 0 : 2;
+    if (!a.g.model) a.g.model = cli_default_model();
+    if (!strcmp(a.so.model_name, "sluice")) {
+        const char *b = strrchr(a.g.model, '/');
+        a.so.model_name = b ? b + 1 : a.g.model;
+    }
+    sluice_params sp;
+    if (!gen_opts_params(&a.g, &sp)) return 2;
+    sp.n_parallel = a.so.n_parallel;
+    a.so.sampling = a.g.sp;   /* --temp, --top-k, ...: the defaults of requests that do not say */
+    sp.log = serve_log;
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);   /* before any thread: all of them inherit it */
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit(a.so.max_connections);
+    char err[512];
+    sluice_model *M = NULL;
+    sl_server *S = NULL;
+    int status = 1;
+    if (sluice_open(a.g.model, &sp, &M, err, sizeof err)) { cli_err("%s", err); goto done; }
+    if (sl_server_start(M, &a.so, &S, err, sizeof err)) { cli_err("%s", err); goto done; }
+    sluice_plan_info pi;
+    sluice_model_get_plan(M, &pi);
+    fprintf(stderr, "sluice serve: %s on http://%s%s%s:%d/v1 (%d slot%s, context %d, batch %d%s)\n", a.so.model_name,
+            strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S),
+            a.so.n_parallel, a.so.n_parallel == 1 ? "" : "s", pi.n_ctx, pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx, a.so.api_key ? ", API key required" : "");
+    if (pi.planned)
+        fprintf(stderr, "sluice serve: plan: predicted decode %.2f tok/s per request and %.2f tok/s aggregate with %d "
+                "requests at once (%.2f tok/s alone); `sluice plan --parallel %d` shows the budget\n", pi.pred_req_tok_s,
+                pi.pred_agg_tok_s, a.so.n_parallel, pi.pred_tok_s, a.so.n_parallel);
+    if (a.port_file) {
+        FILE *f = fopen(a.port_file, "w");
+        if (!f || fprintf(f, "%d\n", sl_server_port(S)) < 0 || fclose(f)) { cli_err("--port-file %s: %s", a.port_file, strerror(errno)); goto done; }
+    }
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "sluice serve: %s: finishing requests in flight (up to %.0f s), then exiting\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", a.grace);
+    sl_server_shutdown(S, a.grace);
+    status = 0;
+done:
+    sl_server_free(S);
+    sluice_close(M);
+    return status;
+}

@@ -1,0 +1,475 @@
+/* runtime/serve/http.c — the HTTP side of `sluice serve`: libmicrohttpd's callbacks, routing,
+ * authentication, limits, and the server's life cycle.
+ *
+ * One epoll thread serves every connection, so nothing here blocks: a generation request is
+ * handed to the scheduler and its connection suspended; the scheduler resumes it when there is
+ * text (streaming) or the answer is complete.  Limits: the body (Content-Length checked before any
+ * byte is read; a chunked body that grows past it closes the connection), the request line and
+ * headers (libmicrohttpd's connection memory: 431 past it), open connections, an idle timeout for
+ * slow or silent clients (suspended connections, which wait on the model and not on the client,
+ * do not time out), the queue (503).
+ */
+#include "runtime/serve/serve_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kernels/clock.h"
+#include "runtime/text/chat_template.h"
+
+void sl_serve_opts_default(sl_serve_opts *o)
+{
+    *o = (sl_serve_opts){ .host = "127.0.0.1", .port = 8080, .model_name = "sluice", .n_parallel = 1, .queue_max = 16,
+                          .max_body = 1u << 20, .max_header = 32u << 10, .max_connections = 512, .timeout_s = 30,
+                          .default_max_tokens = 256 };
+    sluice_sampler_params_default(&o->sampling);
+}
+
+/* Per-request state (libmicrohttpd's req_cls). */
+typedef struct req {
+    int route;
+    char *body;
+    size_t len, cap;
+    bool answered;                /* a response was queued before the body: ignore the rest */
+    job *j;                       /* generation requests, once parsed */
+} req;
+
+enum { R_NONE, R_HEALTH, R_MODELS, R_METRICS, R_COMPLETIONS, R_CHAT };
+
+/* ---- responses ---------------------------------------------------------------------------------- */
+
+static enum MHD_Result send_buf(sl_server *s, struct MHD_Connection *c, int status, char *body, size_t len, const char *type)
+{
+    if (!body) { body = strdup("{}"); len = 2; }
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) { free(body); return MHD_NO; }
+    MHD_add_response_header(r, "Content-Type", type);
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    pthread_mutex_lock(&s->mu);
+    s->met.bytes_sent += len;
+    if (status >= 400) s->met.requests[status == 503 ? 2 : status < 500 ? 1 : 4]++;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static enum MHD_Result send_error(sl_server *s, struct MHD_Connection *c, int status, const char *msg)
+{
+    size_t len;
+    char *b = oai_error_body(status, msg, &len);
+    return send_buf(s, c, status, b, len, "application/json");
+}
+
+static enum MHD_Result send_json(sl_server *s, struct MHD_Connection *c, char *body, size_t len)
+{
+    return send_buf(s, c, 200, body, len, "application/json");
+}
+
+/* ---- the small endpoints ------------------------------------------------------------------------- */
+
+static enum MHD_Result health(sl_server *s, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&s->mu);
+    int active = s->active, q = s->q_len;
+    bool stopping = s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    char *b = NULL;
+    int n = asprintf(&b, "{\"status\":\"%s\",\"slots\":%d,\"slots_busy\":%d,\"queued\":%d}",
+                     stopping ? "stopping" : "ok", s->o.n_parallel, active, q);
+    return send_buf(s, c, stopping ? 503 : 200, n < 0 ? NULL : b, n < 0 ? 0 : (size_t)n, "application/json");
+}
+
+static enum MHD_Result models(sl_server *s, struct MHD_Connection *c)
+{
+    char *b = NULL;
+    int n = asprintf(&b, "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":0,"
+                     "\"owned_by\":\"sluice\",\"context_length\":%d}]}", s->o.model_name, s->n_ctx);
+    return send_json(s, c, n < 0 ? NULL : b, n < 0 ? 0 : (size_t)n);
+}
+
+static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&s->mu);
+    serve_metrics m = s->met;
+    int active = s->active, q = s->q_len;
+    pthread_mutex_unlock(&s->mu);
+    static const char *outcome[5] = { "ok", "client_error", "overloaded", "cancelled", "server_error" };
+    char *b = malloc(8192);
+    if (!b) return MHD_NO;
+    size_t n = 0, cap = 8192;
+#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    OUT("# HELP sluice_requests_total Generation and API requests by outcome.\n# TYPE sluice_requests_total counter\n");
+    for (int i = 0; i < 5; i++) OUT("sluice_requests_total{outcome=\"%s\"} %" PRIu64 "\n", outcome[i], m.requests[i]);
+    OUT("# HELP sluice_prompt_tokens_total Prompt tokens evaluated.\n# TYPE sluice_prompt_tokens_total counter\n"
+        "sluice_prompt_tokens_total %" PRIu64 "\n", m.prompt_tokens);
+    OUT("# HELP sluice_completion_tokens_total Tokens generated.\n# TYPE sluice_completion_tokens_total counter\n"
+        "sluice_completion_tokens_total %" PRIu64 "\n", m.completion_tokens);
+    OUT("# HELP sluice_passes_total Forward passes (each reads the streamed weights once).\n"
+        "# TYPE sluice_passes_total counter\nsluice_passes_total %" PRIu64 "\n", m.passes);
+    OUT("# HELP sluice_pass_tokens_total Tokens carried by the forward passes.\n# TYPE sluice_pass_tokens_total counter\n"
+        "sluice_pass_tokens_total %" PRIu64 "\n", m.pass_tokens);
+    OUT("# HELP sluice_tokens_per_pass Mean tokens per forward pass.\n# TYPE sluice_tokens_per_pass gauge\n"
+        "sluice_tokens_per_pass %.3f\n", m.passes ? (double)m.pass_tokens / (double)m.passes : 0.0);
+    OUT("# HELP sluice_stream_bytes_read_total Weight bytes streamed from disk.\n"
+        "# TYPE sluice_stream_bytes_read_total counter\nsluice_stream_bytes_read_total %" PRIu64 "\n", m.stream_bytes);
+    OUT("# HELP sluice_response_bytes_total Response bytes sent.\n# TYPE sluice_response_bytes_total counter\n"
+        "sluice_response_bytes_total %" PRIu64 "\n", m.bytes_sent);
+    OUT("# HELP sluice_queue_length Requests waiting for a slot.\n# TYPE sluice_queue_length gauge\n"
+        "sluice_queue_length %d\n", q);
+    OUT("# HELP sluice_slots_busy Slots generating.\n# TYPE sluice_slots_busy gauge\nsluice_slots_busy %d\n", active);
+    OUT("# HELP sluice_slots Slots (--parallel).\n# TYPE sluice_slots gauge\nsluice_slots %d\n", s->o.n_parallel);
+#undef OUT
+    if (n >= cap) n = cap - 1;
+    return send_buf(s, c, 200, b, n, "text/plain; version=0.0.4");
+}
+
+/* ---- generation ---------------------------------------------------------------------------------- */
+
+/* Streaming body: the next SSE bytes, or suspend until the scheduler has some (return 0). */
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    job *j = cls;
+    sl_server *s = j->srv;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (j->sse_off < j->sse_len) {
+            size_t n = j->sse_len - j->sse_off < max ? j->sse_len - j->sse_off : max;
+            memcpy(buf, j->sse + j->sse_off, n);
+            j->sse_off += n;
+            s->met.bytes_sent += n;
+            pthread_mutex_unlock(&s->mu);
+            return (ssize_t)n;
+        }
+        free(j->sse);
+        j->sse = NULL;
+        j->sse_len = j->sse_off = 0;
+        if (j->sse_stage == 0) {
+            j->sse_stage = 1;
+            if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, true, FINISH_NONE, &j->sse_len);
+        } else if (j->sse_stage == 1 && j->sent < j->text_len) {
+            j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, false, FINISH_NONE, &j->sse_len);
+            j->sent = j->text_len;
+        } else if (j->sse_stage == 1 && j->state == JOB_DONE) {
+            j->sse_stage = 2;
+            j->sse = oai_sse_chunk(s, j, "", 0, false, j->finish, &j->sse_len);
+        } else if (j->sse_stage == 2) {
+            j->sse_stage = 3;
+            if (j->include_usage) j->sse = oai_sse_usage(s, j, &j->sse_len);
+        } else if (j->sse_stage == 3) {
+            j->sse_stage = 4;
+            j->sse = strdup("data: [DONE]\n\n");
+            j->sse_len = j->sse ? strlen(j->sse) : 0;
+        } else if (j->sse_stage == 4) {
+            pthread_mutex_unlock(&s->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        } else {
+            /* nothing yet: park the connection; the scheduler resumes it (under the same lock, so
+             * no wake-up is lost between this check and the suspension) */
+            j->suspended = true;
+            MHD_suspend_connection(j->conn);
+            pthread_mutex_unlock(&s->mu);
+            return 0;
+        }
+    }
+}
+
+static void sse_free(void *cls)
+{
+    job *j = cls;
+    job_unref(j->srv, j);
+}
+
+static enum MHD_Result start_generation(sl_server *s, struct MHD_Connection *c, req *rq)
+{
+    job *j = job_new();
+    if (!j) return send_error(s, c, 500, "out of memory");
+    pthread_mutex_lock(&s->mu);
+    s->open_jobs++;
+    pthread_mutex_unlock(&s->mu);
+    j->srv = s;
+    j->conn = c;
+    rq->j = j;
+    char msg[512];
+    int st = oai_parse_request(s, rq->route == R_CHAT ? JOB_CHAT : JOB_COMPLETION, rq->body ? rq->body : "", rq->len, j,
+                               msg, sizeof msg);
+    free(rq->body);
+    rq->body = NULL;
+    if (st) return send_error(s, c, st, msg);
+    static uint64_t counter;
+    snprintf(j->id, sizeof j->id, "%s-%" PRIx64 "%04" PRIx64, j->kind == JOB_CHAT ? "chatcmpl" : "cmpl", sl_now_ns(),
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffff);
+    j->created = time(NULL);
+    int rc = sched_submit(s, j);
+    if (rc == -EBUSY) return send_error(s, c, 503, "the server is busy: every slot is generating and the queue is full; retry later");
+    if (rc) return send_error(s, c, 503, "the server is shutting down");
+    if (!j->stream) {
+        pthread_mutex_lock(&s->mu);
+        if (j->state != JOB_DONE) {
+            j->suspended = true;
+            MHD_suspend_connection(c);
+        }
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&s->mu);
+    j->refs++;   /* the response's */
+    pthread_mutex_unlock(&s->mu);
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_reader, j, sse_free);
+    if (!r) { job_unref(s, j); return MHD_NO; }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* A resumed non-streaming request: its answer, or suspend again. */
+static enum MHD_Result finish_generation(sl_server *s, struct MHD_Connection *c, job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    if (j->state != JOB_DONE) {
+        j->suspended = true;
+        MHD_suspend_connection(c);
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (j->finish == FINISH_ERROR) return send_error(s, c, 500, j->err[0] ? j->err : "generation failed");
+    if (j->finish == FINISH_CANCELLED) return send_error(s, c, 503, "the request was cancelled: the server is shutting down");
+    size_t len;
+    char *b = oai_response(s, j, &len);
+    if (!b) return send_error(s, c, 500, "out of memory");
+    return send_json(s, c, b, len);
+}
+
+/* ---- routing ------------------------------------------------------------------------------------- */
+
+/* Constant-time comparison of the presented bearer token with the key: the time depends only on
+ * the key's length, never on how much of it matched. */
+static bool key_ok(const char *key, const char *auth)
+{
+    if (!auth || strncmp(auth, "Bearer ", 7)) return false;
+    const char *got = auth + 7;
+    size_t kl = strlen(key), gl = strlen(got);
+    unsigned char d = kl != gl;
+    for (size_t i = 0; i < kl; i++) d |= (unsigned char)(key[i] ^ (i < gl ? got[i] : 0));
+    return d == 0;
+}
+
+static int route_of(const char *url, const char *method, bool *method_ok)
+{
+    static const struct { const char *url, *method; int route; } routes[] = {
+        { "/health", "GET", R_HEALTH }, { "/v1/models", "GET", R_MODELS }, { "/metrics", "GET", R_METRICS },
+        { "/v1/completions", "POST", R_COMPLETIONS }, { "/v1/chat/completions", "POST", R_CHAT },
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+        if (!strcmp(url, routes[i].url)) {
+            *method_ok = !strcmp(method, routes[i].method);
+            return routes[i].route;
+        }
+    *method_ok = true;
+    return R_NONE;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *data, size_t *data_size, void **req_cls)
+{
+    (void)version;
+    sl_server *s = cls;
+    req *rq = *req_cls;
+    if (!rq) {   /* headers are in: decide now whether to read a body at all */
+        if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
+        *req_cls = rq;
+        bool method_ok;
+        rq->route = route_of(url, method, &method_ok);
+        rq->answered = true;
+        if (rq->route == R_NONE) return send_error(s, c, 404, "no such endpoint (see GET /v1/models, POST /v1/chat/completions)");
+        if (!method_ok) return send_error(s, c, 405, "wrong method for this endpoint");
+        if (s->o.api_key && rq->route != R_HEALTH &&
+            !key_ok(s->o.api_key, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+            return send_error(s, c, 401, "missing or wrong API key (Authorization: Bearer KEY)");
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
+            char m[160];
+            snprintf(m, sizeof m, "the request body (%.24s bytes) is larger than this server accepts (%zu)", cl, s->o.max_body);
+            return send_error(s, c, 413, m);
+        }
+        rq->answered = false;
+        return MHD_YES;
+    }
+    if (rq->answered) {   /* refused from its headers: whatever body follows is dropped */
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (*data_size) {   /* a piece of the body */
+        size_t n = *data_size;
+        *data_size = 0;
+        if (rq->len + n > s->o.max_body) return MHD_NO;   /* a chunked body past the limit: cut off */
+        if (rq->len + n + 1 > rq->cap) {
+            size_t nc = rq->cap ? rq->cap : 4096;
+            while (nc < rq->len + n + 1) nc *= 2;
+            char *p = realloc(rq->body, nc);
+            if (!p) return MHD_NO;
+            rq->body = p;
+            rq->cap = nc;
+        }
+        memcpy(rq->body + rq->len, data, n);
+        rq->len += n;
+        rq->body[rq->len] = 0;
+        return MHD_YES;
+    }
+    switch (rq->route) {
+    case R_HEALTH: return health(s, c);
+    case R_MODELS: return models(s, c);
+    case R_METRICS: return metrics(s, c);
+    default: return rq->j ? finish_generation(s, c, rq->j) : start_generation(s, c, rq);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode why)
+{
+    (void)c;
+    (void)why;
+    sl_server *s = cls;
+    req *rq = *req_cls;
+    if (!rq) return;
+    if (rq->j) {
+        pthread_mutex_lock(&s->mu);
+        rq->j->gone = true;   /* a request still generating is cancelled: its slot is freed */
+        rq->j->suspended = false;
+        pthread_cond_broadcast(&s->cv);
+        job_unref_locked(s, rq->j);
+        pthread_mutex_unlock(&s->mu);
+    }
+    free(rq->body);
+    free(rq);
+    *req_cls = NULL;
+}
+
+/* ---- life cycle ---------------------------------------------------------------------------------- */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    fprintf(stderr, "sluice serve: http: ");
+    vfprintf(stderr, fmt, ap);
+}
+
+int sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, char *err, size_t errlen)
+{
+    sl_server *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    s->M = M;
+    s->o = *o;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    sluice_model_info info;
+    sluice_model_get_info(M, &info);
+    sluice_plan_info pi;
+    sluice_model_get_plan(M, &pi);
+    s->n_ctx = pi.n_ctx;
+    s->n_batch = pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx;
+    s->n_vocab = info.n_vocab;
+    if (s->o.max_prompt_tokens <= 0 || s->o.max_prompt_tokens > s->n_ctx - 1) s->o.max_prompt_tokens = s->n_ctx - 1;
+    if (s->o.max_tokens <= 0 || s->o.max_tokens > s->n_ctx) s->o.max_tokens = s->n_ctx;
+    if (s->o.default_max_tokens > s->o.max_tokens) s->o.default_max_tokens = s->o.max_tokens;
+    const char *tt = o->chat_template ? o->chat_template : info.chat_template;
+    s->tmpl = tt ? sl_chat_template_detect(tt) : SL_TMPL_UNKNOWN;
+    if (s->tmpl == SL_TMPL_UNKNOWN) {
+        if (o->chat_template) {
+            snprintf(err, errlen, "--chat-template: unknown template '%s' (known: %s)", o->chat_template,
+                     sl_chat_template_names());
+            sl_server_free(s);
+            return -EINVAL;
+        }
+        s->tmpl = SL_TMPL_PLAIN;
+    }
+    s->tmpl_end_tok = -1;
+    const char *et = sl_chat_template_end_token(s->tmpl);
+    int32_t id[2];
+    if (et && sluice_tokenize(M, et, -1, SLUICE_TOK_PARSE_SPECIAL, id, 2) == 1) s->tmpl_end_tok = id[0];
+
+    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", o->port);
+    int gr = getaddrinfo(o->host, port, &hints, &ai);
+    if (gr) {
+        snprintf(err, errlen, "--host %s: not a numeric IPv4 or IPv6 address (%s)", o->host, gai_strerror(gr));
+        sl_server_free(s);
+        return -EINVAL;
+    }
+    int rc = sched_start(s, err, errlen);
+    if (rc) { freeaddrinfo(ai); sl_server_free(s); return rc; }
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->max_header,
+                            MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->d) {
+        int e = errno ? errno : EADDRINUSE;
+        snprintf(err, errlen, "cannot listen on %s port %d: %s", o->host, o->port, strerror(e));
+        sl_server_free(s);
+        return -e;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : o->port;
+    *out = s;
+    return 0;
+}
+
+int sl_server_port(const sl_server *s) { return s->port; }
+
+void sl_server_shutdown(sl_server *s, double grace_s)
+{
+    if (!s->d) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;   /* new generation requests get 503; /health says "stopping" */
+    uint64_t end = sl_now_ns() + (uint64_t)(grace_s * 1e9);
+    while ((s->active || s->q_len) && sl_now_ns() < end) {
+        pthread_mutex_unlock(&s->mu);
+        struct timespec ts = { 0, 20 * 1000000L };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    sched_stop(s);   /* cancels what is left; every waiting connection is resumed with its answer */
+    /* let the resumed connections send their last bytes (bounded) before the daemon goes */
+    uint64_t end2 = sl_now_ns() + 2000000000ull;
+    pthread_mutex_lock(&s->mu);
+    while (s->open_jobs > 0 && sl_now_ns() < end2) {
+        pthread_mutex_unlock(&s->mu);
+        struct timespec ts = { 0, 20 * 1000000L };
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    MHD_stop_daemon(s->d);
+    s->d = NULL;
+}
+
+void sl_server_free(sl_server *s)
+{
+    if (!s) return;
+    if (s->d) sl_server_shutdown(s, 0);
+    sched_stop(s);
+    free(s->queue);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}

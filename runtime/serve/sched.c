@@ -1,0 +1,400 @@
+/* runtime/serve/sched.c — the scheduler: n_parallel slots, one forward pass at a time.
+ *
+ * Each pass carries, for every slot that is decoding, its next token, and then chunks of the
+ * prompts of slots still prefilling, up to the batch's n_batch tokens (continuous batching: a
+ * request admitted now is in the very next pass).  After the pass each slot whose prompt is done
+ * samples its next token with its own sampler, and the text released to the job (whole UTF-8
+ * characters, nothing that could still turn out to be the start of a stop string) wakes the
+ * job's suspended connection.  The model is only ever touched by this thread; the server mutex is
+ * dropped around the pass, which is where the time goes.
+ */
+#include "runtime/serve/serve_internal.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/clock.h"
+
+typedef struct slot {
+    sluice_ctx *c;
+    sluice_sampler *smp;
+    job *j;                       /* NULL: free */
+    int fed;                      /* prompt tokens evaluated */
+    int32_t next;                 /* the sampled token the next pass evaluates */
+    int span;                     /* index in the current batch, -1: not in it */
+    char pend[8];                 /* bytes of an incomplete UTF-8 character */
+    size_t pend_len;
+    char *raw;                    /* all clean text generated (the stop-string search runs over it) */
+    size_t raw_len, raw_cap, released;
+} slot;
+
+typedef struct sched sched;
+struct sched {
+    sluice_batch *b;
+    slot *slots;
+    int n, rr;                    /* slots; where the next prompt chunk search starts */
+    struct MHD_Connection **wake; /* connections to resume after the lock is dropped */
+    int n_wake;
+    uint64_t t_stats_ns;          /* when the stream figures of /metrics were last read */
+};
+
+/* ---- text -------------------------------------------------------------------------------------- */
+
+/* Contract: serve_internal.h. */
+size_t utf8_clean(const char *in, size_t n, char *out, size_t *used)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        int need = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
+        if (need < 0) { memcpy(out + o, "\xEF\xBF\xBD", 3); o += 3; i++; continue; }
+        size_t k = 1;
+        bool ok = true;
+        for (; k <= (size_t)need && i + k < n; k++) {
+            unsigned char d = s[i + k];
+            bool lo_ok = (d & 0xC0) == 0x80;
+            if (k == 1 && c == 0xE0 && d < 0xA0) lo_ok = false;   /* overlong */
+            if (k == 1 && c == 0xED && d > 0x9F) lo_ok = false;   /* surrogate */
+            if (k == 1 && c == 0xF0 && d < 0x90) lo_ok = false;
+            if (k == 1 && c == 0xF4 && d > 0x8F) lo_ok = false;
+            if (!lo_ok) { ok = false; break; }
+        }
+        if (!ok) { memcpy(out + o, "\xEF\xBF\xBD", 3); o += 3; i++; continue; }
+        if (k <= (size_t)need) break;   /* incomplete at the end: wait for more bytes */
+        memcpy(out + o, s + i, (size_t)need + 1);
+        o += (size_t)need + 1;
+        i += (size_t)need + 1;
+    }
+    *used = i;
+    return o;
+}
+
+static bool grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < need) nc *= 2;
+    char *p = realloc(*buf, nc);
+    if (!p) return false;
+    *buf = p;
+    *cap = nc;
+    return true;
+}
+
+/* ---- jobs -------------------------------------------------------------------------------------- */
+
+job *job_new(void)
+{
+    job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->refs = 1;
+    j->end_tok = -1;
+    return j;
+}
+
+void job_unref_locked(sl_server *s, job *j)
+{
+    if (--j->refs > 0) return;
+    free(j->prompt);
+    for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    free(j->text);
+    free(j->out_toks);
+    free(j->sse);
+    free(j);
+    s->open_jobs--;
+    pthread_cond_broadcast(&s->cv);
+}
+
+void job_unref(sl_server *s, job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    job_unref_locked(s, j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The job's connection waits for it: resume it once the lock is dropped. */
+static void wake(sl_server *s, job *j)
+{
+    if (!j->suspended || j->gone) return;
+    j->suspended = false;
+    s->sch->wake[s->sch->n_wake++] = j->conn;
+}
+
+/* Release raw[released..upto) of the slot's text to its job. */
+static void release(sl_server *s, slot *sl, size_t upto)
+{
+    job *j = sl->j;
+    size_t n = upto - sl->released;
+    if (!n) return;
+    if (!grow(&j->text, &j->text_cap, j->text_len + n + 1)) return;   /* out of memory: the text stays held */
+    memcpy(j->text + j->text_len, sl->raw + sl->released, n);
+    j->text_len += n;
+    j->text[j->text_len] = 0;
+    sl->released = upto;
+    wake(s, j);
+}
+
+static void finish(sl_server *s, slot *sl, int why, const char *err)
+{
+    job *j = sl->j;
+    if (sl->pend_len && grow(&sl->raw, &sl->raw_cap, sl->raw_len + 4)) {   /* a character cut short: U+FFFD */
+        memcpy(sl->raw + sl->raw_len, "\xEF\xBF\xBD", 3);
+        sl->raw_len += 3;
+        sl->pend_len = 0;
+    }
+    release(s, sl, sl->raw_len);   /* what was held back as a possible stop-string start */
+    j->finish = why;
+    if (err) snprintf(j->err, sizeof j->err, "%s", err);
+    j->state = JOB_DONE;
+    j->t_done_ns = sl_now_ns();
+    s->met.requests[why == FINISH_CANCELLED ? 3 : why == FINISH_ERROR ? 4 : 0]++;
+    wake(s, j);
+    j->suspended = false;
+    job_unref_locked(s, j);
+    sl->j = NULL;
+    s->active--;
+}
+
+/* Append a token's text; cut at a stop string (true: one was found). */
+static bool add_text(sl_server *s, slot *sl, const char *piece, size_t n)
+{
+    char tmp[sizeof sl->pend + 512], clean[3 * sizeof tmp];
+    if (n > 512) n = 512;
+    memcpy(tmp, sl->pend, sl->pend_len);
+    memcpy(tmp + sl->pend_len, piece, n);
+    size_t tn = sl->pend_len + n, used;
+    size_t cn = utf8_clean(tmp, tn, clean, &used);
+    sl->pend_len = tn - used;
+    if (sl->pend_len > sizeof sl->pend) {   /* cannot happen: at most 3 bytes are held */
+        sl->pend_len = 0;
+    }
+    memcpy(sl->pend, tmp + used, sl->pend_len);
+    if (!grow(&sl->raw, &sl->raw_cap, sl->raw_len + cn + 1)) return false;
+    size_t old = sl->raw_len;
+    memcpy(sl->raw + sl->raw_len, clean, cn);
+    sl->raw_len += cn;
+    job *j = sl->j;
+    size_t cut = SIZE_MAX, hold = 0;
+    for (int i = 0; i < j->n_stop; i++) {
+        size_t L = strlen(j->stop[i]);
+        size_t from = old >= L ? old - L + 1 : 0;
+        for (size_t p = from; p + L <= sl->raw_len; p++)
+            if (!memcmp(sl->raw + p, j->stop[i], L)) { if (p < cut) cut = p; break; }
+        for (size_t k = L - 1; k > hold; k--)   /* the text ends with the first k bytes of the stop string */
+            if (k <= sl->raw_len && !memcmp(sl->raw + sl->raw_len - k, j->stop[i], k)) { hold = k; break; }
+    }
+    if (cut != SIZE_MAX) {
+        sl->raw_len = cut;
+        release(s, sl, cut);
+        return true;
+    }
+    release(s, sl, sl->raw_len - hold);
+    return false;
+}
+
+/* After a pass in which the slot's prompt is complete: sample, report, decide whether it goes on. */
+static void step(sl_server *s, slot *sl)
+{
+    job *j = sl->j;
+    int32_t id = sluice_sample(sl->smp, sl->c);
+    if (id < 0) { finish(s, sl, FINISH_ERROR, "sampling failed"); return; }
+    if (!j->t_first_ns) j->t_first_ns = sl_now_ns();
+    s->met.completion_tokens++;
+    if (j->n_out == j->out_cap) {
+        int nc = j->out_cap ? 2 * j->out_cap : 64;
+        int32_t *p = realloc(j->out_toks, (size_t)nc * sizeof *p);
+        if (!p) { finish(s, sl, FINISH_ERROR, "out of memory"); return; }
+        j->out_toks = p;
+        j->out_cap = nc;
+    }
+    j->out_toks[j->n_out++] = id;
+    /* a non-streaming connection waits suspended, where libmicrohttpd cannot see its client leave:
+     * wake it each token so that a closed socket is noticed (it suspends again at once) */
+    if (!j->stream) wake(s, j);
+    if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return; }
+    char piece[512];
+    int pl = sluice_token_piece(s->M, id, false, piece, sizeof piece);
+    if (pl > (int)sizeof piece) pl = sizeof piece;
+    if (pl > 0 && add_text(s, sl, piece, (size_t)pl)) { finish(s, sl, FINISH_STOP, NULL); return; }
+    if (j->n_out >= j->max_tokens || sluice_n_past(sl->c) >= s->n_ctx) { finish(s, sl, FINISH_LENGTH, NULL); return; }
+    sl->next = id;
+}
+
+static void start(sl_server *s, slot *sl, job *j)
+{
+    sluice_reset(sl->c);
+    sluice_sampler_free(sl->smp);
+    sl->smp = sluice_sampler_new(s->M, &j->sp);
+    sl->j = j;
+    sl->fed = 0;
+    sl->pend_len = 0;
+    sl->raw_len = sl->released = 0;
+    s->active++;
+    j->state = JOB_RUNNING;
+    if (!sl->smp) finish(s, sl, FINISH_ERROR, "out of memory");
+}
+
+int sched_submit(sl_server *s, job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    if (s->stopping) rc = -ESHUTDOWN;
+    else if (s->q_len >= s->o.queue_max + (s->o.n_parallel - s->active)) rc = -EBUSY;
+    else {
+        j->state = JOB_QUEUED;
+        j->t_queued_ns = sl_now_ns();
+        j->refs++;
+        s->queue[(s->q_head + s->q_len++) % (s->o.queue_max + s->o.n_parallel)] = j;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Under mu: cancel what must be, admit what can be.  Returns the active slot count. */
+static int admit(sl_server *s)
+{
+    sched *sc = s->sch;
+    for (int i = 0; i < sc->n; i++)
+        if (sc->slots[i].j && (sc->slots[i].j->gone || s->cancel_all)) finish(s, &sc->slots[i], FINISH_CANCELLED, NULL);
+    const int qcap = s->o.queue_max + s->o.n_parallel;
+    while (s->q_len && (s->active < sc->n || s->cancel_all)) {
+        job *j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % qcap;
+        s->q_len--;
+        if (j->gone || s->cancel_all) {
+            j->state = JOB_DONE;
+            j->finish = FINISH_CANCELLED;
+            s->met.requests[3]++;
+            wake(s, j);
+            job_unref_locked(s, j);
+            continue;
+        }
+        for (int i = 0; i < sc->n; i++)
+            if (!sc->slots[i].j) { start(s, &sc->slots[i], j); break; }
+    }
+    return s->active;
+}
+
+/* Under mu: the next pass's spans.  Decoding slots first (one token each), then prompt chunks. */
+static void fill_batch(sl_server *s)
+{
+    sched *sc = s->sch;
+    sluice_batch_clear(sc->b);
+    int room = s->n_batch;
+    for (int i = 0; i < sc->n; i++) sc->slots[i].span = -1;
+    for (int k = 0; k < sc->n; k++) {   /* (rotating: a batch smaller than the slots serves each in turn) */
+        slot *sl = &sc->slots[(sc->rr + k) % sc->n];
+        if (!sl->j || sl->fed < sl->j->n_prompt || room < 1) continue;
+        sl->span = sluice_batch_add(sc->b, sl->c, &sl->next, 1, false);
+        if (sl->span >= 0) room--;
+    }
+    for (int k = 0; k < sc->n && room > 0; k++) {
+        slot *sl = &sc->slots[(sc->rr + k) % sc->n];
+        if (!sl->j || sl->fed >= sl->j->n_prompt) continue;
+        int n = sl->j->n_prompt - sl->fed < room ? sl->j->n_prompt - sl->fed : room;
+        sl->span = sluice_batch_add(sc->b, sl->c, sl->j->prompt + sl->fed, n, false);
+        if (sl->span < 0) continue;
+        sl->fed += n;
+        room -= n;
+        if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)sl->j->n_prompt;
+    }
+    sc->rr = (sc->rr + 1) % sc->n;
+}
+
+static void flush_wakes(sl_server *s)
+{
+    sched *sc = s->sch;
+    int n = sc->n_wake;
+    sc->n_wake = 0;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < n; i++) MHD_resume_connection(sc->wake[i]);
+    pthread_mutex_lock(&s->mu);
+}
+
+static void *sched_main(void *arg)
+{
+    sl_server *s = arg;
+    sched *sc = s->sch;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int active = admit(s);
+        flush_wakes(s);
+        if (!active && s->sched_exit && !s->q_len) break;
+        if (!active) {
+            if (!s->q_len) pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        fill_batch(s);
+        int nt = sluice_batch_n_tokens(sc->b);
+        pthread_mutex_unlock(&s->mu);
+        int rc = nt ? sluice_batch_eval(sc->b) : 0;
+        pthread_mutex_lock(&s->mu);
+        s->met.passes++;
+        s->met.pass_tokens += (uint64_t)nt;
+        if (sl_now_ns() - sc->t_stats_ns > 100000000ull) {   /* (the figures read /proc: not every pass) */
+            sluice_stats st;
+            sluice_get_stats(s->M, NULL, &st);
+            s->met.stream_bytes = st.stream_bytes_read;
+            sc->t_stats_ns = sl_now_ns();
+        }
+        for (int i = 0; i < sc->n; i++) {
+            slot *sl = &sc->slots[i];
+            if (!sl->j || sl->span < 0) continue;
+            if (rc) finish(s, sl, rc == -ECANCELED ? FINISH_CANCELLED : FINISH_ERROR, sluice_batch_error(sc->b));
+            else if (sl->fed == sl->j->n_prompt) step(s, sl);
+        }
+        if (rc == -ECANCELED && !s->cancel_all) sluice_batch_uncancel(sc->b);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int sched_start(sl_server *s, char *err, size_t errlen)
+{
+    sched *sc = calloc(1, sizeof *sc);
+    if (!sc) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    s->sch = sc;
+    sc->n = s->o.n_parallel;
+    sc->slots = calloc((size_t)sc->n, sizeof *sc->slots);
+    sc->wake = calloc((size_t)(sc->n + s->o.queue_max + s->o.n_parallel) + 1, sizeof *sc->wake);
+    s->queue = calloc((size_t)(s->o.queue_max + s->o.n_parallel), sizeof *s->queue);
+    if (!sc->slots || !sc->wake || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    int rc = sluice_batch_new(s->M, 0, sc->n, 0, &sc->b, err, errlen);
+    if (rc) return rc;
+    for (int i = 0; i < sc->n; i++)
+        if ((rc = sluice_ctx_new_seq(s->M, &sc->slots[i].c, err, errlen))) return rc;
+    if ((rc = pthread_create(&s->sched, NULL, sched_main, s))) {
+        snprintf(err, errlen, "cannot start the scheduler thread: %s", strerror(rc));
+        return -rc;
+    }
+    s->sched_started = true;
+    return 0;
+}
+
+void sched_stop(sl_server *s)
+{
+    sched *sc = s->sch;
+    if (!sc) return;
+    pthread_mutex_lock(&s->mu);
+    s->cancel_all = s->sched_exit = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (sc->b) sluice_batch_cancel(sc->b);
+    if (s->sched_started) pthread_join(s->sched, NULL);
+    s->sched_started = false;
+    for (int i = 0; i < sc->n; i++) {
+        sluice_ctx_free(sc->slots[i].c);
+        sluice_sampler_free(sc->slots[i].smp);
+        free(sc->slots[i].raw);
+    }
+    sluice_batch_free(sc->b);
+    free(sc->slots);
+    free(sc->wake);
+    free(sc);
+    s->sch = NULL;
+}

@@ -1,0 +1,48 @@
+/* runtime/serve/serve.h — `sluice serve`: an OpenAI-compatible HTTP server over the C API.
+ *
+ * Concurrent requests share each forward pass (sluice_batch): up to n_parallel sequences decode
+ * together, a new request's prompt is evaluated in chunks inside the same passes as the others'
+ * tokens (continuous batching), and every sequence's tokens are those it would get alone.  HTTP is
+ * libmicrohttpd (one epoll thread; streaming connections are suspended while they wait for tokens),
+ * JSON is jansson.  The model runs on one scheduler thread (runtime/serve/sched.c).
+ */
+#ifndef SL_SERVE_H
+#define SL_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "include/sluice.h"
+
+typedef struct sl_serve_opts {
+    const char *host;           /* address to bind (default 127.0.0.1) */
+    int port;                   /* 0: any free port (sl_server_port says which) */
+    const char *api_key;        /* NULL: no authentication; else "Authorization: Bearer KEY" on /v1 and /metrics */
+    const char *model_name;     /* the id /v1/models reports */
+    int n_parallel;             /* sequences decoded together (the model was opened for as many) */
+    int queue_max;              /* requests waiting for a slot beyond n_parallel; more get 503 */
+    size_t max_body;            /* bytes of a request body; larger: 413 */
+    size_t max_header;          /* bytes of the request line + headers (connection memory); larger: 431 */
+    int max_connections;        /* open connections; more are refused at accept */
+    int timeout_s;              /* an idle or slow connection is closed after this many seconds */
+    int max_prompt_tokens;      /* 0: the context size - 1 */
+    int max_tokens;             /* largest max_tokens a request may ask (0: the context size) */
+    int default_max_tokens;     /* when a request gives none */
+    const char *chat_template;  /* NULL: the model's (or the plain one) */
+    sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
+} sl_serve_opts;
+
+void sl_serve_opts_default(sl_serve_opts *o);
+
+typedef struct sl_server sl_server;
+
+/* Bind and start answering.  0 or -errno with a message in err. */
+int  sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, char *err, size_t errlen);
+int  sl_server_port(const sl_server *s);
+/* Stop accepting requests; let those in flight finish for up to grace_s seconds, then cancel them
+ * (their clients get what was generated and finish_reason "cancelled"); return when every
+ * connection is closed or given up on. */
+void sl_server_shutdown(sl_server *s, double grace_s);
+void sl_server_free(sl_server *s);
+
+#endif

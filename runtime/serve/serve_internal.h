@@ -1,0 +1,125 @@
+/* runtime/serve/serve_internal.h — what the HTTP side (http.c), the request translation (oai.c)
+ * and the scheduler (sched.c) share.
+ *
+ * A job is one generation request.  It is referenced by the connection (until libmicrohttpd says
+ * the request is complete), by a streaming response (until the response is destroyed) and by the
+ * scheduler (from admission until it lets go of the slot); the last reference frees it.  Every
+ * field below `mu` in sl_server, and the job fields marked (mu), are guarded by the server mutex.
+ */
+#ifndef SL_SERVE_INTERNAL_H
+#define SL_SERVE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "include/sluice.h"
+#include "runtime/serve/serve.h"
+
+#define SERVE_MAX_STOP 4          /* stop strings per request (OpenAI allows up to 4) */
+#define SERVE_MAX_STOP_LEN 256
+
+enum job_kind { JOB_COMPLETION, JOB_CHAT };
+enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+enum job_finish { FINISH_NONE, FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR };
+
+typedef struct job {
+    /* the request, fixed once queued */
+    int kind;
+    bool stream, include_usage, return_tokens;
+    int32_t *prompt;
+    int n_prompt;
+    int max_tokens;
+    sluice_sampler_params sp;
+    char *stop[SERVE_MAX_STOP + 1];  /* the request's, then the chat template's */
+    int n_stop;
+    int32_t end_tok;              /* the chat template's end-of-turn token, or -1 */
+    char id[48];
+    time_t created;
+    struct MHD_Connection *conn;
+    struct sl_server *srv;
+
+    /* (mu) */
+    int refs;
+    int state;
+    int finish;
+    char err[256];                /* FINISH_ERROR: what happened */
+    bool gone;                    /* the client disconnected (or the request ended) */
+    bool suspended;               /* the connection is suspended waiting for this job */
+    char *text;                   /* generated text released so far (stop strings cut, whole UTF-8) */
+    size_t text_len, text_cap;
+    size_t sent;                  /* streaming: bytes of text already sent */
+    int32_t *out_toks;            /* generated token ids */
+    int n_out, out_cap;
+    uint64_t t_queued_ns, t_first_ns, t_done_ns;
+
+    /* streaming response state (only the MHD thread touches these) */
+    char *sse;                    /* formatted bytes not yet handed to MHD */
+    size_t sse_len, sse_off;
+    int sse_stage;                /* 0 role chunk due, 1 content, 2 final sent, 3 [DONE] sent */
+    size_t body_len;              /* non-streaming: response built */
+} job;
+
+typedef struct serve_metrics {
+    uint64_t requests[6];         /* by outcome: 0 ok, 1 4xx, 2 503, 3 cancelled, 4 error, 5 total */
+    uint64_t prompt_tokens, completion_tokens;
+    uint64_t passes, pass_tokens; /* forward passes and the tokens they carried */
+    uint64_t bytes_sent;          /* response bytes handed to libmicrohttpd */
+    uint64_t stream_bytes;        /* weight bytes read from disk (sluice_stats) */
+} serve_metrics;
+
+struct sl_server {
+    sluice_model *M;
+    sl_serve_opts o;
+    struct MHD_Daemon *d;
+    int port;
+    int tmpl;                     /* enum sl_chat_tmpl */
+    int32_t tmpl_end_tok;
+    int n_ctx, n_vocab, n_batch;
+
+    struct sched *sch;            /* the scheduler's slots and batch (sched.c) */
+    pthread_t sched;
+    bool sched_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;            /* new work, shutdown */
+    /* (mu) */
+    job **queue;                  /* FIFO of queue_max waiting jobs */
+    int q_head, q_len;
+    int active;                   /* slots in use */
+    bool stopping;                /* no new requests */
+    bool cancel_all;              /* cancel what runs */
+    bool sched_exit;
+    int open_jobs;                /* jobs not yet freed */
+    serve_metrics met;
+};
+
+/* ---- jobs (sched.c) ---- */
+job *job_new(void);
+void job_unref(sl_server *s, job *j);          /* takes mu */
+void job_unref_locked(sl_server *s, job *j);
+/* Queue j (state NEW) for a slot.  0, or -EBUSY when the queue is full, -ESHUTDOWN when stopping. */
+int  sched_submit(sl_server *s, job *j);
+int  sched_start(sl_server *s, char *err, size_t errlen);
+void sched_stop(sl_server *s);                 /* cancel everything, join the thread */
+
+/* ---- requests and responses (oai.c) ---- */
+/* Parse and check a /v1/completions or /v1/chat/completions body into j.  0, or an HTTP status
+ * (400, 413) with a one-line message in msg. */
+int  oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job *j, char *msg, size_t msglen);
+/* Whole JSON response of a finished non-streaming job (malloc'd). */
+char *oai_response(sl_server *s, const job *j, size_t *len);
+/* One SSE event carrying text[0..n) (finish: FINISH_NONE for a content chunk); malloc'd. */
+char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool role, int finish, size_t *len);
+char *oai_sse_usage(sl_server *s, const job *j, size_t *len);
+/* {"error":{"message":..., "type":..., "code":...}} (malloc'd). */
+char *oai_error_body(int status, const char *msg, size_t *len);
+const char *oai_finish_name(int finish);
+
+/* ---- text (sched.c) ---- */
+/* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;
+ * invalid bytes are rewritten as U+FFFD into out (which needs 3n bytes); returns out's length and
+ * the bytes of s consumed in *used. */
+size_t utf8_clean(const char *s, size_t n, char *out, size_t *used);
+
+#endif

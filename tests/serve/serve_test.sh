@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# tests/serve/serve_test.sh SLUICE_BINARY [part] — `sluice serve` end to end (run by ctest, in the
+# normal and the ASan/UBSan build).
+#
+# Each part starts its own server on a free loopback port (--port 0, the port read back from
+# --port-file), drives it, then stops it with SIGTERM and checks that it exits 0 in time.
+#   greedy:  N concurrent greedy requests (curl, and the official `openai` npm client run by node;
+#            streaming and not; completions and chat) each return exactly the token ids that
+#            `sluice run --temp 0` gives for that prompt alone — resident stories260K and a streamed
+#            Q4_K_M model, more requests than slots so that some queue and join running batches.
+#   hostile: malformed and hostile clients (tests/serve/hostile.mjs) each get a clear 4xx or are cut
+#            off, and the server keeps answering /health and real requests.
+# The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
+set -euo pipefail
+SLUICE=$(realpath "$1")
+PART=${2:-all}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SHARED=${SL_SHARED_DIR:-$ROOT/../shared}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-test.XXXXXX")
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill -KILL "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "serve_test: FAIL: $*" >&2; [ -f "$WORK/server.log" ] && tail -20 "$WORK/server.log" >&2; exit 1; }
+
+command -v curl >/dev/null || fail "curl is missing (scripts/install-deps.sh installs it)"
+command -v node >/dev/null || fail "node is missing (scripts/install-deps.sh installs it)"
+[ -f "$HERE/node_modules/openai/package.json" ] ||
+  fail "the openai npm client is missing: run scripts/install-deps.sh (npm ci --prefix tests/serve)"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # the hostile part opens thousands of sockets
+
+# start_server LOG ARGS...: sets SERVER_PID and BASE (http://127.0.0.1:PORT)
+start_server() {
+  local log=$1; shift
+  rm -f "$WORK/port"
+  "$SLUICE" serve --port 0 --port-file "$WORK/port" "$@" > "$log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 300); do
+    [ -s "$WORK/port" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited at start: $(cat "$log")"
+    sleep 0.1
+  done
+  [ -s "$WORK/port" ] || fail "the server did not start listening within 30 s"
+  BASE="http://127.0.0.1:$(cat "$WORK/port")"
+  cp "$log" "$WORK/server.log"
+}
+
+# stop_server: SIGTERM, then the server must exit 0 within 20 s
+stop_server() {
+  kill -TERM "$SERVER_PID"
+  local rc=0
+  for _ in $(seq 1 200); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$SERVER_PID" 2>/dev/null && fail "the server did not exit within 20 s of SIGTERM"
+  wait "$SERVER_PID" || rc=$?
+  SERVER_PID=""
+  [ "$rc" = 0 ] || fail "the server exited with status $rc after SIGTERM"
+}
+
+# expect_run MODEL PROMPT N [--special] -> one line: JSON array of the greedy token ids `sluice run` gives
+expect_run() {
+  local model=$1 prompt=$2 n=$3; shift 3
+  "$SLUICE" run -m "$model" -p "$prompt" -n "$n" --temp 0 --json "$@" 2>/dev/null |
+    node -e 'const l=require("fs").readFileSync(0,"utf8").trim().split("\n").filter(Boolean);
+             console.log(JSON.stringify(l.map(x=>JSON.parse(x).id)))'
+}
+
+greedy_part() {   # MODEL LABEL SERVER_ARGS...
+  local model=$1 label=$2; shift 2
+  local prompts=("Once upon a time" "The little dog ran to the" "Lily and Tom found a big box. Inside" "One day, a bird"
+                 "Sam was sad because" "The sun was hot and")
+  local chats=("Tell me a story about a cat." "What is the sky?")
+  local n=24
+  {
+    echo '{"completions":['
+    local first=1
+    for p in "${prompts[@]}"; do
+      [ $first = 1 ] || echo ','; first=0
+      printf '{"prompt":%s,"tokens":%s}' "$(node -e 'console.log(JSON.stringify(process.argv[1]))' "$p")" \
+        "$(expect_run "$model" "$p" $n)"
+    done
+    echo '],"chats":['
+    first=1
+    for c in "${chats[@]}"; do
+      [ $first = 1 ] || echo ','; first=0
+      # the plain template (these models have none): what the server renders for one user message
+      printf '{"content":%s,"tokens":%s}' "$(node -e 'console.log(JSON.stringify(process.argv[1]))' "$c")" \
+        "$(expect_run "$model" "User: $c"$'\n'"Assistant:" $n --special)"
+    done
+    echo "],\"max_tokens\":$n}"
+  } > "$WORK/expect.json"
+  start_server "$WORK/server-$label.log" -m "$model" --api-key test-key-123 "$@"
+  # curl: the same request twice at once, and once more, stream and not
+  local body='{"prompt":"Once upon a time","max_tokens":24,"temperature":0,"return_tokens":true}'
+  local want
+  want=$(node -e 'const e=require(process.argv[1]);console.log(JSON.stringify(e.completions[0].tokens))' "$WORK/expect.json")
+  local pids=()
+  for i in 1 2 3; do
+    curl -sS -m 60 -H "Authorization: Bearer test-key-123" "$BASE/v1/completions" -d "$body" > "$WORK/curl$i.json" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail "$label: curl request failed"; done
+  for i in 1 2 3; do
+    got=$(node -e 'const r=require(process.argv[1]);console.log(JSON.stringify(r.choices[0].tokens))' "$WORK/curl$i.json") ||
+      fail "$label: curl request $i: no tokens in $(head -c 300 "$WORK/curl$i.json")"
+    [ "$got" = "$want" ] || fail "$label: curl request $i returned $got, sluice run gives $want"
+  done
+  curl -sS -m 60 -N -H "Authorization: Bearer test-key-123" "$BASE/v1/completions" \
+    -d '{"prompt":"Once upon a time","max_tokens":24,"temperature":0,"stream":true,"return_tokens":true}' > "$WORK/sse.txt"
+  grep -q '^data: \[DONE\]$' "$WORK/sse.txt" || fail "$label: the curl stream did not end with data: [DONE]"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/v1/models")
+  [ "$code" = 401 ] || fail "$label: /v1/models without the API key gave $code, not 401"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer test-key-12" "$BASE/v1/models")
+  [ "$code" = 401 ] || fail "$label: a wrong API key gave $code, not 401"
+  SLUICE_URL="$BASE/v1" SLUICE_KEY=test-key-123 EXPECT="$WORK/expect.json" timeout 300 node "$HERE/client.mjs" ||
+    fail "$label: the openai client test failed"
+  curl -sS -H "Authorization: Bearer test-key-123" "$BASE/metrics" > "$WORK/metrics.txt"
+  passes=$(awk '$1=="sluice_passes_total"{print $2}' "$WORK/metrics.txt")
+  toks=$(awk '$1=="sluice_pass_tokens_total"{print $2}' "$WORK/metrics.txt")
+  [ -n "$passes" ] && [ "$passes" -gt 0 ] || fail "$label: /metrics has no passes"
+  # the requests overlapped: passes carried several sequences' tokens (a prompt chunk counts as many)
+  [ "$toks" -gt $((passes * 3 / 2)) ] || fail "$label: $toks tokens in $passes passes: the requests were not batched"
+  echo "serve_test: $label: greedy tokens identical to sluice run for every request; $passes passes carried $toks tokens"
+  stop_server
+}
+
+hostile_part() {
+  local model=$SHARED/models/mini-llama3.Q8_0.gguf
+  [ -f "$model" ] || fail "missing $model"
+  start_server "$WORK/server-hostile.log" -m "$model" -c 1024 --parallel 2 --queue 1 --timeout 6 \
+    --max-connections 2400 --max-body 64K --max-header 8K --max-tokens 600
+  # 2000 idle connections, fewer if the descriptor limit (shared by this test and the server) is low
+  local fds idle
+  fds=$(ulimit -n)
+  idle=2000
+  if [ "$fds" != unlimited ] && [ $((fds / 2 - 100)) -lt $idle ]; then idle=$((fds / 2 - 100)); fi
+  SLUICE_IDLE=$idle SLUICE_URL="$BASE" SLUICE_RUN_TOKENS="$(expect_run "$model" "Once upon a time" 16)" timeout 600 \
+    node "$HERE/hostile.mjs" || fail "hostile: the hostile-client test failed"
+  stop_server
+}
+
+case "$PART" in
+  greedy|all)
+    greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
+    [ -f "$SHARED/models/micro-llama.Q4_K_M.gguf" ] || fail "missing $SHARED/models/micro-llama.Q4_K_M.gguf"
+    greedy_part "$SHARED/models/micro-llama.Q4_K_M.gguf" micro-llama-streamed --parallel 3 --stream -c 256 -b 16
+    ;;&
+  hostile|all) hostile_part ;;
+esac
+echo "serve_test: $PART: every check passed"
