@@ -207,10 +207,19 @@ typedef struct sluice_session_stats {
     double   seconds;
 } sluice_session_stats;
 
+/* Save: writes only a regular file that is absent, empty or a sluice session.  -EINVAL: path is a
+ * directory, device, FIFO, socket or symbolic link; -EEXIST: path holds a file that is not a session,
+ * or a session of another model, KV precision or format version (kept as it was; flags
+ * SLUICE_SESSION_OVERWRITE replaces such a session, never a file that is not one).  Nothing is
+ * replaced on any error. */
+enum { SLUICE_SESSION_OVERWRITE = 1 };
 int  sluice_session_save(sluice_ctx *c, const char *path, const void *extra, size_t extra_len,
                          sluice_session_stats *st, char *err, size_t errlen);
+int  sluice_session_save_flags(sluice_ctx *c, const char *path, const void *extra, size_t extra_len, unsigned flags,
+                               sluice_session_stats *st, char *err, size_t errlen);
 /* Restore: replaces the context's contents.  -ENOENT: no such file; -EINVAL: not a session, another
- * model, another KV precision, corrupt or truncated (the context is then empty); -ENOSPC: more
+ * model, another KV precision, corrupt or truncated, NaN/Inf in it, not a regular file (the context
+ * is then empty); -ENOSPC: more
  * tokens than n_ctx.  extra (may be NULL): a malloc'd copy of the blob, free() it. */
 int  sluice_session_load(sluice_ctx *c, const char *path, void **extra, size_t *extra_len,
                          sluice_session_stats *st, char *err, size_t errlen);

@@ -37,6 +37,17 @@ static void logf_(const sluice_params *p, int level, const char *fmt, ...)
     p->log(p->user, level, line);
 }
 
+int api_einval(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
 /* "64M", "2G" or a byte count: how a budget is named in messages. */
 static void fmt_size(char *buf, size_t len, uint64_t b)
 {

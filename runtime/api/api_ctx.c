@@ -249,22 +249,34 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
 
-int sluice_session_save(sluice_ctx *C, const char *path, const void *extra, size_t extra_len, sluice_session_stats *st,
-                        char *err, size_t errlen)
+int sluice_session_save_flags(sluice_ctx *C, const char *path, const void *extra, size_t extra_len, unsigned flags,
+                              sluice_session_stats *st, char *err, size_t errlen)
 {
+    if (!C || !path || (extra_len && !extra) || (flags & ~(unsigned)SLUICE_SESSION_OVERWRITE))
+        return api_einval(err, errlen, "session save: %s", !C ? "NULL context" : !path ? "NULL path"
+                          : extra_len ? "NULL extra with a non-zero length" : "unknown flags");
     uint64_t fp;
     int rc = sluice__fingerprint(C->M, &fp, err, errlen);
     if (rc) return rc;
     sl_session_info info;
+    sl_session_opts o = sl_session_default_opts();
+    o.overwrite = flags & SLUICE_SESSION_OVERWRITE;
     rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? C->c->logits : NULL, extra, extra_len,
-                         NULL, &info, err, errlen);
+                         &o, &info, err, errlen);
     if (!rc && st) *st = (sluice_session_stats){ info.n_tokens, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
     return rc;
+}
+
+int sluice_session_save(sluice_ctx *C, const char *path, const void *extra, size_t extra_len, sluice_session_stats *st,
+                        char *err, size_t errlen)
+{
+    return sluice_session_save_flags(C, path, extra, extra_len, 0, st, err, errlen);
 }
 
 int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *extra_len, sluice_session_stats *st,
                         char *err, size_t errlen)
 {
+    if (!C || !path) return api_einval(err, errlen, "session load: NULL %s", !C ? "context" : "path");
     uint64_t fp;
     int rc = sluice__fingerprint(C->M, &fp, err, errlen);
     if (rc) return rc;

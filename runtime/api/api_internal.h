@@ -53,6 +53,9 @@ struct sluice_sampler {
     float *logits;              /* scratch: the context's logits, penalised */
 };
 
+/* -EINVAL with a message in err (when err && errlen): for arguments the API refuses. */
+int api_einval(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);
 

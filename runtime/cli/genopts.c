@@ -49,6 +49,7 @@ int gen_opt_parse(int argc, char **argv, int *pi, gen_opts *o)
     else if (!strcmp(a, "--ram-budget")) { VAL(); o->budget = v; }
     else if (!strcmp(a, "--kv-spill-dir")) { VAL(); o->spill_dir = v; }
     else if (!strcmp(a, "--session")) { VAL(); o->session = v; }
+    else if (!strcmp(a, "--session-overwrite")) o->session_overwrite = true;
     else if (!strcmp(a, "--disk-bw")) {
         VAL();
         if (!strcmp(v, "now")) o->disk_bw = SLUICE_DISK_BW_NOW;
@@ -120,6 +121,7 @@ void gen_opts_usage(FILE *f)
             "      --repeat-penalty R  (default 1.0 = off)\n"
             "      --seed S            random seed (default 0x5eed)\n"
             "      --session FILE      reuse and save the evaluated tokens and KV cache (zstd; see docs/sessions.md)\n"
+            "      --session-overwrite replace a --session file saved with another model or KV type (kept otherwise)\n"
             "memory:\n"
             "      --ram-budget SIZE   memory the run may use, RSS + page cache (96M, 1.5G, 2GiB, bytes; default\n"
             "                          auto: MemAvailable or the cgroup limit minus a margin). The planner keeps\n"

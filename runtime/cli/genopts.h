@@ -21,6 +21,7 @@ typedef struct gen_opts {
     const char *budget, *spill_dir, *session;
     double disk_bw, compute_bw;
     bool stats, quiet, special;
+    bool session_overwrite;  /* --session-overwrite: replace a session of another model or KV type */
 } gen_opts;
 
 void gen_opts_default(gen_opts *o, long n_predict);

@@ -202,10 +202,10 @@ static void cli_progress(void *user, const char *stage, uint64_t done, uint64_t 
 }
 
 /* Save the session; false (after a warning) when that failed. */
-static bool save_session(sluice_ctx *C, const char *path, sluice_session_stats *st)
+static bool save_session(sluice_ctx *C, const char *path, bool overwrite, sluice_session_stats *st)
 {
     char err[SL_ERRLEN];
-    if (sluice_session_save(C, path, NULL, 0, st, err, sizeof err)) {
+    if (sluice_session_save_flags(C, path, NULL, 0, overwrite ? SLUICE_SESSION_OVERWRITE : 0, st, err, sizeof err)) {
         fprintf(stderr, "sluice: warning: %s\n", err);
         return false;
     }
@@ -296,7 +296,7 @@ int cmd_run(int argc, char **argv)
     if (rc >= 0) { n_evaluated = rc; rc = 0; }
     uint64_t t_prompt = sl_now_ns();
     if (rc == 0 && o.g.session && (n_evaluated > 0 || !sess_loaded)) {
-        sess_saved = save_session(C, o.g.session, &ss_save);
+        sess_saved = save_session(C, o.g.session, o.g.session_overwrite, &ss_save);
         if (!sess_saved && o.g.n_predict == 0) { status = 1; goto done; }
     }
     uint64_t t_saved = sl_now_ns();
@@ -345,7 +345,7 @@ int cmd_run(int argc, char **argv)
     }
     /* at exit the session also keeps the generated tokens (all but the last, which was never evaluated) */
     if (o.g.session && sluice_n_past(C) > 0 && (sluice_n_past(C) != n_at_save || (!sess_saved && !sess_loaded)))
-        sess_saved = save_session(C, o.g.session, &ss_save) || sess_saved;
+        sess_saved = save_session(C, o.g.session, o.g.session_overwrite, &ss_save) || sess_saved;
     const sl_plan *plan = M->planned ? M->plan : NULL;
     if (o.stats_json) {
         int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
