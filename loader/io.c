@@ -4,6 +4,9 @@
  */
 #include "loader/io_internal.h"
 
+#include "loader/errmsg.h"
+#include "loader/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -38,7 +41,8 @@ int sl_io_backend_parse(const char *s, sl_io_backend *out) {
  * `what` overrides the errno text (e.g. for end of file); err is a negative errno. */
 void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, size_t len, int err,
                     const char *what) {
-    snprintf(msg, msglen, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", io->path, len, off,
+    char pb[SL_PATH_BRIEF];
+    snprintf(msg, msglen, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", sl_path_brief(io->path, pb), len, off,
              what ? what : strerror(-err));
 }
 
@@ -110,25 +114,18 @@ int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, siz
  * with one real aligned read (some filesystems accept the flag and fail every read). */
 static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
     io->fd = -1;
-    if (want_direct) {
-        io->fd = open(io->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-        if (io->fd >= 0) io->direct = true;
-        else if (errno != EINVAL) {
-            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
-            return -errno;
-        }
+    struct stat st;
+    char pb[SL_PATH_BRIEF];
+    int fd = -EINVAL;
+    if (want_direct) {   /* O_DIRECT refused: -EINVAL from open, before any fstat (st_mode still 0) */
+        fd = sl_open_regular(io->path, O_DIRECT, &st);
+        if (fd >= 0) { io->fd = fd; io->direct = true; }
+        else if (fd != -EINVAL || st.st_mode) goto refused;
     }
     if (io->fd < 0) {
-        io->fd = open(io->path, O_RDONLY | O_CLOEXEC);
-        if (io->fd < 0) {
-            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
-            return -errno;
-        }
-    }
-    struct stat st;
-    if (fstat(io->fd, &st) != 0) {
-        snprintf(err, errlen, "%s: fstat: %s", io->path, strerror(errno));
-        return -errno;
+        fd = sl_open_regular(io->path, 0, &st);
+        if (fd < 0) goto refused;
+        io->fd = fd;
     }
     io->size = (uint64_t)st.st_size;
     io->align = 4096;
@@ -158,6 +155,13 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
         snprintf(io->notice, sizeof io->notice, "filesystem refuses O_DIRECT: using buffered reads");
     }
     return 0;
+refused:
+    if (st.st_mode && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: is %s, not a regular file", sl_path_brief(io->path, pb), sl_file_kind(st.st_mode));
+        return -EINVAL;
+    }
+    snprintf(err, errlen, "%s: open: %s", sl_path_brief(io->path, pb), strerror(-fd));
+    return fd;
 }
 
 /* Contract: `len` zeroed bytes aligned to `align`, straight from the kernel when the alignment is a

@@ -157,11 +157,12 @@ static ssize_t read_full(int fd, void *p, size_t n)
 int sl_model_fingerprint(const sl_model *m, uint64_t *fp, char *err, size_t errlen)
 {
     uint64_t fsize = sl_gguf_file_size(m->gguf), doff = sl_gguf_data_offset(m->gguf);
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    char pb[SL_PATH_BRIEF];
+    int fd = sl_open_regular(m->path, 0, NULL);
     if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "session: cannot open %s to fingerprint it: %s", m->path, strerror(e));
-        return -e;
+        snprintf(err, errlen, "session: cannot open %s to fingerprint it: %s", sl_path_brief(m->path, pb),
+                 fd == -EINVAL ? "not a regular file any more" : strerror(-fd));
+        return fd;
     }
     enum { BUF = 1 << 20, SAMPLE = 64 << 10 };
     unsigned char *buf = malloc(BUF);

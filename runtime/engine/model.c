@@ -311,7 +311,7 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
 
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) { rc = -ENOMEM; goto fail; }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* never blocks, even if swapped for a FIFO */
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
     if ((rc = bind_blocks(m, fd, err, errlen))) goto fail;
 
@@ -369,7 +369,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         free(all);
         return -ENOMEM;
     }
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         snprintf(err, errlen, "model: cannot open %s: %s", m->path, strerror(e));

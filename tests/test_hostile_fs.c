@@ -1,0 +1,124 @@
+/* tests/test_hostile_fs.c — hostile file systems and file kinds (issue 20): a model path that is a
+ * FIFO or a device, a KV spill directory on a RAM file system, a model file that shrinks under the
+ * mmap reader, the budget with buffered reads.  Each case ends with a clear error or a bounded run,
+ * never a hang, a crash or memory outside the budget.
+ *
+ * Cases that need root (mounting a tmpfs, mknod) skip with a message when that is not possible.
+ * No Criterion `.timeout` (see tests/test_hostile.c); a child process with alarm() guards the cases
+ * that used to hang.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "include/sluice.h"
+#include "loader/gguf.h"
+#include "loader/io.h"
+
+extern char **environ;
+
+#define SLUICE_BIN SL_BINARY_DIR "/sluice"
+#define MICRO SL_SHARED_DIR "/models/micro-llama.F16.gguf"
+
+static char g_tmp[64];
+static void make_tmp(void)
+{
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/sl_hfs_XXXXXX");
+    cr_assert_not_null(mkdtemp(g_tmp));
+}
+static void rm_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    if (system(cmd)) { /* best effort */ }
+}
+TestSuite(hostile_fs, .init = make_tmp, .fini = rm_tmp);
+
+/* Run sluice with argv; kill it after `limit_s` seconds.  Returns the wait status (killed: the
+ * signal shows in it); stderr goes to errbuf. */
+static int run_cli_limited(const char *const *argv, int limit_s, char *errbuf, size_t errlen)
+{
+    char errpath[128];
+    snprintf(errpath, sizeof errpath, "%s/stderr.XXXXXX", g_tmp);
+    int efd = mkstemp(errpath);
+    cr_assert_geq(efd, 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, SLUICE_BIN, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int st = 0;
+    for (int waited = 0;; waited++) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) break;
+        if (waited >= limit_s * 10) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    ssize_t n = pread(efd, errbuf, errlen - 1, 0);
+    errbuf[n > 0 ? n : 0] = 0;
+    close(efd);
+    unlink(errpath);
+    return st;
+}
+
+/* ---- item 5: opens never block on a FIFO; non-regular files are refused ------------------------ */
+
+/* In a child with an alarm: a blocking open would be killed by SIGALRM instead of hanging the suite. */
+static void library_refuses(const char *path, const char *kind)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(10);
+        char err[256];
+        sl_gguf *g = NULL;
+        int rc = sl_gguf_open(path, &g, err, sizeof err);
+        if (rc != -EINVAL || !strstr(err, kind)) { fprintf(stderr, "gguf: %d %s\n", rc, err); _exit(2); }
+        sluice_params p;
+        sluice_params_default(&p);
+        sluice_model *m = NULL;
+        rc = sluice_open(path, &p, &m, err, sizeof err);
+        if (rc != -EINVAL || !strstr(err, kind)) { fprintf(stderr, "open: %d %s\n", rc, err); _exit(3); }
+        sl_io_opts o = { .backend = SL_IO_PREAD, .slots = 1, .max_piece = 4096 };
+        sl_io *io = NULL;
+        rc = sl_io_open(path, &o, &io, err, sizeof err);
+        if (rc != -EINVAL || !strstr(err, kind)) { fprintf(stderr, "io: %d %s\n", rc, err); _exit(4); }
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x (SIGALRM = it blocked)", path, st);
+}
+
+Test(hostile_fs, fifo_and_devices_are_refused_without_blocking)
+{
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/model.gguf", g_tmp);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    library_refuses(fifo, "a FIFO");
+    library_refuses("/dev/null", "a character device");
+    library_refuses(g_tmp, "a directory");
+    char errbuf[4096];
+    const char *run[] = { "sluice", "run", "-m", fifo, "-p", "x", "-n", "1", NULL };
+    int st = run_cli_limited(run, 20, errbuf, sizeof errbuf);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "run on a FIFO: status 0x%x, stderr %s", st, errbuf);
+    cr_expect(strstr(errbuf, "a FIFO, not a regular file"), "%s", errbuf);
+    const char *inspect[] = { "sluice", "inspect", fifo, NULL };
+    st = run_cli_limited(inspect, 20, errbuf, sizeof errbuf);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "inspect on a FIFO: status 0x%x, stderr %s", st, errbuf);
+}
