@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ const char *sluice_version(void) { return SLUICE_VERSION; }
 
 void sluice_params_default(sluice_params *p)
 {
+    if (!p) return;
     *p = (sluice_params){ .kv_type = SLUICE_KV_AUTO, .io = SLUICE_IO_URING };
 }
 
@@ -56,6 +58,28 @@ static void fmt_size(char *buf, size_t len, uint64_t b)
     else snprintf(buf, len, "%" PRIu64, b);
 }
 
+/* Every field of p in its documented range.  0 or -EINVAL naming the field. */
+static int check_params(const sluice_params *p, char *err, size_t errlen)
+{
+    const char *bad = NULL;
+    char buf[96];
+    if (p->planner < SLUICE_PLANNER_DEFAULT || p->planner > SLUICE_PLANNER_OFF) bad = "planner (0, 1 or 2)";
+    else if (p->n_ctx < 0 || p->n_ctx > SLUICE_MAX_CTX) bad = "n_ctx (0 = auto, at most SLUICE_MAX_CTX)";
+    else if (p->n_batch < 0 || p->n_batch > SLUICE_MAX_CTX) bad = "n_batch (0 = auto, at most SLUICE_MAX_CTX)";
+    else if (p->n_threads < 0 || p->n_threads > SLUICE_MAX_THREADS) bad = "n_threads (0 = all CPUs, at most SLUICE_MAX_THREADS)";
+    else if (p->kv_type < SLUICE_KV_AUTO || p->kv_type > SLUICE_KV_Q8_0) bad = "kv_type (enum sluice_kv)";
+    else if (p->io < SLUICE_IO_PREAD || p->io > SLUICE_IO_URING) bad = "io (enum sluice_io)";
+    else if (p->prefetch < 0 || p->prefetch > 32) bad = "prefetch (0 = 2, at most 32)";
+    else if (p->lm_head_rows < 0) bad = "lm_head_rows (0 = 1024)";
+    else if (!isfinite(p->disk_bw) || (p->disk_bw < 0 && p->disk_bw != SLUICE_DISK_BW_NOW) || p->disk_bw > 1e4)
+        bad = "disk_bw (GB/s, finite, 0 = measured, SLUICE_DISK_BW_NOW)";
+    else if (!isfinite(p->compute_bw) || p->compute_bw < 0 || p->compute_bw > 1e4) bad = "compute_bw (GB/s, finite, 0 = measured)";
+    else if (p->kv_spill_dir && !*p->kv_spill_dir) bad = "kv_spill_dir (empty string; NULL = default)";
+    if (!bad) return 0;
+    snprintf(buf, sizeof buf, "%s", bad);
+    return api_einval(err, errlen, "sluice_params: %s is out of range", buf);
+}
+
 /* ---- planning ---------------------------------------------------------------------------------- */
 
 /* Fill pm/req/plan for model m under p.  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
@@ -67,7 +91,7 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     if (!budget) {
         budget = sl_plan_auto_budget(how, sizeof how);
         if (!budget) {
-            snprintf(err, errlen, "cannot tell how much memory is available; give --ram-budget SIZE");
+            snprintf(err, errlen, "cannot tell how much memory is available; set a RAM budget");
             return -EINVAL;
         }
         snprintf(name, sizeof name, "auto");
@@ -81,7 +105,7 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
     int rc = sl_plan_make(pm, req, plan);
     if (rc) {
-        snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
+        snprintf(err, errlen, "RAM budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
     }
     /* the disk's rate depends on how the plan reads: measured for that (before any weight is loaded,
@@ -205,6 +229,8 @@ static int load_with_progress(sluice_model *M, char *err, size_t errlen)
     return rc;
 }
 
+static void close_model(sluice_model *M);
+
 /* ---- open / close ------------------------------------------------------------------------------ */
 
 int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, char *err, size_t errlen)
@@ -212,8 +238,12 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     sluice_params defaults;
     sluice_params_default(&defaults);
     const sluice_params *p = pp ? pp : &defaults;
+    if (!path || !out) return api_einval(err, errlen, "sluice_open: NULL %s", !path ? "model path" : "out pointer");
+    int prc = check_params(p, err, errlen);
+    if (prc) return prc;
     sluice_model *M = calloc(1, sizeof *M);
     if (!M) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    pthread_mutex_init(&M->eval_mu, NULL);
     M->p = *p;
     M->t_open_ns = sl_now_ns();
     char e2[SL_ERRLEN];
@@ -297,16 +327,28 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }
     M->t_loaded_ns = sl_now_ns();
+    api_track(M, API_MODEL);
     *out = M;
     return 0;
 fail:
-    sluice_close(M);
+    close_model(M);
     return rc;
 }
 
 void sluice_close(sluice_model *M)
 {
     if (!M) return;
+    api_untrack(M, API_MODEL, "sluice_close");
+    if (atomic_load(&M->n_ctx_live) && api_checks_on()) {
+        fprintf(stderr, "sluice: sluice_close: model %p still has %d live contexts (free them first)\n", (void *)M,
+                atomic_load(&M->n_ctx_live));
+        abort();
+    }
+    close_model(M);
+}
+
+static void close_model(sluice_model *M)
+{
     sl_stream_free(M->stream);
     sl_pool_free(M->pool);
     sl_vocab_free(M->voc);
@@ -315,11 +357,34 @@ void sluice_close(sluice_model *M)
     free(M->plan);
     free(M->spill_dir);
     free(M->chat_template);
+    pthread_mutex_destroy(&M->eval_mu);
     free(M);
+}
+
+int api_model_lock(sluice_model *M, char *err, size_t errlen)
+{
+    unsigned long me = (unsigned long)pthread_self();
+    if (atomic_load(&M->owner) == me) {   /* only this thread can have stored its own id */
+        if (err && errlen) snprintf(err, errlen, "busy: this thread is inside an evaluation of the same model "
+                                                 "(called from a callback?)");
+        return -EBUSY;
+    }
+    pthread_mutex_lock(&M->eval_mu);
+    atomic_store(&M->owner, me);
+    return 0;
+}
+
+void api_model_unlock(sluice_model *M)
+{
+    atomic_store(&M->owner, 0ul);
+    pthread_mutex_unlock(&M->eval_mu);
 }
 
 void sluice_model_get_info(const sluice_model *M, sluice_model_info *o)
 {
+    if (!o) return;
+    if (!M) { memset(o, 0, sizeof *o); return; }
+    api_check(M, API_MODEL, "sluice_model_get_info");
     const sl_config *c = &M->m->cfg;
     *o = (sluice_model_info){ .n_vocab = c->vocab, .n_ctx_train = c->ctx_train, .n_layers = c->n_layers,
                               .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .dim = c->dim, .ffn_dim = c->ffn_dim,
@@ -328,10 +393,18 @@ void sluice_model_get_info(const sluice_model *M, sluice_model_info *o)
                               .chat_template = M->chat_template };
 }
 
-void sluice_model_get_plan(const sluice_model *M, sluice_plan_info *o) { fill_plan_info(M, o); }
+void sluice_model_get_plan(const sluice_model *M, sluice_plan_info *o)
+{
+    if (!o) return;
+    if (!M) { memset(o, 0, sizeof *o); return; }
+    api_check(M, API_MODEL, "sluice_model_get_plan");
+    fill_plan_info(M, o);
+}
 
 void sluice_plan_print(const sluice_model *M, FILE *f, bool json)
 {
+    if (!M || !f) return;
+    api_check(M, API_MODEL, "sluice_plan_print");
     if (!M->planned) {
         fprintf(f, json ? "{\"planned\":false}\n" : "no plan: a streaming mode was forced without a budget\n");
         return;
@@ -345,7 +418,10 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     sluice_params defaults;
     sluice_params_default(&defaults);
     const sluice_params *p = pp ? pp : &defaults;
+    if (!path || !o) return api_einval(err, errlen, "sluice_plan: NULL %s", !path ? "model path" : "out pointer");
     memset(o, 0, sizeof *o);
+    int prc = check_params(p, err, errlen);
+    if (prc) return prc;
     sl_model *m = NULL;
     sl_vocab *voc = NULL;
     sl_plan_model *pm = malloc(sizeof *pm);
@@ -388,7 +464,8 @@ done:
 
 int sluice_tokenize(const sluice_model *M, const char *text, ptrdiff_t len, int flags, int32_t *out, int n_max)
 {
-    if (!text || n_max < 0) return -EINVAL;
+    if (!M || !text || n_max < 0 || (n_max > 0 && !out)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_tokenize");
     size_t n = len < 0 ? strlen(text) : (size_t)len;
     int64_t r = sl_tokenize(M->voc, text, n, flags & SLUICE_TOK_ADD_SPECIAL, flags & SLUICE_TOK_PARSE_SPECIAL, out,
                             out ? n_max : 0);
@@ -398,15 +475,24 @@ int sluice_tokenize(const sluice_model *M, const char *text, ptrdiff_t len, int 
 
 int sluice_token_piece(const sluice_model *M, int32_t id, bool special, char *buf, size_t buflen)
 {
+    if (!M || (buflen && !buf)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_token_piece");
     return sl_token_piece_ex(M->voc, id, special, buf, buflen);
 }
 
 int64_t sluice_detokenize(const sluice_model *M, const int32_t *ids, int n, char *buf, size_t buflen)
 {
+    if (!M || n < 0 || (n > 0 && !ids) || (buflen && !buf)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_detokenize");
     return sl_detokenize(M->voc, ids, n, buf, buflen);
 }
 
-bool sluice_token_is_eog(const sluice_model *M, int32_t id) { return sl_vocab_is_eog(M->voc, id); }
+bool sluice_token_is_eog(const sluice_model *M, int32_t id)
+{
+    if (!M) return false;
+    api_check(M, API_MODEL, "sluice_token_is_eog");
+    return sl_vocab_is_eog(M->voc, id);
+}
 
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen)
 {
