@@ -122,3 +122,19 @@ Test(hostile_fs, fifo_and_devices_are_refused_without_blocking)
     st = run_cli_limited(inspect, 20, errbuf, sizeof errbuf);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "inspect on a FIFO: status 0x%x, stderr %s", st, errbuf);
 }
+
+/* ---- item 14: a vocabulary-only GGUF is named as such ------------------------------------------- */
+
+Test(hostile_fs, vocab_only_file_says_so)
+{
+    char err[256];
+    sluice_params p;
+    sluice_params_default(&p);
+    sluice_model *m = NULL;
+    cr_expect_eq(sluice_open(SL_SHARED_DIR "/vocab/ggml-vocab-llama-spm.gguf", &p, &m, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "vocabulary-only file (no weights)"), "%s", err);
+    char errbuf[4096];
+    const char *run[] = { "sluice", "run", "-m", SL_SHARED_DIR "/vocab/ggml-vocab-gpt-2.gguf", "-p", "x", NULL };
+    int st = run_cli_limited(run, 20, errbuf, sizeof errbuf);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(errbuf, "vocabulary-only file (no weights)"), "%s", errbuf);
+}

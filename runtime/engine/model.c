@@ -298,6 +298,12 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     sl_config *c = &m->cfg;
     int fd = -1;
     if (!m->path) { rc = -ENOMEM; goto fail; }
+    if (sl_gguf_n_tensors(g) == 0) {   /* llama.cpp's ggml-vocab-*.gguf: metadata and tokenizer only */
+        snprintf(err, errlen, "model: %s", sl_gguf_find_key(g, "tokenizer.ggml.tokens") >= 0
+                 ? "a vocabulary-only file (no weights): it can tokenize, not run" : "the file holds no tensors");
+        rc = -EINVAL;
+        goto fail;
+    }
     if ((rc = find_arch(g, &m->arch, err, errlen)) || (rc = read_config(g, m->arch, c, err, errlen))) goto fail;
 
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
