@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "include/sluice.h"
 #include "loader/gguf.h"
 #include "loader/io.h"
+#include "runtime/engine/kvcache.h"
 
 extern char **environ;
 
@@ -137,4 +139,98 @@ Test(hostile_fs, vocab_only_file_says_so)
     const char *run[] = { "sluice", "run", "-m", SL_SHARED_DIR "/vocab/ggml-vocab-gpt-2.gguf", "-p", "x", NULL };
     int st = run_cli_limited(run, 20, errbuf, sizeof errbuf);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(errbuf, "vocabulary-only file (no weights)"), "%s", errbuf);
+}
+
+/* ---- item 3: a KV spill on a RAM file system ----------------------------------------------------- */
+
+/* A tmpfs directory: a fresh mount under the test's directory (root), else /dev/shm when it is one;
+ * NULL (the case is skipped) when neither is possible. */
+static const char *ram_dir(char *buf, size_t len, bool *mounted)
+{
+    *mounted = false;
+    snprintf(buf, len, "%s/ram", g_tmp);
+    if (mkdir(buf, 0755) == 0 && mount("sluice-test", buf, "tmpfs", 0, "size=64m") == 0) {
+        *mounted = true;
+        return buf;
+    }
+    snprintf(buf, len, "/dev/shm/sl_hfs_%d", (int)getpid());
+    if (mkdir(buf, 0755) == 0 && sl_kv_dir_in_ram(buf, NULL, 0)) return buf;
+    rmdir(buf);
+    return NULL;
+}
+
+static void ram_dir_done(const char *dir, bool mounted)
+{
+    if (mounted) umount(dir);
+    rmdir(dir);
+}
+
+typedef struct logbuf { char text[2048]; size_t len; } logbuf;
+static void on_log(void *user, int level, const char *msg)
+{
+    (void)level;
+    logbuf *b = user;
+    b->len += (size_t)snprintf(b->text + b->len, sizeof b->text - b->len, "%s\n", msg);
+    if (b->len >= sizeof b->text) b->len = sizeof b->text - 1;
+}
+
+/* micro-llama at -c 16384: under 26 MiB the plan must spill the KV cache (32 MiB f16, 17 MiB q8_0) */
+static int open_spilling(uint64_t budget, const char *spill_dir, logbuf *lb, sluice_plan_info *pi, char *err, size_t errlen)
+{
+    sluice_params p;
+    sluice_params_default(&p);
+    p.ram_budget = budget;
+    p.n_ctx = 16384;
+    p.disk_bw = 1;
+    p.compute_bw = 10;
+    p.kv_spill_dir = spill_dir;
+    p.log = on_log;
+    p.user = lb;
+    p.io = SLUICE_IO_PREAD;
+    sluice_model *m = NULL;
+    int rc = sluice_open(MICRO, &p, &m, err, errlen);
+    if (rc == 0) {
+        sluice_model_get_plan(m, pi);
+        sluice_close(m);
+    }
+    return rc;
+}
+
+Test(hostile_fs, kv_spill_on_a_ram_file_system)
+{
+    char dir[128];
+    bool mounted;
+    const char *ram = ram_dir(dir, sizeof dir, &mounted);
+    if (!ram) {
+        cr_log_warn("no tmpfs available (mount needs root, /dev/shm is not tmpfs): skipped");
+        return;
+    }
+    cr_assert(sl_kv_dir_in_ram(ram, NULL, 0), "%s should be tmpfs", ram);
+    cr_expect(!sl_kv_dir_in_ram(g_tmp, NULL, 0) || mounted, "the test's own directory is on a disk");
+    char err[512];
+    logbuf lb = { 0 };
+    sluice_plan_info pi;
+    /* the budget relies on the spill and the only directory is in RAM: refused, saying why */
+    cr_expect_eq(open_spilling(20u << 20, ram, &lb, &pi, err, sizeof err), -ENOSPC);
+    cr_expect(strstr(err, ram) && strstr(err, "in RAM"), "%s", err);
+    /* the same budget with the spill on a disk works: the plan does spill there */
+    lb.len = 0;
+    cr_expect_eq(open_spilling(20u << 20, g_tmp, &lb, &pi, err, sizeof err), 0, "%s", err);
+    cr_expect(pi.kv_spilled);
+    /* $TMPDIR in RAM is not the default spill directory when the budget relies on the spill */
+    if (!sl_kv_dir_in_ram("/var/tmp", NULL, 0)) {
+        char *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+        setenv("TMPDIR", ram, 1);
+        lb.len = 0;
+        lb.text[0] = 0;
+        cr_expect_eq(open_spilling(20u << 20, NULL, &lb, &pi, err, sizeof err), 0, "%s", err);
+        cr_expect(pi.kv_spilled && strstr(lb.text, "spills to /var/tmp instead"), "log: %s", lb.text);
+        if (old) { setenv("TMPDIR", old, 1); free(old); } else unsetenv("TMPDIR");
+    }
+    /* a budget that holds the cache in memory: a RAM spill directory is not used */
+    lb.len = 0;
+    lb.text[0] = 0;
+    cr_expect_eq(open_spilling(30u << 20, ram, &lb, &pi, err, sizeof err), 0, "%s", err);
+    cr_expect(!pi.kv_spilled && strstr(lb.text, "stays in memory"), "spilled %d, log: %s", pi.kv_spilled, lb.text);
+    ram_dir_done(ram, mounted);
 }

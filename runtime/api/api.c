@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/api/session.h"
+#include "runtime/engine/kvcache.h"
 #include "kernels/threadpool.h"
 #include "kernels/clock.h"
 
@@ -82,10 +83,29 @@ static int check_params(const sluice_params *p, char *err, size_t errlen)
 
 /* ---- planning ---------------------------------------------------------------------------------- */
 
-/* Fill pm/req/plan for model m under p.  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
-static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
-                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, char *err, size_t errlen)
+/* Where a plan's KV spill may go: kv_spill_dir when given, else $TMPDIR or /var/tmp — the first that
+ * is not a RAM file system (the spill would then sit in memory the budget does not count).  NULL
+ * when every candidate is one; *ram names the first such directory and its type. */
+static const char *spill_dir_for(const sluice_params *p, char *ram, size_t ramlen)
 {
+    const char *env = getenv("TMPDIR");
+    const char *cand[2] = { p->kv_spill_dir ? p->kv_spill_dir : env && *env ? env : "/var/tmp",
+                            p->kv_spill_dir || !(env && *env) ? NULL : "/var/tmp" };
+    ram[0] = 0;
+    for (int i = 0; i < 2 && cand[i]; i++) {
+        char fs[16];
+        if (!sl_kv_dir_in_ram(cand[i], fs, sizeof fs)) return cand[i];
+        if (!ram[0]) snprintf(ram, ramlen, "%s (%s)", cand[i], fs);
+    }
+    return NULL;
+}
+
+/* Fill pm/req/plan for model m under p, and *spill (the KV spill directory when the plan spills,
+ * else NULL).  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
+static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
+                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
+{
+    *spill = NULL;
     uint64_t budget = p->ram_budget;
     char how[160] = "", name[32];
     if (!budget) {
@@ -104,6 +124,21 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     /* rates not given are measured (once per device / kernel path, then cached) */
     sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
     int rc = sl_plan_make(pm, req, plan);
+    char ram[160] = "";
+    if (!rc && plan->kv == SL_PLAN_KV_SPILL && !(*spill = spill_dir_for(p, ram, sizeof ram))) {
+        /* only RAM to spill to: the cache is counted in the budget, as the memory it is */
+        req->allow_spill = false;
+        rc = sl_plan_make(pm, req, plan);
+        if (rc) {
+            snprintf(err, errlen, "RAM budget %s: the KV spill directory %s is in RAM (a spill there saves no "
+                     "memory; use one on a disk); in memory the cache %s", name, ram, plan->why);
+            return rc;
+        }
+        logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM: the KV cache is kept in memory and counted "
+              "in the budget", ram);
+    } else if (!rc && *spill && ram[0]) {
+        logf_(p, SLUICE_LOG_NOTE, "%s is in RAM: the KV cache spills to %s instead", ram, *spill);
+    }
     if (rc) {
         snprintf(err, errlen, "RAM budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
@@ -269,7 +304,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     }
     M->n_ctx = p->n_ctx > 0 ? p->n_ctx : (cf->ctx_train < 4096 ? cf->ctx_train : 4096);
     if (p->n_ctx > cf->ctx_train)
-        logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
+        logf_(p, SLUICE_LOG_WARN, "warning: a context of %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
     int kv = p->kv_type;
@@ -284,8 +319,9 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         M->pm = malloc(sizeof *M->pm);
         M->plan = malloc(sizeof *M->plan);
         if (!M->pm || !M->plan) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
+        const char *plan_spill;
         if ((rc = make_plan(M->m, sl_vocab_mem_bytes(M->voc), p, M->n_ctx, M->n_batch, M->threads, M->pm, &M->req,
-                            M->plan, err, errlen)))
+                            M->plan, &plan_spill, err, errlen)))
             goto fail;
         M->planned = true;
         const sl_plan *pl = M->plan;
@@ -298,7 +334,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
             M->n_batch = pl->n_batch;
             if (kv == SLUICE_KV_AUTO) kv = pl->kv == SL_PLAN_KV_Q8_0 ? SL_KV_Q8_0 : SL_KV_F16;
             if (pl->kv == SL_PLAN_KV_SPILL) {
-                spill = p->kv_spill_dir ? p->kv_spill_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+                spill = plan_spill;
                 if (kv == SL_KV_F32) kv = SL_KV_F16;
             }
             logf_(p, SLUICE_LOG_INFO, "plan: %d of %d blocks resident, LM head %s, %.0f MiB streamed per token, KV %s; "
@@ -309,7 +345,21 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         }
     }
     if (kv == SLUICE_KV_AUTO) kv = SL_KV_F16;
-    if (p->kv_spill_dir && !spill) spill = p->kv_spill_dir;
+    /* A spill directory given is used even when the plan keeps the cache in memory (as asked), unless
+     * it is in RAM: the plan's budget then holds only with the cache in memory, where it planned it. */
+    char ramfs[16];
+    if (p->kv_spill_dir && !spill && sl_kv_dir_in_ram(p->kv_spill_dir, ramfs, sizeof ramfs)) {
+        if (M->planned)
+            logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM (%s): the KV cache stays in memory, as planned",
+                  p->kv_spill_dir, ramfs);
+        else {
+            spill = p->kv_spill_dir;
+            logf_(p, SLUICE_LOG_WARN, "warning: the KV spill directory %s is %s, in RAM: the spilled cache uses memory",
+                  spill, ramfs);
+        }
+    } else if (p->kv_spill_dir && !spill) {
+        spill = p->kv_spill_dir;
+    }
     M->kv_type = kv;
     if (spill && !(M->spill_dir = strdup(spill))) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
     sl_model_set_streaming(M->m, p->stream_all, p->stream_lm_head);
@@ -434,8 +484,9 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     int n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
     int threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     sl_plan_req req;
+    const char *spill;
     rc = make_plan(m, sl_vocab_mem_bytes(voc), p, n_ctx, p->n_batch > 0 ? p->n_batch : 512, threads, pm, &req, plan,
-                   err, errlen);
+                   &spill, err, errlen);
     o->planned = rc == 0 || rc == -ENOSPC;
     o->budget = req.budget;
     o->min_budget = plan->min_budget;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "kernels/f16.h"
@@ -88,6 +89,19 @@ int sl_kv_create(const sl_config *c, int n_ctx, int type, const char *spill_dir,
     }
     *out = kv;
     return 0;
+}
+
+#define SL_TMPFS_MAGIC 0x01021994   /* linux/magic.h */
+#define SL_RAMFS_MAGIC 0x858458f6
+
+bool sl_kv_dir_in_ram(const char *dir, char *fstype, size_t len)
+{
+    struct statfs sf;
+    if (!dir || statfs(dir, &sf) != 0) return false;
+    const char *name = (unsigned long)sf.f_type == SL_TMPFS_MAGIC ? "tmpfs"
+                     : (unsigned long)sf.f_type == SL_RAMFS_MAGIC ? "ramfs" : NULL;
+    if (name && fstype && len) snprintf(fstype, len, "%s", name);
+    return name != NULL;
 }
 
 void sl_kv_free(sl_kv *kv)
