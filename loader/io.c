@@ -330,6 +330,12 @@ int sl_io_wait(sl_io *io, int slot, const void **data) {
 }
 
 /* See io.h. */
+int sl_io_check(sl_io *io, int slot) {
+    if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return -EINVAL;
+    return io->active == SL_IO_MMAP ? sl_io__mmap_check(io, &io->slot[slot]) : 0;
+}
+
+/* See io.h. */
 void sl_io_release(sl_io *io, int slot) {
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return;
     sl_io_slot *s = &io->slot[slot];

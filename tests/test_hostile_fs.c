@@ -234,3 +234,50 @@ Test(hostile_fs, kv_spill_on_a_ram_file_system)
     cr_expect(!pi.kv_spilled && strstr(lb.text, "stays in memory"), "spilled %d, log: %s", pi.kv_spilled, lb.text);
     ram_dir_done(ram, mounted);
 }
+
+/* ---- item 15: the mmap reader and a model file that shrinks during the run ---------------------- */
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    cr_assert(a && b);
+    char buf[1 << 16];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, a)) > 0;) cr_assert_eq(fwrite(buf, 1, n, b), n);
+    fclose(a);
+    fclose(b);
+}
+
+Test(hostile_fs, mmap_model_truncated_during_a_run)
+{
+    char model[128], errpath[128];
+    snprintf(model, sizeof model, "%s/model.gguf", g_tmp);
+    snprintf(errpath, sizeof errpath, "%s/stderr", g_tmp);
+    copy_file(MICRO, model);
+    int out[2];
+    cr_assert_eq(pipe(out), 0);
+    const char *argv[] = { "sluice", "run", "-m", model, "--stream", "--io", "mmap", "-t", "1", "-c", "512", "-n", "400",
+                           "--temp", "0", "-p", "Once upon a time", NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, SLUICE_BIN, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    char buf[256];
+    ssize_t n = read(out[0], buf, sizeof buf);   /* the prompt echo: the run is streaming weights now */
+    cr_expect_gt(n, 0);
+    cr_assert_eq(truncate(model, 4096 * 64), 0);   /* keep the metadata, lose the weights */
+    while (read(out[0], buf, sizeof buf) > 0) {}
+    close(out[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    FILE *f = fopen(errpath, "r");
+    size_t en = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[en] = 0;
+    if (f) fclose(f);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x (a signal here is the bug): %s", st, buf);
+    cr_expect(strstr(buf, "shrank"), "stderr: %s", buf);
+}
