@@ -120,7 +120,8 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0,
+                          .buffered = p->no_direct && p->io != SLUICE_IO_MMAP };
     /* rates not given are measured (once per device / kernel path, then cached) */
     sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
     int rc = sl_plan_make(pm, req, plan);

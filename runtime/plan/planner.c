@@ -105,13 +105,18 @@ static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_
 
 /* What loader/io.c allocates for (prefetch + 1) slots: each piece rounded up to pages plus a page of
  * O_DIRECT slack, the bounce buffer for embedding rows (the read chunk: the piece size clamped to
- * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row. */
-static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk, int prefetch)
+ * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row.  Buffered reads (no O_DIRECT)
+ * also hold each requested piece in the page cache until it is released (and dropped): counted once
+ * more, with the two pages a range can straddle. */
+static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, uint64_t chunk,
+                           int prefetch)
 {
     uint64_t piece = largest_piece(pm, p, chunk);
     if (!piece) return 0;
     uint64_t bounce = sl_stream_read_chunk(piece);
-    return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
+    uint64_t slot = (piece + 4095) / 4096 * 4096 + DIO_SLACK;
+    if (req->buffered) slot += (piece + 4095) / 4096 * 4096 + 2 * 4096;
+    return (uint64_t)(prefetch + 1) * slot + bounce + pm->embd_row_bytes;
 }
 
 
@@ -272,7 +277,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->lm_head_rows = min_head_rows;
     /* 1 MiB pieces with 3 in flight: this disk needs several reads outstanding to approach its
      * sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little even in a tight budget */
-    uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
+    uint64_t min_stream = stream_buf(pm, req, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
     uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
     /* 1. Everything resident? (min_budget still reports the streaming minimum)  (the embedding table too: resident mode reads nothing per token) */
@@ -350,7 +355,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
             sl_plan t = *p;
             t.lm_head_rows = 1024;
-            uint64_t nb = stream_buf(pm, &t, ladder[i][0], (int)ladder[i][1]);
+            uint64_t nb = stream_buf(pm, req, &t, ladder[i][0], (int)ladder[i][1]);
             if (nb > buf && nb - buf > spare) break;
             if (nb > buf) spare -= nb - buf;
             buf = nb > buf ? nb : buf;
