@@ -488,7 +488,7 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
         return -EINVAL;
     }
     if (h->n_tokens > (uint32_t)c->n_ctx) {
-        snprintf(err, errlen, "the session holds %u tokens, more than this context (-c %d)", h->n_tokens, c->n_ctx);
+        snprintf(err, errlen, "the session holds %u tokens, more than this context of %d", h->n_tokens, c->n_ctx);
         return -ENOSPC;
     }
     return 0;

@@ -252,7 +252,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     for (int l = 0; l < c->n_layers && l < SL_PLAN_MAX_LAYERS; l++)   /* a matrix the block lacks costs nothing */
         for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
     if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
-        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
+        snprintf(p->why, sizeof p->why, "bad request (layers %d, context %d, batch %d)", c->n_layers, req->n_ctx, req->n_batch);
         return -EINVAL;
     }
     const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
@@ -303,16 +303,16 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
         const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
         int n = snprintf(p->why, sizeof p->why,
-                         "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
+                         "needs at least %.0f MiB for this model at a context of %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
                          "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
                          p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
                          largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                          min_act / MiB, BASE_BYTES / MiB);
         if (kvb > p->min_budget / 3 && req->n_ctx > 256)
-            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
+            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try a context of %d or a budget of %.0f MiB", req->n_ctx / 4,
                      p->min_budget / MiB + 1.5);
         else
-            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %.0fM", p->min_budget / MiB + 1.5);
+            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try a budget of %.0f MiB", p->min_budget / MiB + 1.5);
         return -ENOSPC;
     }
 
