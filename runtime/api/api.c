@@ -305,7 +305,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     }
     M->n_ctx = p->n_ctx > 0 ? p->n_ctx : (cf->ctx_train < 4096 ? cf->ctx_train : 4096);
     if (p->n_ctx > cf->ctx_train)
-        logf_(p, SLUICE_LOG_WARN, "warning: a context of %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
+        logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
     int kv = p->kv_type;
