@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "include/sluice.h"
 #include "runtime/cli/cli.h"
 
 int cmd_chat(int argc, char **argv);   /* runtime/cli/chat.c */
@@ -25,6 +26,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) { usage(stderr); return 2; }
+    char err[256];
+    if (sluice_debug_env(err, sizeof err)) { cli_err("%s", err); return 1; }
     const char *c = argv[1];
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) { usage(stdout); return 0; }
     if (!strcmp(c, "--version")) { printf("sluice 0.1.0\n"); return 0; }
