@@ -58,6 +58,10 @@ enum sluice_planner {
     SLUICE_PLANNER_OFF = 2        /* no plan: resident unless streaming is forced */
 };
 enum sluice_log { SLUICE_LOG_WARN = 0, SLUICE_LOG_INFO = 1, SLUICE_LOG_NOTE = 2 };
+/* Speculative decoding in sluice_generate: drafted tokens verified in the pass that evaluates the
+ * last accepted one.  AUTO: n-gram drafts when weights stream (a pass costs a read of the file),
+ * none when resident.  Greedy output is identical either way; sampled output keeps its distribution. */
+enum sluice_draft { SLUICE_DRAFT_AUTO = 0, SLUICE_DRAFT_OFF = 1, SLUICE_DRAFT_NGRAM = 2 };
 
 /* Progress of long work: stage is "load" (units: bytes) or "prompt" (units: tokens). */
 typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
@@ -88,6 +92,10 @@ typedef struct sluice_params {
                                * SLUICE_DISK_BW_NOW = measured now (1 GiB, ~1-2 s), replacing the cached figure */
     double   compute_bw;      /* GB/s of weights the decode kernels process; 0 = measured once per kernel
                                * path, thread count and weight type, cached (~0.1 s per type) */
+    int      draft;           /* enum sluice_draft */
+    int      draft_max;       /* most drafted tokens per pass (0 = 8); the number used adapts to the
+                               * measured pass times and acceptance rate; at most the plan's batch - 1 */
+    bool     draft_fixed;     /* draft draft_max tokens whenever the drafter has them (no adaptation) */
     sluice_progress_fn progress;
     sluice_log_fn log;
     void    *user;            /* passed to progress and log */
@@ -211,6 +219,10 @@ typedef int (*sluice_token_fn)(void *user, int32_t token, const char *text, size
  * (>= 0) or -errno (the tokens evaluated before an error stay in the context). */
 int  sluice_generate(sluice_ctx *c, sluice_sampler *s, int n_max, sluice_token_fn cb, void *user);
 
+/* A text the drafter may copy from as well as the context (the document being edited, summarized
+ * or quoted: `sluice run --lookup FILE`), as token ids; copied.  n = 0 clears it.  0 or -errno. */
+int  sluice_ctx_set_lookup(sluice_ctx *c, const int32_t *ids, int n);
+
 enum sluice_stop { SLUICE_STOP_NONE = 0, SLUICE_STOP_EOG, SLUICE_STOP_LIMIT, SLUICE_STOP_CALLBACK,
                    SLUICE_STOP_CTX_FULL, SLUICE_STOP_CANCELED, SLUICE_STOP_ERROR };
 /* Why the last sluice_generate returned. */
@@ -256,6 +268,10 @@ typedef struct sluice_stats {
     int      n_past, n_ctx;
     uint64_t n_eval, n_sampled;   /* tokens evaluated / sampled in this context */
     double   eval_s;              /* time spent in evaluation */
+    /* sluice_generate's passes (one forward pass each), drafted tokens verified in them, drafts
+     * accepted: tokens per pass = (n_gen_tokens) / n_passes, acceptance = n_accepted / n_drafted */
+    uint64_t n_passes, n_drafted, n_accepted, n_gen_tokens;
+    int      draft_max;           /* drafts per pass the context can verify (0: no speculation) */
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);

@@ -120,6 +120,7 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
+                          .n_logits = p->draft == SLUICE_DRAFT_OFF ? 1 : (p->draft_max > 0 ? p->draft_max : 8) + 1,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0,
                           .buffered = p->no_direct && p->io != SLUICE_IO_MMAP };
     /* rates not given are measured (once per device / kernel path, then cached) */
@@ -377,6 +378,13 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }
+    /* speculative decoding: at most draft_max drafts, and a verifying pass must be one batch */
+    int dk = p->draft == SLUICE_DRAFT_OFF || (p->draft == SLUICE_DRAFT_AUTO && !streaming) ? 0
+           : p->draft_max > 0 ? p->draft_max : 8;
+    if (dk > M->n_batch - 1) dk = M->n_batch - 1;
+    if (dk > 64) dk = 64;
+    M->draft_k = dk < 0 ? 0 : dk;
+    M->draft_fixed = p->draft_fixed;
     M->t_loaded_ns = sl_now_ns();
     api_track(M, API_MODEL);
     *out = M;

@@ -24,11 +24,13 @@ int sluice_ctx_new(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
     sluice_ctx *C = calloc(1, sizeof *C);
     if (!C) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     C->M = M;
-    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = M->n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir };
+    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = M->n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
+                         .logits_max = M->draft_k + 1 };
     int rc = sl_ctx_create(M->m, &cp, M->pool, &C->c, err, errlen);
     if (rc) { free(C); return rc; }
     if (M->stream) C->c->src = sl_stream_source(M->stream);
     C->c->cancel = &C->cancel;
+    sl_draft_stats_init(&C->dstats);
     C->cap = M->n_ctx;
     C->toks = malloc((size_t)C->cap * sizeof *C->toks);
     if (!C->toks) {
@@ -50,6 +52,7 @@ void sluice_ctx_free(sluice_ctx *C)
     atomic_fetch_sub(&C->M->n_ctx_live, 1);
     sl_ctx_free(C->c);
     free(C->toks);
+    free(C->lookup);
     free(C);
 }
 
@@ -57,7 +60,7 @@ void sluice_ctx_free(sluice_ctx *C)
  * stops the process. */
 #define CTX_OK(C, fn) ((C) ? (api_check((C), API_CTX, fn), true) : false)
 
-const float *sluice_logits(const sluice_ctx *C) { return CTX_OK(C, "sluice_logits") && C->logits_valid ? C->c->logits : NULL; }
+const float *sluice_logits(const sluice_ctx *C) { return CTX_OK(C, "sluice_logits") && C->logits_valid ? sl_ctx_last_logits(C->c) : NULL; }
 const int32_t *sluice_tokens(const sluice_ctx *C, int *n)
 {
     if (!CTX_OK(C, "sluice_tokens")) { if (n) *n = 0; return NULL; }
@@ -298,7 +301,7 @@ int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
     if (!S || !CTX_OK(C, "sluice_sample")) return -EINVAL;
     api_check(S, API_SAMPLER, "sluice_sample");
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
-    memcpy(S->logits, C->c->logits, (size_t)S->n_vocab * sizeof *S->logits);
+    memcpy(S->logits, sl_ctx_last_logits(C->c), (size_t)S->n_vocab * sizeof *S->logits);
     C->n_sampled++;
     return sl_sample(S->s, S->logits, C->toks, C->n_toks);
 }
@@ -310,6 +313,109 @@ const float *sluice_sampler_logits(const sluice_sampler *S)
     return S->logits;
 }
 
+/* What sluice_generate reports: whole UTF-8 characters of each token's piece, and the stop rules. */
+typedef struct emitter {
+    sl_utf8_stream us;
+    sluice_token_fn cb;
+    void *user;
+    int n, n_max;
+} emitter;
+
+/* Report token id; true when generation must stop here (C->stop says why). */
+static bool emit(sluice_ctx *C, emitter *e, int32_t id)
+{
+    char piece[512], text[512 + 8];
+    e->n++;
+    C->n_gen++;
+    bool eog = sl_vocab_is_eog(C->M->voc, id);
+    size_t len = 0;
+    if (!eog) {
+        int pl = sl_token_piece(C->M->voc, id, piece, sizeof piece);
+        if (pl > (int)sizeof piece) pl = sizeof piece;
+        if (pl > 0) len = sl_utf8_stream_feed(&e->us, piece, (size_t)pl, text);
+    }
+    text[len] = 0;
+    if (e->cb && e->cb(e->user, id, text, len)) { C->stop = SLUICE_STOP_CALLBACK; return true; }
+    if (eog) { C->stop = SLUICE_STOP_EOG; return true; }
+    if (e->n == e->n_max) return true;
+    if (C->n_toks >= C->c->n_ctx) { C->stop = SLUICE_STOP_CTX_FULL; return true; }
+    return false;
+}
+
+/* Keep the first n tokens of the context and make the logits after token n-1 (row `row` of the
+ * last pass) the current ones: the state one-token decoding would be in. */
+static void keep_prefix(sluice_ctx *C, int n, int row)
+{
+    const size_t V = (size_t)C->M->m->cfg.vocab;
+    if (row > 0) memmove(C->c->logits, C->c->logits + (size_t)row * V, V * sizeof(float));
+    C->c->n_logits = 1;
+    C->n_toks = n;
+    C->c->n_past = n;   /* later rows stay in the cache, never read (attention stops at n_past) */
+    C->logits_valid = true;
+}
+
+/* How many tokens to draft now: the adaptive length, within the context and n_max. */
+static int draft_len(const sluice_ctx *C, const emitter *e)
+{
+    const sl_draft_stats *d = &C->dstats;
+    int k = C->M->draft_k;
+    if (C->M->draft_fixed) {
+        /* k as asked */
+    } else if (d->n_obs >= 2) {
+        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok, k);
+        /* drafts that do not pay are still tried now and then, or the acceptance estimate could
+         * never recover when the text becomes predictable */
+        k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
+    } else if (k > 4) {
+        k = 4;   /* no timings yet: a moderate start */
+    }
+    int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
+    if (k > room) k = room;
+    if (k > e->n_max - e->n - 1) k = e->n_max - e->n - 1;   /* drafts beyond n_max are never reported */
+    return k > 0 ? k : 0;
+}
+
+/* One speculative step: evaluate id plus drafts in one pass, report what the target accepts, and
+ * set *next to the token after them (sampled, not yet reported).  Returns 1 when generation stops,
+ * 0 to go on, -errno on error. */
+static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, int32_t *next)
+{
+    int32_t batch[65];
+    const int V = C->M->m->cfg.vocab, base = C->n_toks;
+    if (C->n_toks + 1 > C->cap) return -ENOSPC;
+    C->toks[C->n_toks] = id;   /* the history the drafter looks in includes id */
+    int k = draft_len(C, e), nd = k ? sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1) : 0;
+    batch[0] = id;
+    uint64_t t0 = sl_now_ns();
+    int rc = sluice_eval(C, batch, nd + 1);
+    if (rc) return rc;
+    C->n_passes++;
+    C->n_drafted += (uint64_t)nd;
+    int i = 0;
+    for (; i < nd; i++) {   /* row i: the logits after batch[i] */
+        bool ok;
+        memcpy(S->logits, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V, (size_t)V * sizeof(float));
+        C->n_sampled++;
+        int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
+        if (!ok) { *next = t; break; }
+        C->n_accepted++;
+        if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
+            keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
+            sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i + 1);
+            return 1;
+        }
+    }
+    int row = C->c->n_logits - nd - 1 + i;
+    if (i == nd) {   /* every draft accepted: the last row gives the next token */
+        memcpy(S->logits, C->c->logits + (size_t)row * V, (size_t)V * sizeof(float));
+        C->n_sampled++;
+        *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
+    }
+    keep_prefix(C, base + i + 1, row);
+    sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i);
+    return 0;
+}
+
 int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn cb, void *user)
 {
     if (!CTX_OK(C, "sluice_generate")) return -EINVAL;
@@ -319,34 +425,44 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
         return -EINVAL;
     }
     api_check(S, API_SAMPLER, "sluice_generate");
-    sl_utf8_stream us = { 0 };
-    char piece[512], text[512 + 8];
-    int n = 0, rc = 0;
+    emitter e = { .cb = cb, .user = user, .n_max = n_max };
+    char text[16];
+    int rc = 0;
     C->stop = SLUICE_STOP_LIMIT;
-    while (n < n_max) {
+    int32_t id = n_max > 0 ? sluice_sample(S, C) : 0;
+    if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: no logits to sample from (evaluate a prompt first)"); }
+    while (!rc && e.n < n_max) {
         if (C->cancel) { rc = -ECANCELED; snprintf(C->err, sizeof C->err, "interrupted"); break; }
-        int32_t id = sluice_sample(S, C);
-        if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: no logits to sample from (evaluate a prompt first)"); break; }
-        n++;
-        bool eog = sl_vocab_is_eog(C->M->voc, id);
-        size_t len = 0;
-        if (!eog) {
-            int pl = sl_token_piece(C->M->voc, id, piece, sizeof piece);
-            if (pl > (int)sizeof piece) pl = sizeof piece;
-            if (pl > 0) len = sl_utf8_stream_feed(&us, piece, (size_t)pl, text);
+        if (emit(C, &e, id)) break;
+        if (C->M->draft_k > 0) {
+            int r = spec_step(C, S, &e, id, &id);
+            if (r) { rc = r < 0 ? r : 0; break; }
+            continue;
         }
-        text[len] = 0;
-        if (cb && cb(user, id, text, len)) { C->stop = SLUICE_STOP_CALLBACK; break; }
-        if (eog) { C->stop = SLUICE_STOP_EOG; break; }
-        if (n == n_max) break;
-        if (C->n_toks >= C->c->n_ctx) { C->stop = SLUICE_STOP_CTX_FULL; break; }
         if ((rc = sluice_eval(C, &id, 1))) break;
+        C->n_passes++;
+        id = sluice_sample(S, C);
     }
     if (rc) C->stop = rc == -ECANCELED ? SLUICE_STOP_CANCELED : SLUICE_STOP_ERROR;
-    size_t len = sl_utf8_stream_flush(&us, text);
+    size_t len = sl_utf8_stream_flush(&e.us, text);
     text[len] = 0;
     if (len && cb) cb(user, -1, text, len);
-    return rc ? rc : n;
+    return rc ? rc : e.n;
+}
+
+int sluice_ctx_set_lookup(sluice_ctx *C, const int32_t *ids, int n)
+{
+    if (!CTX_OK(C, "sluice_ctx_set_lookup") || n < 0 || (n > 0 && !ids)) return -EINVAL;
+    int32_t *copy = NULL;
+    if (n > 0) {
+        copy = malloc((size_t)n * sizeof *copy);
+        if (!copy) return -ENOMEM;
+        memcpy(copy, ids, (size_t)n * sizeof *copy);
+    }
+    free(C->lookup);
+    C->lookup = copy;
+    C->n_lookup = n;
+    return 0;
 }
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
@@ -365,7 +481,7 @@ int sluice_session_save_flags(sluice_ctx *C, const char *path, const void *extra
     sl_session_opts o = sl_session_default_opts();
     o.overwrite = flags & SLUICE_SESSION_OVERWRITE;
     if (!(rc = sluice__fingerprint(C->M, &fp, err, errlen)))
-        rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? C->c->logits : NULL, extra,
+        rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? sl_ctx_last_logits(C->c) : NULL, extra,
                              extra_len, &o, &info, err, errlen);
     api_model_unlock(C->M);
     if (!rc && st) *st = (sluice_session_stats){ info.n_tokens, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
@@ -403,6 +519,7 @@ int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *e
     memcpy(C->toks, toks, (size_t)n * sizeof *toks);   /* n <= n_ctx == cap: checked by the loader */
     free(toks);
     C->n_toks = n;
+    C->c->n_logits = 1;   /* the loaded logits are row 0 */
     C->logits_valid = has_logits && n > 0;
     if (st) *st = (sluice_session_stats){ n, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
     return 0;
@@ -438,5 +555,10 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_eval = C->n_eval;
         o->n_sampled = C->n_sampled;
         o->eval_s = C->eval_ns / 1e9;
+        o->n_passes = C->n_passes;
+        o->n_drafted = C->n_drafted;
+        o->n_accepted = C->n_accepted;
+        o->n_gen_tokens = C->n_gen;
+        o->draft_max = M->draft_k;
     }
 }

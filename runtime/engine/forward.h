@@ -61,6 +61,12 @@ typedef struct sl_ctx {
     char err[256];
 } sl_ctx;
 
+/* The logits after the last evaluated token (the last of the n_logits rows). */
+static inline float *sl_ctx_last_logits(const sl_ctx *c)
+{
+    return c->logits + (size_t)(c->n_logits > 0 ? c->n_logits - 1 : 0) * (size_t)c->m->cfg.vocab;
+}
+
 /* Bytes a context with these parameters will allocate (for planning). */
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads);
 

@@ -61,14 +61,17 @@ uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
     return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
 }
 
-static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
+static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req)
 {
+    const int n_ctx = req->n_ctx, threads = req->n_threads > 0 ? req->n_threads : 1;
+    /* logits rows: the last n_logits positions of a batch (forward.c logit_rows) */
+    const uint64_t logit_rows = (uint64_t)(req->n_logits > 1 ? (req->n_logits < B ? req->n_logits : B) : 1);
     const sl_config *c = &pm->cfg;
     uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
     /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
     uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
-    return ((uint64_t)B * per + (uint64_t)threads * att + (uint64_t)c->vocab) * 4 +     /* ctx scratch, logits */
+    return ((uint64_t)B * per + (uint64_t)threads * att + logit_rows * c->vocab) * 4 +  /* ctx scratch, logits */
            (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
            pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
 }
@@ -244,14 +247,14 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
 /* Stage 1: does everything fit?  Then the plan is plain resident mode (the embedding table too:
  * resident mode reads nothing per token).  Returns true and fills p when it does. */
 static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, uint64_t weights,
-                              int B, int threads, sl_plan *p)
+                              int B, sl_plan *p)
 {
-    uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
     if (tot > req->budget) return false;
     const int L = pm->cfg.n_layers;
     p->feasible = p->all_resident = true;
     p->n_batch = B;
-    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    p->act_bytes = act_bytes(pm, B, req);
     p->kv = SL_PLAN_KV_F16;
     p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
     for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
@@ -300,19 +303,19 @@ static void grow_kv(const sl_plan_model *pm, const sl_plan_req *req, int kv_min,
 }
 
 /* Stage 4: the prompt batch, doubling up to want_B. */
-static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int want_B, int threads, uint64_t *spare,
+static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int want_B, uint64_t *spare,
                        sl_plan *p)
 {
     int B = 1;
     while (B < want_B) {
         int nb = B * 2 < want_B ? B * 2 : want_B;
-        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads) - act_bytes(pm, B, req->n_ctx, threads);
+        uint64_t d = act_bytes(pm, nb, req) - act_bytes(pm, B, req);
         if (d > *spare) break;
         *spare -= d;
         B = nb;
     }
     p->n_batch = B;
-    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    p->act_bytes = act_bytes(pm, B, req);
 }
 
 /* Stage 5: piece size and prefetch, up a fixed ladder (only once the batch is complete). */
@@ -385,7 +388,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     }
     for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
         for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
-    const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
+    const int L = c->n_layers;
     uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
     for (int l = 0; l < L; l++)
         for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
@@ -407,11 +410,11 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
     p->lm_head_rows = min_head_rows;
     const uint64_t min_stream = stream_buf(pm, req, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
-    const uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
+    const uint64_t min_act = act_bytes(pm, 1, req);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
 
     /* 1. */
-    if (plan_all_resident(pm, req, fixed, weights, want_B, threads, p)) return 0;
+    if (plan_all_resident(pm, req, fixed, weights, want_B, p)) return 0;
     if (p->min_budget > req->budget) {
         explain_minimum(pm, req, kv_min, min_stream, min_chunk, min_act, p);
         return -ENOSPC;
@@ -420,7 +423,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     /* 3-6. */
     uint64_t spare = req->budget - p->min_budget;
     grow_kv(pm, req, kv_min, &spare, p);
-    grow_batch(pm, req, want_B, threads, &spare, p);
+    grow_batch(pm, req, want_B, &spare, p);
     grow_pieces(pm, req, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
     const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
     const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;

@@ -40,6 +40,8 @@ typedef struct sl_plan_req {
     uint64_t budget;          /* bytes the process may hold: RSS + page cache it creates */
     int      n_ctx;
     int      n_batch;         /* requested max batch; the plan may lower it */
+    int      n_logits;        /* logits rows kept per batch (speculative decoding verifies n_logits - 1
+                               * drafts in a pass); 0 or 1: the last position only */
     int      n_threads;
     double   disk_bw;         /* bytes/s, O_DIRECT sequential (0: unknown, reads cost no time) */
     double   compute_bw;      /* bytes of weights per second the kernels process (decode), for any
