@@ -270,6 +270,23 @@ static void close_model(sluice_model *M);
 
 /* ---- open / close ------------------------------------------------------------------------------ */
 
+/* A spill directory given is used even when the plan keeps the cache in memory (as asked), unless
+ * it is in RAM: the plan's budget then holds only with the cache in memory, where it planned it. */
+static const char *given_spill_dir(const sluice_model *M, const sluice_params *p)
+{
+    char ramfs[16];
+    if (!p->kv_spill_dir) return NULL;
+    if (!sl_kv_dir_in_ram(p->kv_spill_dir, ramfs, sizeof ramfs)) return p->kv_spill_dir;
+    if (M->planned) {
+        logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM (%s): the KV cache stays in memory, as planned",
+              p->kv_spill_dir, ramfs);
+        return NULL;
+    }
+    logf_(p, SLUICE_LOG_WARN, "warning: the KV spill directory %s is %s, in RAM: the spilled cache uses memory",
+          p->kv_spill_dir, ramfs);
+    return p->kv_spill_dir;
+}
+
 int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, char *err, size_t errlen)
 {
     sluice_params defaults;
@@ -347,21 +364,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         }
     }
     if (kv == SLUICE_KV_AUTO) kv = SL_KV_F16;
-    /* A spill directory given is used even when the plan keeps the cache in memory (as asked), unless
-     * it is in RAM: the plan's budget then holds only with the cache in memory, where it planned it. */
-    char ramfs[16];
-    if (p->kv_spill_dir && !spill && sl_kv_dir_in_ram(p->kv_spill_dir, ramfs, sizeof ramfs)) {
-        if (M->planned)
-            logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM (%s): the KV cache stays in memory, as planned",
-                  p->kv_spill_dir, ramfs);
-        else {
-            spill = p->kv_spill_dir;
-            logf_(p, SLUICE_LOG_WARN, "warning: the KV spill directory %s is %s, in RAM: the spilled cache uses memory",
-                  spill, ramfs);
-        }
-    } else if (p->kv_spill_dir && !spill) {
-        spill = p->kv_spill_dir;
-    }
+    if (!spill) spill = given_spill_dir(M, p);
     M->kv_type = kv;
     if (spill && !(M->spill_dir = strdup(spill))) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
     sl_model_set_streaming(M->m, p->stream_all, p->stream_lm_head);
