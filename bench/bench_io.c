@@ -232,12 +232,14 @@ static int sweep(const char *path, int rounds)
     return 0;
 }
 
-static void usage(void)
+static void usage_to(FILE *f, int status)
 {
-    fprintf(stderr, "usage: bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] "
-                    "[--chunk MiB] [--raw-only]\n       bench_io FILE --sweep [--rounds N]\n");
-    exit(2);
+    fprintf(f, "usage: bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] "
+               "[--chunk MiB] [--raw-only]\n       bench_io FILE --sweep [--rounds N]\n");
+    exit(status);
 }
+
+static void usage(void) { usage_to(stderr, 2); }
 
 int main(int argc, char **argv)
 {
@@ -248,6 +250,7 @@ int main(int argc, char **argv)
     bool do_sweep = false;
     int rounds = 3;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) usage_to(stdout, 0);
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--piece") && i + 1 < argc) piece_mib = atof(argv[++i]);
         else if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots = atoi(argv[++i]);

@@ -255,6 +255,12 @@ static int run_ab(double mib, int rounds)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: bench_kernels [MIB [SECONDS]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
+               "  ~MIB of weights (default 64), each timed for SECONDS (default 0.3)\n"
+               "       bench_kernels --ab [MIB [ROUNDS]]\n  interleaved avx2/avx512/auto comparison per type (default 64 MiB, 15 rounds)\n");
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--ab"))
         return run_ab(argc > 2 ? atof(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 15);
     const double mib = argc > 1 ? atof(argv[1]) : 64;

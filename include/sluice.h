@@ -43,6 +43,7 @@ extern "C" {
 
 #define SLUICE_VERSION "0.1.0"
 #define SLUICE_API_VERSION 1
+#define SLUICE_ERRLEN 256   /* an err buffer of this size holds any message the library writes */
 
 typedef struct sluice_model sluice_model;       /* weights, tokenizer, plan, weight stream, threads */
 typedef struct sluice_ctx sluice_ctx;           /* one conversation: KV cache, tokens, logits */
@@ -128,6 +129,18 @@ typedef struct sluice_plan_info {
     bool     kv_spilled;
     int      n_ctx, n_batch;
     double   pred_tok_s;
+    int      n_ctx_train;             /* the model's trained context (tells a caller what -c could be) */
+    /* The planner's own decisions and rates (valid when planned).  They describe the plan; the fields
+     * above describe what the run does, which a forced streaming mode may make differ. */
+    int      plan_layers_resident;
+    bool     plan_lm_head_resident;
+    int      plan_kv_type;            /* enum sluice_kv the plan chose (F16 or Q8_0); see plan_kv_spilled */
+    bool     plan_kv_spilled;
+    int      plan_n_batch, plan_prefetch;
+    uint64_t plan_chunk_bytes;        /* streamed piece size (0: one piece per tensor) */
+    double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
+    double   disk_bw, compute_bw;     /* bytes/s the prediction used */
+    const char *disk_how, *compute_how;   /* where those rates came from (owned by the model) */
 } sluice_plan_info;
 void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
 /* The plan as `sluice plan` prints it (json: one JSON object). */
@@ -190,6 +203,7 @@ typedef struct sluice_sampler_params {
     float repeat_penalty;     /* finite, > 0; 1 = off (default) */
     int   repeat_last_n;      /* >= 0 (default 64) */
     uint64_t seed;
+    bool  ignore_eog;         /* never choose an end-of-generation token (llama.cpp's --ignore-eos) */
 } sluice_sampler_params;
 
 void sluice_sampler_params_default(sluice_sampler_params *p);
@@ -272,9 +286,15 @@ typedef struct sluice_stats {
      * accepted: tokens per pass = (n_gen_tokens) / n_passes, acceptance = n_accepted / n_drafted */
     uint64_t n_passes, n_drafted, n_accepted, n_gen_tokens;
     int      draft_max;           /* drafts per pass the context can verify (0: no speculation) */
+    /* the weight stream's shape (0 when every weight is resident) */
+    int64_t  stream_pieces_per_pass;
+    uint64_t stream_max_piece, stream_pass_bytes, stream_buffer_bytes;
+    uint64_t stream_embd_rows;    /* token-embedding rows read on demand */
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);
+/* How much of the model file is in the page cache now (mincore).  0 or -errno. */
+int  sluice_page_cache(const sluice_model *m, uint64_t *resident_bytes, uint64_t *file_bytes);
 
 const char *sluice_version(void);
 

@@ -229,7 +229,7 @@ void sluice_sampler_params_default(sluice_sampler_params *p)
 {
     if (!p) return;
     sl_sampler_params d = sl_sampler_defaults();
-    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed };
+    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed, false };
 }
 
 /* The documented ranges; NaN fails every comparison, so each test is written to fail on it. */
@@ -266,9 +266,18 @@ int sluice_sampler_create(const sluice_model *M, const sluice_sampler_params *pp
     S->n_vocab = M->m->cfg.vocab;
     S->s = sl_sampler_create(&sp, S->n_vocab);
     S->logits = malloc((size_t)S->n_vocab * sizeof *S->logits);
-    if (!S->s || !S->logits) {
+    bool ok = S->s && S->logits;
+    for (int32_t id = 0; ok && p.ignore_eog && id < S->n_vocab; id++) {
+        if (!sl_vocab_is_eog(M->voc, id)) continue;
+        int32_t *ne = realloc(S->eog_ids, (size_t)(S->n_eog + 1) * sizeof *ne);
+        if (!ne) { ok = false; break; }
+        S->eog_ids = ne;
+        S->eog_ids[S->n_eog++] = id;
+    }
+    if (!ok) {
         sl_sampler_free(S->s);
         free(S->logits);
+        free(S->eog_ids);
         free(S);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -293,7 +302,16 @@ void sluice_sampler_free(sluice_sampler *S)
     api_untrack(S, API_SAMPLER, "sluice_sampler_free");
     sl_sampler_free(S->s);
     free(S->logits);
+    free(S->eog_ids);
     free(S);
+}
+
+/* The sampler's working copy of one row of logits, end-of-generation tokens masked when the sampler
+ * ignores them. */
+static void sampler_load(sluice_sampler *S, const float *row)
+{
+    memcpy(S->logits, row, (size_t)S->n_vocab * sizeof *S->logits);
+    for (int i = 0; i < S->n_eog; i++) S->logits[S->eog_ids[i]] = -INFINITY;
 }
 
 int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
@@ -301,7 +319,7 @@ int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
     if (!S || !CTX_OK(C, "sluice_sample")) return -EINVAL;
     api_check(S, API_SAMPLER, "sluice_sample");
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
-    memcpy(S->logits, sl_ctx_last_logits(C->c), (size_t)S->n_vocab * sizeof *S->logits);
+    sampler_load(S, sl_ctx_last_logits(C->c));
     C->n_sampled++;
     return sl_sample(S->s, S->logits, C->toks, C->n_toks);
 }
@@ -394,7 +412,7 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     int i = 0;
     for (; i < nd; i++) {   /* row i: the logits after batch[i] */
         bool ok;
-        memcpy(S->logits, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V, (size_t)V * sizeof(float));
+        sampler_load(S, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V);
         C->n_sampled++;
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
         if (!ok) { *next = t; break; }
@@ -407,7 +425,7 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     }
     int row = C->c->n_logits - nd - 1 + i;
     if (i == nd) {   /* every draft accepted: the last row gives the next token */
-        memcpy(S->logits, C->c->logits + (size_t)row * V, (size_t)V * sizeof(float));
+        sampler_load(S, C->c->logits + (size_t)row * V);
         C->n_sampled++;
         *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
     }
@@ -547,6 +565,11 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->stream_wait_s = st.wait_ns / 1e9;
         o->stream_compute_s = st.compute_ns / 1e9;
         o->backend = sl_stream_backend(M->stream);
+        o->stream_embd_rows = st.embd_rows;
+        o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
+        o->stream_max_piece = sl_stream_max_piece(M->stream);
+        o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);
+        o->stream_buffer_bytes = sl_stream_mem_bytes(M->stream);
     }
     if (C) {
         o->kv_bytes = sl_kv_mem_bytes(C->c->kv);
@@ -561,4 +584,10 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_gen_tokens = C->n_gen;
         o->draft_max = M->draft_k;
     }
+}
+
+int sluice_page_cache(const sluice_model *M, uint64_t *resident, uint64_t *file_bytes)
+{
+    if (!M || !resident || !file_bytes) return -EINVAL;
+    return sl_page_cache_bytes(M->m->path, resident, file_bytes);
 }

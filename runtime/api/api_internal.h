@@ -66,6 +66,8 @@ struct sluice_sampler {
     sl_sampler *s;
     int    n_vocab;
     float *logits;              /* scratch: the context's logits, penalised */
+    int32_t *eog_ids;           /* ignore_eog: the end-of-generation tokens, masked before sampling */
+    int    n_eog;
 };
 
 /* Live-handle registry (api_check.c): active in debug builds or with SLUICE_API_CHECKS=1; a handle

@@ -266,23 +266,32 @@ static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, u
     return true;
 }
 
-/* The minimum budget's explanation: what dominates it and what to try. */
-static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, int kv_min, uint64_t min_stream,
-                            uint64_t min_chunk, uint64_t min_act, sl_plan *p)
+/* The minimum budget's explanation: what dominates it and what to try (one figure, rounded up to a
+ * MiB, for the message and the hint: sl_plan_min_mib). */
+static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, int kv_min,
+                            uint64_t min_stream, uint64_t min_chunk, uint64_t min_act, sl_plan *p)
 {
     uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
     const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
+    uint64_t min_mib = sl_plan_min_mib(p->min_budget);
     int n = snprintf(p->why, sizeof p->why,
-                     "needs at least %.0f MiB for this model at a context of %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
-                     "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
-                     p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                     "needs at least %" PRIu64 " MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers "
+                     "%.1f MiB (4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, "
+                     "runtime %.0f MiB", min_mib, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
                      largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
                      min_act / MiB, BASE_BYTES / MiB);
-    if (kvb > p->min_budget / 3 && req->n_ctx > 256)
-        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try a context of %d or a budget of %.0f MiB", req->n_ctx / 4,
-                 p->min_budget / MiB + 1.5);
+    /* a smaller context is suggested only when one fits this budget: the largest power-of-two
+     * fraction of -c whose minimum does */
+    int fit_ctx = 0;
+    for (int ctx = req->n_ctx / 2; ctx >= 64 && !fit_ctx; ctx /= 2) {
+        sl_plan_req r = *req;
+        r.n_ctx = ctx;
+        if (fixed + act_bytes(pm, 1, &r) + kv_bytes(pm, ctx, kv_min) + min_stream <= req->budget) fit_ctx = ctx;
+    }
+    if (fit_ctx)
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %" PRIu64 "M", fit_ctx, min_mib);
     else
-        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try a budget of %.0f MiB", p->min_budget / MiB + 1.5);
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %" PRIu64 "M", min_mib);
 }
 
 /* Stage 3: KV precision, spilled -> q8_0 -> f16, as far as *spare allows. */
@@ -416,7 +425,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     /* 1. */
     if (plan_all_resident(pm, req, fixed, weights, want_B, p)) return 0;
     if (p->min_budget > req->budget) {
-        explain_minimum(pm, req, kv_min, min_stream, min_chunk, min_act, p);
+        explain_minimum(pm, req, fixed, kv_min, min_stream, min_chunk, min_act, p);
         return -ENOSPC;
     }
 

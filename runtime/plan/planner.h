@@ -91,6 +91,10 @@ typedef struct sl_plan {
     double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
 } sl_plan;
 
+/* The minimum budget as one whole number of MiB, rounded up: the figure `sluice plan`, the
+ * infeasible-budget error and its "try --ram-budget" hint all give (that many MiB always suffice). */
+static inline uint64_t sl_plan_min_mib(uint64_t min_budget) { return (min_budget + (1u << 20) - 1) >> 20; }
+
 /* Fill pm from an opened model (only the table; no I/O). */
 void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes);
 
