@@ -12,9 +12,22 @@
  *
  * Conventions.  Functions that can fail return 0 (or a count) on success and a negative errno on
  * failure; those that take `char *err, size_t errlen` write one line there, the others leave it in
- * sluice_ctx_error().  Objects are not thread-safe: use a model and its contexts from one thread at a
- * time (the engine runs its own worker threads inside each call).  sluice_cancel() is the exception:
- * it may be called from any thread or a signal handler.  Link with `pkg-config --libs sluice`.
+ * sluice_ctx_error().  NULL handles, NULL out pointers and values outside a field's documented range
+ * give -EINVAL (with a message where there is a place for one), never undefined behaviour.
+ *
+ * Threads.  One object (model, context, sampler) is used by one thread at a time; the engine runs
+ * its own worker threads inside each call.  Contexts of one model may be used from different threads:
+ * their evaluations (and session saves and loads) share the model's thread pool and weight stream,
+ * so they take turns on a lock inside the model — safe, not parallel.  Calling into the same model
+ * from one of its own callbacks (progress, log, token) during an evaluation returns -EBUSY.
+ * sluice_cancel() may be called from any thread or a signal handler.
+ *
+ * Lifetime.  sluice_close / sluice_ctx_free / sluice_sampler_free end a handle; using or freeing it
+ * again is undefined behaviour, as with free().  Free a model's contexts before the model.  Debug
+ * builds (NDEBUG not defined), and any build run with SLUICE_API_CHECKS=1 in the environment, keep
+ * a registry of live handles and stop the process (abort, one line on stderr naming the function)
+ * at a double free, a use after free or a model closed before its contexts.
+ * Link with `pkg-config --libs sluice`.
  */
 #ifndef SLUICE_H
 #define SLUICE_H
@@ -57,13 +70,15 @@ typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done,
 typedef void (*sluice_log_fn)(void *user, int level, const char *msg);
 
 #define SLUICE_DISK_BW_NOW (-1.0)   /* sluice_params.disk_bw: measure the disk now */
+#define SLUICE_MAX_THREADS 1024     /* sluice_params.n_threads: 0..SLUICE_MAX_THREADS */
+#define SLUICE_MAX_CTX (1 << 24)    /* sluice_params.n_ctx and n_batch: 0..SLUICE_MAX_CTX */
 
 typedef struct sluice_params {
     uint64_t ram_budget;      /* bytes the process may hold (RSS + page cache); 0 = auto (MemAvailable/cgroup) */
     int      planner;         /* enum sluice_planner */
     int      n_ctx;           /* context positions; 0 = min(model's trained context, 4096) */
     int      n_batch;         /* prompt positions per forward batch; 0 = 512 (the plan may lower it) */
-    int      n_threads;       /* 0 = all CPUs */
+    int      n_threads;       /* 0 = all CPUs; at most SLUICE_MAX_THREADS */
     int      n_parallel;      /* sequences decoded together (sluice_batch; sluice serve --parallel): the plan
                                * counts a KV cache per sequence and a batch of n_batch positions; 0 = 1 */
     int      kv_type;         /* enum sluice_kv: AUTO = f16 unless the plan picks q8_0 */
@@ -72,7 +87,7 @@ typedef struct sluice_params {
     bool     stream_lm_head;  /* force: stream only the LM head */
     int      io;              /* enum sluice_io (uring falls back to pread) */
     uint64_t chunk_bytes;     /* streamed piece size: 0 = one piece per tensor */
-    int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2) */
+    int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2, at most 32) */
     int      lm_head_rows;    /* rows per LM-head piece (0 = 1024) */
     bool     no_direct;       /* buffered reads instead of O_DIRECT */
     double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured the way the plan reads (backend,
@@ -230,18 +245,23 @@ void sluice_batch_uncancel(sluice_batch *b);
 /* ---- sampling and generation ------------------------------------------------------------------ */
 
 typedef struct sluice_sampler_params {
-    float temp;               /* <= 0: greedy (default 0.8) */
-    int   top_k;              /* 0 = off (default 40) */
-    float top_p;              /* 1 = off (default 0.95) */
-    float min_p;              /* 0 = off (default 0.05) */
-    float repeat_penalty;     /* 1 = off (default) */
-    int   repeat_last_n;      /* (default 64) */
+    float temp;               /* finite; <= 0: greedy (default 0.8) */
+    int   top_k;              /* >= 0; 0 = off (default 40) */
+    float top_p;              /* in [0, 1]; 1 = off (default 0.95) */
+    float min_p;              /* in [0, 1]; 0 = off (default 0.05) */
+    float repeat_penalty;     /* finite, > 0; 1 = off (default) */
+    int   repeat_last_n;      /* >= 0 (default 64) */
     uint64_t seed;
     bool  ignore_eog;         /* never choose an end-of-generation token (llama.cpp's --ignore-eos) */
 } sluice_sampler_params;
 
 void sluice_sampler_params_default(sluice_sampler_params *p);
-sluice_sampler *sluice_sampler_new(const sluice_model *m, const sluice_sampler_params *p);   /* NULL p: defaults */
+/* NULL p: defaults.  0, or -EINVAL naming the field out of range (NaN/Inf temp, top_p outside [0, 1],
+ * min_p > 1, penalty <= 0, ...), or -ENOMEM. */
+int  sluice_sampler_create(const sluice_model *m, const sluice_sampler_params *p, sluice_sampler **out, char *err,
+                           size_t errlen);
+/* As sluice_sampler_create; NULL (errno EINVAL or ENOMEM) on failure. */
+sluice_sampler *sluice_sampler_new(const sluice_model *m, const sluice_sampler_params *p);
 void sluice_sampler_free(sluice_sampler *s);
 /* Choose the next token from the context's current logits (which are not modified); the repetition
  * penalty looks at the context's tokens.  Returns the id, or -EINVAL before any evaluation. */
@@ -282,10 +302,19 @@ typedef struct sluice_session_stats {
     double   seconds;
 } sluice_session_stats;
 
+/* Save: writes only a regular file that is absent, empty or a sluice session.  -EINVAL: path is a
+ * directory, device, FIFO, socket or symbolic link; -EEXIST: path holds a file that is not a session,
+ * or a session of another model, KV precision or format version (kept as it was; flags
+ * SLUICE_SESSION_OVERWRITE replaces such a session, never a file that is not one).  Nothing is
+ * replaced on any error. */
+enum { SLUICE_SESSION_OVERWRITE = 1 };
 int  sluice_session_save(sluice_ctx *c, const char *path, const void *extra, size_t extra_len,
                          sluice_session_stats *st, char *err, size_t errlen);
+int  sluice_session_save_flags(sluice_ctx *c, const char *path, const void *extra, size_t extra_len, unsigned flags,
+                               sluice_session_stats *st, char *err, size_t errlen);
 /* Restore: replaces the context's contents.  -ENOENT: no such file; -EINVAL: not a session, another
- * model, another KV precision, corrupt or truncated (the context is then empty); -ENOSPC: more
+ * model, another KV precision, corrupt or truncated, NaN/Inf in it, not a regular file (the context
+ * is then empty); -ENOSPC: more
  * tokens than n_ctx.  extra (may be NULL): a malloc'd copy of the blob, free() it. */
 int  sluice_session_load(sluice_ctx *c, const char *path, void **extra, size_t *extra_len,
                          sluice_session_stats *st, char *err, size_t errlen);

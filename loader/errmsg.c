@@ -2,6 +2,7 @@
 #include "loader/errmsg.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int sl_verrf(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
 {
@@ -28,4 +29,17 @@ int sl_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
     sl_verrf(err, errlen, rc, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+const char *sl_path_brief(const char *path, char buf[SL_PATH_BRIEF])
+{
+    if (!path) return "(null)";
+    size_t n = strlen(path);
+    if (n < SL_PATH_BRIEF) return path;
+    enum { HEAD = 32, TAIL = SL_PATH_BRIEF - HEAD - 4 };   /* 32 + "..." + 59 + NUL */
+    memcpy(buf, path, HEAD);
+    memcpy(buf + HEAD, "...", 3);
+    memcpy(buf + HEAD + 3, path + n - TAIL, TAIL);
+    buf[HEAD + 3 + TAIL] = 0;
+    return buf;
 }

@@ -10,4 +10,10 @@
 int sl_errf(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int sl_verrf(char *err, size_t errlen, int rc, const char *fmt, va_list ap);
 
+/* A path short enough to quote in a one-line message: `path` itself when it has fewer than
+ * SL_PATH_BRIEF bytes, else its start, "...", and its end (the file name) copied into buf.  Keeps a
+ * long path from pushing the errno text off the end of a fixed-size message buffer. */
+#define SL_PATH_BRIEF 96
+const char *sl_path_brief(const char *path, char buf[SL_PATH_BRIEF]);
+
 #endif

@@ -485,23 +485,16 @@ int sl_gguf_parse(const void *buf, size_t len, uint64_t file_size, sl_gguf **out
 int sl_gguf_open(const char *path, sl_gguf **out, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        if (err) snprintf(err, errlen, "gguf: cannot open %s: %s", path, strerror(e));
-        return -e;
-    }
+    /* O_NONBLOCK open + fstat (sl_open_regular): a FIFO or a device is refused, never waited on */
     struct stat st;
-    if (fstat(fd, &st) < 0) {   /* st is unset then: report errno, don't test st_mode */
-        int e = errno;
-        if (err) snprintf(err, errlen, "gguf: cannot stat %s: %s", path, strerror(e));
-        close(fd);
-        return -e;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        if (err) snprintf(err, errlen, "gguf: %s is not a regular file", path);
-        close(fd);
-        return -EINVAL;
+    char pb[SL_PATH_BRIEF];
+    int fd = sl_open_regular(path, 0, &st);
+    if (fd < 0) {
+        if (err && fd == -EINVAL)
+            snprintf(err, errlen, "gguf: %s is %s, not a regular file", sl_path_brief(path, pb), sl_file_kind(st.st_mode));
+        else if (err)
+            snprintf(err, errlen, "gguf: cannot open %s: %s", sl_path_brief(path, pb), strerror(-fd));
+        return fd;
     }
     uint64_t fsz = (uint64_t)st.st_size;
     size_t len = fsz < (1u << 20) ? (size_t)fsz : (1u << 20);

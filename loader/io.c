@@ -4,6 +4,9 @@
  */
 #include "loader/io_internal.h"
 
+#include "loader/errmsg.h"
+#include "loader/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -40,7 +43,8 @@ int sl_io_backend_parse(const char *s, sl_io_backend *out)
  * `what` overrides the errno text (e.g. for end of file); err is a negative errno. */
 void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, size_t len, int err,
                     const char *what) {
-    snprintf(msg, msglen, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", io->path, len, off,
+    char pb[SL_PATH_BRIEF];
+    snprintf(msg, msglen, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", sl_path_brief(io->path, pb), len, off,
              what ? what : strerror(-err));
 }
 
@@ -114,25 +118,18 @@ int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, siz
 static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen)
 {
     io->fd = -1;
-    if (want_direct) {
-        io->fd = open(io->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-        if (io->fd >= 0) io->direct = true;
-        else if (errno != EINVAL) {
-            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
-            return -errno;
-        }
+    struct stat st;
+    char pb[SL_PATH_BRIEF];
+    int fd = -EINVAL;
+    if (want_direct) {   /* O_DIRECT refused: -EINVAL from open, before any fstat (st_mode still 0) */
+        fd = sl_open_regular(io->path, O_DIRECT, &st);
+        if (fd >= 0) { io->fd = fd; io->direct = true; }
+        else if (fd != -EINVAL || st.st_mode) goto refused;
     }
     if (io->fd < 0) {
-        io->fd = open(io->path, O_RDONLY | O_CLOEXEC);
-        if (io->fd < 0) {
-            snprintf(err, errlen, "%s: open: %s", io->path, strerror(errno));
-            return -errno;
-        }
-    }
-    struct stat st;
-    if (fstat(io->fd, &st) != 0) {
-        snprintf(err, errlen, "%s: fstat: %s", io->path, strerror(errno));
-        return -errno;
+        fd = sl_open_regular(io->path, 0, &st);
+        if (fd < 0) goto refused;
+        io->fd = fd;
     }
     io->size = (uint64_t)st.st_size;
     io->align = 4096;
@@ -162,6 +159,13 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen)
         snprintf(io->notice, sizeof io->notice, "filesystem refuses O_DIRECT: using buffered reads");
     }
     return 0;
+refused:
+    if (st.st_mode && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: is %s, not a regular file", sl_path_brief(io->path, pb), sl_file_kind(st.st_mode));
+        return -EINVAL;
+    }
+    snprintf(err, errlen, "%s: open: %s", sl_path_brief(io->path, pb), strerror(-fd));
+    return fd;
 }
 
 /* Contract: `len` zeroed bytes aligned to `align`, straight from the kernel when the alignment is a
@@ -265,6 +269,12 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
     if (io->asked == SL_IO_URING && !sl_io__uring_probe(why, sizeof why)) io->active = SL_IO_PREAD;
     r = open_fd(io, io->active != SL_IO_MMAP && !o->no_direct, err, errlen);
     if (r) { free_io(io); return r; }
+    /* Buffered pread/uring: no kernel readahead.  It would read up to the device's read_ahead_kb (8 MiB
+     * and more) past every piece into the page cache, memory the budget does not count and the drop
+     * on release never sees (measured: 87-97 MiB peak at a 64 MiB budget before).  Pieces are read in
+     * requests of up to `chunk` bytes, which need no readahead to keep the device busy.  (mmap reads
+     * ahead exactly the piece itself with WILLNEED.) */
+    if (!io->direct && io->active != SL_IO_MMAP) (void)posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
     /* one read's length must fit an SQE's 32-bit length (and its int result) */
     size_t chunk = o->chunk ? o->chunk : SL_IO_DEFAULT_CHUNK;
     io->chunk = sl_io_align_up(chunk < (1u << 30) ? chunk : (1u << 30), io->align);
@@ -314,6 +324,9 @@ int sl_io_request(sl_io *io, uint64_t offset, size_t len)
     s->msg[0] = 0;
     SL_IO_ADD(io, requests, 1);
     SL_IO_ADD(io, bytes_requested, len);
+    /* buffered without kernel readahead (see sl_io_open): start the whole piece's I/O now, so the
+     * requested pieces are read concurrently as they were with readahead, and nothing past them */
+    if (!io->direct && io->active != SL_IO_MMAP) (void)posix_fadvise(io->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
     io->ops->request(io, s);
     return id;
 }
@@ -334,6 +347,13 @@ int sl_io_wait(sl_io *io, int slot, const void **data)
     }
     if (data) *data = s->data;
     return 0;
+}
+
+/* See io.h. */
+int sl_io_check(sl_io *io, int slot)
+{
+    if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return -EINVAL;
+    return io->active == SL_IO_MMAP ? sl_io__mmap_check(io, &io->slot[slot]) : 0;
 }
 
 /* See io.h. */

@@ -96,6 +96,15 @@ int  sl_io_wait(sl_io *io, int slot, const void **data);
  * can stay cached until that range is read and released.) */
 void sl_io_release(sl_io *io, int slot);
 
+/* After using a held piece: 0 if its bytes were the file's, or -EIO (sl_io_errmsg says why) when the
+ * file shrank while the piece was in use.  Only the mmap backend can lose bytes after sl_io_wait —
+ * a truncated file's pages vanish from the mapping, and touching them raises SIGBUS.  That backend
+ * installs a SIGBUS handler (once, chaining to any previous one for other addresses) that maps a zero
+ * page over a vanished page of a live piece and marks the piece, so the computation finishes on
+ * zeros and this call reports the loss; the caller must discard what it computed.  0 for pread and
+ * io_uring (their buffers are the caller's memory). */
+int  sl_io_check(sl_io *io, int slot);
+
 /* Synchronous read of [offset, offset+len) into caller memory (any alignment, any length): resident
  * tensors, embedding rows.  Loops over EINTR and short reads; leaves no page cache behind.  Uses none
  * of the slots and may be called while pieces are in flight.  0 or a negative errno. */

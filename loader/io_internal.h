@@ -33,6 +33,8 @@ typedef struct sl_io_slot {
     char      msg[SL_IO_MSGLEN];   /* error line written by whoever failed the read */
     uint8_t  *map;        /* mmap backend: this piece's own mapping of [align_down(off), align_up(end)) */
     size_t    maplen;
+    int       guard;      /* mmap: 1 + index in the SIGBUS guard table (io_mmap.c), 0 when unguarded */
+    atomic_int lost;      /* mmap: set by the SIGBUS handler when a page of the piece vanished */
 } sl_io_slot;
 
 struct sl_io;
@@ -113,6 +115,8 @@ void sl_io__worker_request(sl_io *io, sl_io_slot *s);
 void sl_io__worker_wait(sl_io *io, sl_io_slot *s);
 void sl_io__worker_cancel(sl_io *io, sl_io_slot *s);
 void sl_io__worker_stop(sl_io *io);
+/* io_mmap.c: 0, or -EIO with io->errmsg when a page of the slot's mapping vanished while held */
+int sl_io__mmap_check(sl_io *io, sl_io_slot *s);
 /* io_mmap.c, io_uring.c */
 extern const sl_io_ops sl_io__mmap_ops;
 extern const sl_io_ops sl_io__uring_ops;

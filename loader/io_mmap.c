@@ -7,14 +7,22 @@
  * readahead I/O for the range, then MADV_POPULATE_READ to map the pages, waiting for them.  Populate
  * reports a page that cannot be read (I/O error, file shrunk) as an error instead of the SIGBUS a
  * plain touch would raise.  Release unmaps the piece and drops its pages from the page cache, so
- * neither RSS nor page cache grows with the file.  What remains unprotected: a file that shrinks
- * after wait returned still raises SIGBUS when the caller touches the bytes — use pread/uring for
- * files that may change.
+ * neither RSS nor page cache grows with the file.
+ *
+ * A file that shrinks after wait returned makes the piece's pages beyond the new end vanish; a touch
+ * then raises SIGBUS.  Every live piece is entered in a lock-free guard table, and a SIGBUS handler
+ * (installed once, with the first mmap reader) maps a zero page over a vanished page of a guarded
+ * piece and marks the piece lost: the computation finishes on zeros, and sl_io_check() — which the
+ * weight stream calls after each piece — turns that into an ordinary -EIO error like pread's.  A
+ * SIGBUS at any other address goes to the handler installed before ours (or kills, as by default).
  */
 #include "loader/io_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
@@ -25,6 +33,90 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22   /* Linux 5.14 */
 #endif
+
+/* ---- the SIGBUS guard ---------------------------------------------------------------------------
+ * Entries are claimed by CAS on `start`; the handler reads them without locks (async-signal-safe:
+ * atomics and one mmap system call).  A full table leaves further pieces unguarded (as before). */
+
+#define GUARD_MAX 512
+
+static struct guard {
+    _Atomic uintptr_t start;    /* 0: free */
+    _Atomic size_t    len;      /* 0 while being filled in or emptied */
+    atomic_int       *lost;
+} g_guard[GUARD_MAX];
+
+static struct sigaction g_prev_bus;
+static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < GUARD_MAX; i++) {
+        uintptr_t s = atomic_load(&g_guard[i].start);
+        size_t n = atomic_load(&g_guard[i].len);
+        if (!s || !n || a < s || a - s >= n) continue;
+        atomic_int *lost = g_guard[i].lost;
+        void *page = (void *)(a - a % SL_IO_PAGE);
+        if (mmap(page, SL_IO_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) break;
+        if (lost) atomic_store(lost, 1);
+        return;   /* the faulting load runs again and reads zeros */
+    }
+    if (g_prev_bus.sa_flags & SA_SIGINFO) {
+        if (g_prev_bus.sa_sigaction) { g_prev_bus.sa_sigaction(sig, si, uc); return; }
+    } else if (g_prev_bus.sa_handler != SIG_DFL && g_prev_bus.sa_handler != SIG_IGN) {
+        g_prev_bus.sa_handler(sig);
+        return;
+    }
+    signal(SIGBUS, SIG_DFL);   /* not ours: the fault repeats on return and kills as it would have */
+}
+
+static void guard_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
+static void guard_add(sl_io_slot *s)
+{
+    atomic_store(&s->lost, 0);
+    s->guard = 0;
+    for (int i = 0; i < GUARD_MAX; i++) {
+        uintptr_t zero = 0;
+        if (atomic_compare_exchange_strong(&g_guard[i].start, &zero, (uintptr_t)s->map)) {
+            g_guard[i].lost = &s->lost;
+            atomic_store(&g_guard[i].len, s->maplen);
+            s->guard = i + 1;
+            return;
+        }
+    }
+}
+
+static void guard_remove(sl_io_slot *s)
+{
+    if (!s->guard) return;
+    struct guard *g = &g_guard[s->guard - 1];
+    atomic_store(&g->len, 0);
+    g->lost = NULL;
+    atomic_store(&g->start, 0);
+    s->guard = 0;
+}
+
+int sl_io__mmap_check(sl_io *io, sl_io_slot *s)
+{
+    if (!atomic_load(&s->lost)) return 0;
+    struct stat st;
+    char what[160];
+    snprintf(what, sizeof what, "the file shrank while the piece was in use (now %lld bytes, %" PRIu64 " at open)",
+             fstat(io->fd, &st) == 0 ? (long long)st.st_size : -1LL, io->size);
+    sl_io__fmt_err(io, io->errmsg, sizeof io->errmsg, s->off, s->len, -EIO, what);
+    SL_IO_ADD(io, errors, 1);
+    return -EIO;
+}
 
 /* Fail early, with a message, if [off, off+len) is no longer inside the file or is set to fail by
  * the eio fault.  0 or -EIO. */
@@ -65,6 +157,7 @@ static int mmap_fill(sl_io *io, sl_io_slot *s)
     }
     s->map = m;
     s->maplen = e - a;
+    guard_add(s);   /* before any page is touched (populate reports errors itself, but readers touch) */
     /* No read-around on faults: the range is read ahead exactly here, and a page dropped by a
      * neighbour's release must not make a fault re-read megabytes around it. */
     (void)madvise(s->map, s->maplen, MADV_RANDOM);
@@ -111,6 +204,7 @@ static void mmap_request(sl_io *io, sl_io_slot *s)
 static void mmap_cancel(sl_io *io, sl_io_slot *s)
 {
     sl_io__worker_cancel(io, s);
+    guard_remove(s);
     if (s->map) munmap(s->map, s->maplen);
     s->map = NULL;
     s->maplen = 0;
@@ -120,6 +214,7 @@ static int mmap_start(sl_io *io, char *err, size_t errlen)
 {
     io->populate_ok = true;
     io->fill = mmap_fill;
+    pthread_once(&g_guard_once, guard_install);
     return sl_io__worker_start(io, err, errlen);
 }
 

@@ -12,7 +12,7 @@
 
 int sl_page_cache_bytes(const char *path, uint64_t *resident, uint64_t *file_size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
     struct stat st;
     if (fstat(fd, &st) < 0) { int e = errno; close(fd); return -e; }
@@ -44,7 +44,7 @@ int sl_page_cache_bytes(const char *path, uint64_t *resident, uint64_t *file_siz
 
 int sl_page_cache_drop(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
     int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);

@@ -7,6 +7,7 @@
 #include "include/sluice.h"
 
 #include <errno.h>
+#include <signal.h>
 
 #define FILE_SIZE ((2u << 20) + 999u)
 #define MAX_PIECE (600u << 10)
@@ -194,4 +195,57 @@ Test(io_fault, env_and_parse, .init = setup, .fini = teardown) {
     cr_assert(sl_io_fault_parse("eintr", &f, err, sizeof err) == -EINVAL);
     cr_assert(sl_io_fault_parse("eintr=x", &f, err, sizeof err) == -EINVAL);
     cr_assert(sl_io_fault_parse("bogus=3", &f, err, sizeof err) == -EINVAL && strstr(err, "bogus"));
+}
+
+/* mmap: the file shrinks after sl_io_wait returned, while the piece is held (issue 20, item 15).
+ * Touching the vanished pages used to kill the process with SIGBUS; now they read as zeros, and
+ * sl_io_check reports -EIO naming the file, so the caller discards what it computed.  A piece that
+ * lies wholly inside the new size is still exact and checks clean; pread/uring never lose bytes. */
+Test(io_fault, mmap_file_shrinks_while_a_piece_is_held, .init = setup, .fini = teardown) {
+    sl_io *io = iot_open(F.path, SL_IO_MMAP, 2, MAX_PIECE, true, 0, NULL);
+    const uint64_t off = (1u << 20) - 4096;   /* crosses the new end at 1 MiB */
+    int lost = sl_io_request(io, off, 300000), kept = sl_io_request(io, 8192, 300000);
+    cr_assert(lost >= 0 && kept >= 0);
+    const void *p, *q;
+    cr_assert(sl_io_wait(io, lost, &p) == 0 && sl_io_wait(io, kept, &q) == 0, "%s", sl_io_errmsg(io));
+    int fd = open(F.path, O_WRONLY);
+    cr_assert(fd >= 0 && ftruncate(fd, 1u << 20) == 0);
+    close(fd);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < 300000; i += 64) sum += ((const uint8_t *)p)[i];   /* would raise SIGBUS */
+    cr_expect(memcmp(p, F.ref + off, 4096) == 0, "the bytes before the new end are the file's");
+    cr_expect(((const uint8_t *)p)[4096 + 100] == 0, "a vanished page reads as zeros");
+    cr_expect_eq(sl_io_check(io, lost), -EIO);
+    cr_expect(strstr(sl_io_errmsg(io), "shrank") && strstr(sl_io_errmsg(io), F.path), "%s", sl_io_errmsg(io));
+    cr_expect(memcmp(q, F.ref + 8192, 300000) == 0);
+    cr_expect_eq(sl_io_check(io, kept), 0);
+    sl_io_release(io, lost);
+    sl_io_release(io, kept);
+    /* a later piece past the new end fails at request time, as before */
+    int past = sl_io_request(io, (1u << 20) + 4096, 1000);
+    cr_assert(past >= 0);
+    cr_expect(sl_io_wait(io, past, &p) < 0);
+    sl_io_release(io, past);
+    sl_io_close(io);
+    (void)sum;
+}
+
+/* A SIGBUS the reader did not cause still kills: the handler passes it on (to ASan's own handler in
+ * the sanitizer build, which reports it and aborts). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FOREIGN_SIGBUS_KILLS_WITH SIGABRT
+#else
+#define FOREIGN_SIGBUS_KILLS_WITH SIGBUS
+#endif
+Test(io_fault, foreign_sigbus_still_kills, .init = setup, .fini = teardown, .signal = FOREIGN_SIGBUS_KILLS_WITH) {
+    sl_io *io = iot_open(F.path, SL_IO_MMAP, 1, MAX_PIECE, true, 0, NULL);   /* installs the handler */
+    char path[] = "/tmp/sl_sigbus_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0 && ftruncate(fd, 8192) == 0);
+    volatile uint8_t *m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+    cr_assert(m != MAP_FAILED);
+    cr_assert(ftruncate(fd, 0) == 0);
+    unlink(path);
+    (void)m[4096];   /* not a reader's piece: SIGBUS as without sluice */
+    sl_io_close(io);
 }

@@ -10,11 +10,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -22,6 +26,7 @@
 #include "include/sluice.h"
 #include "runtime/api/api_internal.h"
 #include "runtime/api/session.h"
+#include "runtime/engine/kvcache.h"
 #include "util/golden.h"
 
 #define F16_MODEL SL_SHARED_DIR "/models/micro-llama.F16.gguf"
@@ -192,7 +197,9 @@ Test(session, restored_logits_are_bit_identical)
     struct { int kv; const char *name; } kvs[] = { { SLUICE_KV_F16, "f16" }, { SLUICE_KV_F32, "f32" }, { SLUICE_KV_Q8_0, "q8_0" } };
     for (size_t k = 0; k < 3; k++) {
         float *ref = reference(F16_MODEL, &g, kvs[k].kv);
-        const char *path = tmp_path("a.session");
+        char name[32];
+        snprintf(name, sizeof name, "%s.session", kvs[k].name);   /* one file per KV type: a session is kept */
+        const char *path = tmp_path(name);                        /* from being replaced by another type's */
         save_prompt(F16_MODEL, &g, kvs[k].kv, NULL, false, path);
         expect_continues(F16_MODEL, path, &g, kvs[k].kv, ref, kvs[k].name);
         /* a cache spilled to disk and streamed weights save the same state */
@@ -217,10 +224,10 @@ Test(session, every_codec_roundtrips)
     int codecs[] = { SL_SESS_RAW, SL_SESS_ZSTD, SL_SESS_ZSTD_SHUFFLE };
     const char *extra = "application blob \x01\x02\x03";
     for (int k = 0; k < 3; k++) {
-        sl_session_opts o = { codecs[k], 3 };
+        sl_session_opts o = { codecs[k], 3, false };
         sl_session_info info;
         const char *path = tmp_path("codec.session");
-        cr_assert_eq(sl_session_save(path, r.c->c, fp, r.c->toks, r.c->n_toks, r.c->c->logits, extra, strlen(extra), &o,
+        cr_assert_eq(sl_session_save(path, r.c->c, fp, r.c->toks, r.c->n_toks, sl_ctx_last_logits(r.c->c), extra, strlen(extra), &o,
                                      &info, err, sizeof err), 0, "%s", err);
         struct stat st;
         cr_assert_eq(stat(path, &st), 0);
@@ -408,7 +415,6 @@ Test(session, atomic_replace)
     golden_run g;
     load_golden(&g, "F16");
     const char *path = tmp_path("x.session");
-    write_file(path, "old contents", 12);
     save_prompt(F16_MODEL, &g, SLUICE_KV_F16, NULL, false, path);
     save_prompt(F16_MODEL, &g, SLUICE_KV_F16, NULL, false, path);
     DIR *d = opendir(g_tmp);
@@ -424,6 +430,171 @@ Test(session, atomic_replace)
     int rc = sluice_session_save(r.c, "/nonexistent-dir/x.session", NULL, 0, NULL, err, sizeof err);
     cr_expect_lt(rc, 0);
     cr_expect(strstr(err, "/nonexistent-dir/x.session"), "%s", err);
+    rig_close(&r);
+}
+
+/* ---- where a session may be written (issue 20, items 1 and 5) ------------------------------------ */
+
+static int save_rc(rig *r, const char *path, unsigned flags, char *err, size_t errlen)
+{
+    err[0] = 0;
+    int rc = sluice_session_save_flags(r->c, path, NULL, 0, flags, NULL, err, errlen);
+    cr_expect(rc == 0 || (err[0] && !strchr(err, '\n')), "%s: not one line: '%s'", path, err);
+    return rc;
+}
+
+static bool same_bytes(const char *path, const void *want, size_t n)
+{
+    size_t got_n;
+    unsigned char *got = read_all(path, &got_n);
+    bool same = got_n == n && !memcmp(got, want, n);
+    free(got);
+    return same;
+}
+
+/* A device, FIFO, socket, directory or symlink is refused and stays what it was; a file that is not a
+ * session is never overwritten; an empty file is. */
+Test(session, writes_only_regular_files_it_owns)
+{
+    rig r;
+    rig_open(&r, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    int32_t t[3] = { 1, 100, 200 };
+    cr_assert_eq(sluice_eval(r.c, t, 3), 0);
+    char err[256];
+    struct stat st;
+
+    char *fifo = strdup(tmp_path("fifo.session")), *dir = strdup(tmp_path("dir.session"));
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    cr_expect_eq(save_rc(&r, fifo, 0, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "a FIFO") && strstr(err, "regular files"), "%s", err);
+    cr_expect(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    cr_expect_eq(save_rc(&r, fifo, SLUICE_SESSION_OVERWRITE, err, sizeof err), -EINVAL, "overwrite never replaces a FIFO");
+
+    const char *dev = tmp_path("null.session");   /* a /dev/null of our own (root only) */
+    if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        cr_expect_eq(save_rc(&r, dev, SLUICE_SESSION_OVERWRITE, err, sizeof err), -EINVAL);
+        cr_expect(strstr(err, "a character device"), "%s", err);
+        cr_expect(lstat(dev, &st) == 0 && S_ISCHR(st.st_mode), "the device node was replaced");
+    } else {
+        cr_log_warn("mknod: %s: the device case needs root (skipped)", strerror(errno));
+    }
+
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    cr_expect_eq(save_rc(&r, dir, 0, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "a directory"), "%s", err);
+
+    const char *text = tmp_path("notes.txt"), *link = tmp_path("link.session");
+    write_file(text, "my notes\n", 9);
+    cr_expect_eq(save_rc(&r, text, 0, err, sizeof err), -EEXIST);
+    cr_expect(strstr(err, "not a sluice session"), "%s", err);
+    cr_expect_eq(save_rc(&r, text, SLUICE_SESSION_OVERWRITE, err, sizeof err), -EEXIST, "overwrite is for sessions only");
+    cr_expect(same_bytes(text, "my notes\n", 9), "the text file was changed");
+    cr_assert_eq(symlink(text, link), 0);
+    cr_expect_eq(save_rc(&r, link, SLUICE_SESSION_OVERWRITE, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "a symbolic link"), "%s", err);
+    cr_expect(lstat(link, &st) == 0 && S_ISLNK(st.st_mode) && same_bytes(text, "my notes\n", 9));
+
+    const char *empty = tmp_path("empty.session");
+    write_file(empty, "", 0);
+    cr_expect_eq(save_rc(&r, empty, 0, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(save_rc(&r, empty, 0, err, sizeof err), 0, "a session of this model is replaced: %s", err);
+
+    /* loading: a FIFO with no writer must not hang, a directory is refused */
+    time_t t0 = time(NULL);
+    cr_expect_eq(sluice_session_load(r.c, fifo, NULL, NULL, NULL, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "a FIFO"), "%s", err);
+    cr_expect_lt(time(NULL) - t0, 5);
+    cr_expect_eq(sluice_session_load(r.c, dir, NULL, NULL, NULL, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "a directory"), "%s", err);
+    DIR *d = opendir(g_tmp);
+    for (struct dirent *e; (e = readdir(d));) cr_expect(!strstr(e->d_name, ".tmp"), "temporary left: %s", e->d_name);
+    closedir(d);
+    free(fifo);
+    free(dir);
+    rig_close(&r);
+}
+
+/* A session of another model or KV type is kept (and the message says so) unless overwrite is asked. */
+Test(session, foreign_session_is_kept_unless_overwrite)
+{
+    golden_run g;
+    load_golden(&g, "F16");
+    const char *path = tmp_path("theirs.session");
+    save_prompt(Q8_MODEL, &g, SLUICE_KV_F16, NULL, false, path);
+    size_t n;
+    unsigned char *before = read_all(path, &n);
+    rig r;
+    rig_open(&r, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    cr_assert_eq(sluice_eval(r.c, g.prompt, g.n_prompt), 0);
+    char err[256];
+    cr_expect_eq(save_rc(&r, path, 0, err, sizeof err), -EEXIST);
+    cr_expect(strstr(err, "another model") && strstr(err, "kept"), "%s", err);
+    cr_expect(same_bytes(path, before, n), "the other model's session was changed");
+    cr_expect_eq(save_rc(&r, path, SLUICE_SESSION_OVERWRITE, err, sizeof err), 0, "%s", err);
+    rig_close(&r);
+    free(before);
+    before = read_all(path, &n);
+    rig q;
+    rig_open(&q, F16_MODEL, SLUICE_KV_Q8_0, NULL, false);
+    cr_assert_eq(sluice_eval(q.c, g.prompt, g.n_prompt), 0);
+    cr_expect_eq(save_rc(&q, path, 0, err, sizeof err), -EEXIST);
+    cr_expect(strstr(err, "another KV cache type") && strstr(err, "kept"), "%s", err);
+    cr_expect(same_bytes(path, before, n), "the f16 session was changed");
+    cr_expect_eq(save_rc(&q, path, SLUICE_SESSION_OVERWRITE, err, sizeof err), 0, "%s", err);
+    rig_close(&q);
+    free(before);
+}
+
+/* NaN in a session's logits or KV rows is blamed on the session, at load, not on the model later. */
+Test(session, non_finite_values_are_blamed_on_the_session)
+{
+    golden_run g;
+    load_golden(&g, "F16");
+    rig r;
+    rig_open(&r, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    cr_assert_eq(sluice_eval(r.c, g.prompt, g.n_prompt), 0);
+    int V = n_vocab(&r);
+    float *lg = malloc((size_t)V * 4);
+    memcpy(lg, sluice_logits(r.c), (size_t)V * 4);
+    lg[V / 2] = NAN;
+    uint64_t fp;
+    char err[256];
+    cr_assert_eq(sluice__fingerprint(r.m, &fp, err, sizeof err), 0);
+    const char *bad_logits = tmp_path("nan_logits.session"), *bad_kv = tmp_path("nan_kv.session");
+    cr_assert_eq(sl_session_save(bad_logits, r.c->c, fp, r.c->toks, r.c->n_toks, lg, NULL, 0, NULL, NULL, err, sizeof err), 0,
+                 "%s", err);
+    size_t row = sl_kv_row_bytes(r.c->c->kv);
+    unsigned char *nan_row = malloc(row);
+    for (size_t i = 0; i + 2 <= row; i += 2) { nan_row[i] = 0x00; nan_row[i + 1] = 0x7e; }   /* f16 NaN */
+    cr_assert_eq(sl_kv_import_rows(r.c->c->kv, 0, 1, 1, 1, nan_row), 0);
+    cr_assert_eq(sluice_session_save(r.c, bad_kv, NULL, 0, NULL, err, sizeof err), 0, "%s", err);
+    rig_close(&r);
+    rig t;
+    rig_open(&t, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    int32_t tk[3] = { 1, 100, 200 };
+    cr_assert_eq(sluice_eval(t.c, tk, 3), 0);
+    expect_refused(&t, bad_logits, -EINVAL, "logits hold NaN", "nan logits");
+    expect_refused(&t, bad_kv, -EINVAL, "KV cache holds NaN", "nan kv");
+    rig_close(&t);
+    free(lg);
+    free(nan_row);
+}
+
+/* A long path does not push the errno text out of the message. */
+Test(session, long_path_keeps_the_errno_text)
+{
+    rig r;
+    rig_open(&r, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    int32_t t[3] = { 1, 100, 200 };
+    cr_assert_eq(sluice_eval(r.c, t, 3), 0);
+    char path[600], err[256];
+    int o = snprintf(path, sizeof path, "/nonexistent-dir");
+    while (o < 500) o += snprintf(path + o, sizeof path - (size_t)o, "/a-rather-long-directory-name");
+    snprintf(path + o, sizeof path - (size_t)o, "/x.session");
+    cr_expect_lt(sluice_session_save(r.c, path, NULL, 0, NULL, err, sizeof err), 0);
+    cr_expect(strstr(err, "No such file or directory") && strstr(err, "x.session"), "%s", err);
+    cr_expect_eq(sluice_session_load(r.c, path, NULL, NULL, NULL, err, sizeof err), -ENOENT);
+    cr_expect(strstr(err, "No such file or directory"), "%s", err);
     rig_close(&r);
 }
 
@@ -485,4 +656,85 @@ Test(session, cli_run_reuses_the_prompt)
     free(e);
     free(ref);
     free(got);
+}
+
+/* The sweep's worst find: as root, `sluice run --session /dev/null` replaced the device with a regular
+ * file.  Here with a device node of our own (and a text file, for users without mknod). */
+Test(session, cli_never_replaces_a_device_or_a_text_file)
+{
+    char *dev = strdup(tmp_path("null")), *text = strdup(tmp_path("notes.txt"));
+    const char *out = tmp_path("out"), *errf = tmp_path("err");
+    bool have_dev = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0;
+    if (!have_dev) cr_log_warn("mknod: %s: the device case needs root (skipped)", strerror(errno));
+    write_file(text, "my notes\n", 9);
+    for (int k = have_dev ? 0 : 1; k < 2; k++) {
+        const char *target = k == 0 ? dev : text;
+        const char *argv[] = { "sluice", "run", "-m", F16_MODEL, "-t", "1", "-c", "64", "--temp", "0", "-n", "2",
+                               "--session", target, "--session-overwrite", "-p", "Once", NULL };
+        run_cli(argv, out, errf);
+        size_t n;
+        unsigned char *e = read_all(errf, &n);
+        char *txt = strndup((char *)e, n);
+        cr_expect(strstr(txt, k == 0 ? "a character device" : "not a sluice session"), "stderr: %s", txt);
+        free(txt);
+        free(e);
+    }
+    struct stat st;
+    if (have_dev) cr_expect(lstat(dev, &st) == 0 && S_ISCHR(st.st_mode), "the device node was replaced");
+    cr_expect(same_bytes(text, "my notes\n", 9), "the text file was changed");
+    free(dev);
+    free(text);
+}
+
+/* A chat session's conversation blob is bounded: more messages than the session has tokens is not a
+ * conversation sluice saved (a 6 KB file of millions of empty messages expanded to 1.1 GB before). */
+static void chat_blob_session(const char *path, int n_msgs)
+{
+    rig r;
+    rig_open(&r, F16_MODEL, SLUICE_KV_F16, NULL, false);
+    int32_t t[3] = { 1, 100, 200 };
+    cr_assert_eq(sluice_eval(r.c, t, 3), 0);
+    size_t len = 8 + (size_t)n_msgs * 5;
+    unsigned char *b = calloc(1, len);
+    memcpy(b, "SLCHAT1\n", 8);
+    for (int i = 0; i < n_msgs; i++) b[8 + (size_t)i * 5] = 'u';
+    char err[256];
+    cr_assert_eq(sluice_session_save(r.c, path, b, len, NULL, err, sizeof err), 0, "%s", err);
+    free(b);
+    rig_close(&r);
+}
+
+Test(session, chat_blob_is_bounded_by_the_session)
+{
+    const char *ok = tmp_path("ok.session"), *bomb = tmp_path("bomb.session");
+    chat_blob_session(ok, 2);
+    chat_blob_session(bomb, 4 << 20);   /* 20 MiB of blob, a few KB of file */
+    struct stat st;
+    cr_assert_eq(stat(bomb, &st), 0);
+    cr_expect_lt(st.st_size, 1 << 20);
+    const char *out = tmp_path("out"), *errf = tmp_path("err");
+    for (int k = 0; k < 2; k++) {
+        const char *argv[] = { "sluice", "chat", "-m", F16_MODEL, "-t", "1", "-c", "64", "--session", k ? bomb : ok,
+                               NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&fa, 2, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        pid_t pid;
+        extern char **environ;
+        cr_assert_eq(posix_spawn(&pid, SL_BINARY_DIR "/sluice", &fa, NULL, (char *const *)argv, environ), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        int ws;
+        struct rusage ru;
+        cr_assert_eq(wait4(pid, &ws, 0, &ru), pid);
+        size_t n;
+        unsigned char *e = read_all(errf, &n);
+        char *txt = strndup((char *)e, n);
+        if (k == 0) cr_expect(strstr(txt, "resumed 2 messages"), "stderr: %s", txt);
+        else cr_expect(!strstr(txt, "resumed"), "the bomb was restored: %s", txt);
+        cr_expect_lt(ru.ru_maxrss, 256 * 1024, "peak RSS %ld KiB", ru.ru_maxrss);   /* 4 Mi messages: ~330 MiB */
+        free(txt);
+        free(e);
+    }
 }

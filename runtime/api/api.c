@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/api/session.h"
+#include "runtime/engine/kvcache.h"
 #include "kernels/threadpool.h"
 #include "kernels/clock.h"
 
@@ -23,6 +25,7 @@ const char *sluice_version(void) { return SLUICE_VERSION; }
 
 void sluice_params_default(sluice_params *p)
 {
+    if (!p) return;
     *p = (sluice_params){ .kv_type = SLUICE_KV_AUTO, .io = SLUICE_IO_URING };
 }
 
@@ -39,6 +42,17 @@ static void logf_(const sluice_params *p, int level, const char *fmt, ...)
     p->log(p->user, level, line);
 }
 
+int api_einval(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
 /* "64M", "2G" or a byte count: how a budget is named in messages. */
 static void fmt_size(char *buf, size_t len, uint64_t b)
 {
@@ -47,9 +61,33 @@ static void fmt_size(char *buf, size_t len, uint64_t b)
     else snprintf(buf, len, "%" PRIu64, b);
 }
 
+/* Every field of p in its documented range.  0 or -EINVAL naming the field. */
+static int check_params(const sluice_params *p, char *err, size_t errlen)
+{
+    const char *bad = NULL;
+    char buf[96];
+    if (p->planner < SLUICE_PLANNER_DEFAULT || p->planner > SLUICE_PLANNER_OFF) bad = "planner (0, 1 or 2)";
+    else if (p->n_ctx < 0 || p->n_ctx > SLUICE_MAX_CTX) bad = "n_ctx (0 = auto, at most SLUICE_MAX_CTX)";
+    else if (p->n_batch < 0 || p->n_batch > SLUICE_MAX_CTX) bad = "n_batch (0 = auto, at most SLUICE_MAX_CTX)";
+    else if (p->n_threads < 0 || p->n_threads > SLUICE_MAX_THREADS) bad = "n_threads (0 = all CPUs, at most SLUICE_MAX_THREADS)";
+    else if (p->kv_type < SLUICE_KV_AUTO || p->kv_type > SLUICE_KV_Q8_0) bad = "kv_type (enum sluice_kv)";
+    else if (p->io < SLUICE_IO_PREAD || p->io > SLUICE_IO_URING) bad = "io (enum sluice_io)";
+    else if (p->prefetch < 0 || p->prefetch > 32) bad = "prefetch (0 = 2, at most 32)";
+    else if (p->lm_head_rows < 0) bad = "lm_head_rows (0 = 1024)";
+    else if (!isfinite(p->disk_bw) || (p->disk_bw < 0 && p->disk_bw != SLUICE_DISK_BW_NOW) || p->disk_bw > 1e4)
+        bad = "disk_bw (GB/s, finite, 0 = measured, SLUICE_DISK_BW_NOW)";
+    else if (!isfinite(p->compute_bw) || p->compute_bw < 0 || p->compute_bw > 1e4) bad = "compute_bw (GB/s, finite, 0 = measured)";
+    else if (p->kv_spill_dir && !*p->kv_spill_dir) bad = "kv_spill_dir (empty string; NULL = default)";
+    else if (p->draft < SLUICE_DRAFT_AUTO || p->draft > SLUICE_DRAFT_NGRAM) bad = "draft (enum sluice_draft)";
+    else if (p->draft_max < 0 || p->draft_max > 64) bad = "draft_max (0 = 8, at most 64)";
+    else if (p->n_parallel < 0 || p->n_parallel > 256) bad = "n_parallel (0 = 1, at most 256)";
+    if (!bad) return 0;
+    snprintf(buf, sizeof buf, "%s", bad);
+    return api_einval(err, errlen, "sluice_params: %s is out of range", buf);
+}
+
 /* ---- planning ---------------------------------------------------------------------------------- */
 
-/* Fill pm/req/plan for model m under p.  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
 /* Logits rows a context keeps: one per position a verifying pass evaluates (up to 64 drafts + 1),
  * or one when drafting is off.  The planner and sluice__ctx_new use the same figure. */
 static int logit_rows_for(const sluice_params *p)
@@ -59,15 +97,35 @@ static int logit_rows_for(const sluice_params *p)
     return (k < 64 ? k : 64) + 1;
 }
 
-static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
-                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, char *err, size_t errlen)
+/* Where a plan's KV spill may go: kv_spill_dir when given, else $TMPDIR or /var/tmp — the first that
+ * is not a RAM file system (the spill would then sit in memory the budget does not count).  NULL
+ * when every candidate is one; *ram names the first such directory and its type. */
+static const char *spill_dir_for(const sluice_params *p, char *ram, size_t ramlen)
 {
+    const char *env = getenv("TMPDIR");
+    const char *cand[2] = { p->kv_spill_dir ? p->kv_spill_dir : env && *env ? env : "/var/tmp",
+                            p->kv_spill_dir || !(env && *env) ? NULL : "/var/tmp" };
+    ram[0] = 0;
+    for (int i = 0; i < 2 && cand[i]; i++) {
+        char fs[16];
+        if (!sl_kv_dir_in_ram(cand[i], fs, sizeof fs)) return cand[i];
+        if (!ram[0]) snprintf(ram, ramlen, "%s (%s)", cand[i], fs);
+    }
+    return NULL;
+}
+
+/* Fill pm/req/plan for model m under p, and *spill (the KV spill directory when the plan spills,
+ * else NULL).  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
+static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
+                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
+{
+    *spill = NULL;
     uint64_t budget = p->ram_budget;
     char how[160] = "", name[32];
     if (!budget) {
         budget = sl_plan_auto_budget(how, sizeof how);
         if (!budget) {
-            snprintf(err, errlen, "cannot tell how much memory is available; give --ram-budget SIZE");
+            snprintf(err, errlen, "cannot tell how much memory is available; set a RAM budget");
             return -EINVAL;
         }
         snprintf(name, sizeof name, "auto");
@@ -78,7 +136,8 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
                           .n_logits = logit_rows_for(p),
                           .n_parallel = p->n_parallel,
-                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
+                          .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0,
+                          .buffered = p->no_direct && p->io != SLUICE_IO_MMAP };
     /* Rates not given are measured (once per device / kernel path, then cached).  The plan's
      * decisions do not depend on the rates, only its prediction does; so it is made first with a
      * placeholder rate, and the compute probe then measures within what the plan itself will hold,
@@ -87,6 +146,21 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     sl_plan_req first = *req;
     sl_plan_rates(m, pm, &first, disk, p->compute_bw > 0 ? p->compute_bw : 1.0);
     int rc = sl_plan_make(pm, &first, plan);
+    char ram[160] = "";
+    if (!rc && plan->kv == SL_PLAN_KV_SPILL && !(*spill = spill_dir_for(p, ram, sizeof ram))) {
+        /* only RAM to spill to: the cache is counted in the budget, as the memory it is */
+        req->allow_spill = first.allow_spill = false;
+        rc = sl_plan_make(pm, &first, plan);
+        if (rc) {
+            snprintf(err, errlen, "RAM budget %s: the KV spill directory %s is in RAM (a spill there saves no "
+                     "memory; use one on a disk); in memory the cache %s", name, ram, plan->why);
+            return rc;
+        }
+        logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM: the KV cache is kept in memory and counted "
+              "in the budget", ram);
+    } else if (!rc && *spill && ram[0]) {
+        logf_(p, SLUICE_LOG_NOTE, "%s is in RAM: the KV cache spills to %s instead", ram, *spill);
+    }
     if (rc == 0) {
         req->budget = plan->total_bytes;
         sl_plan_rates(m, pm, req, disk, p->compute_bw);
@@ -94,7 +168,7 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
         rc = sl_plan_make(pm, req, plan);
     }
     if (rc) {
-        snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
+        snprintf(err, errlen, "RAM budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
     }
     /* the disk's rate depends on how the plan reads: measured for that (before any weight is loaded,
@@ -241,15 +315,38 @@ static int load_with_progress(sluice_model *M, char *err, size_t errlen)
     return rc;
 }
 
+static void close_model(sluice_model *M);
+
 /* ---- open / close ------------------------------------------------------------------------------ */
+
+/* A spill directory given is used even when the plan keeps the cache in memory (as asked), unless
+ * it is in RAM: the plan's budget then holds only with the cache in memory, where it planned it. */
+static const char *given_spill_dir(const sluice_model *M, const sluice_params *p)
+{
+    char ramfs[16];
+    if (!p->kv_spill_dir) return NULL;
+    if (!sl_kv_dir_in_ram(p->kv_spill_dir, ramfs, sizeof ramfs)) return p->kv_spill_dir;
+    if (M->planned) {
+        logf_(p, SLUICE_LOG_NOTE, "the KV spill directory %s is in RAM (%s): the KV cache stays in memory, as planned",
+              p->kv_spill_dir, ramfs);
+        return NULL;
+    }
+    logf_(p, SLUICE_LOG_WARN, "warning: the KV spill directory %s is %s, in RAM: the spilled cache uses memory",
+          p->kv_spill_dir, ramfs);
+    return p->kv_spill_dir;
+}
 
 int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, char *err, size_t errlen)
 {
     sluice_params defaults;
     sluice_params_default(&defaults);
     const sluice_params *p = pp ? pp : &defaults;
+    if (!path || !out) return api_einval(err, errlen, "sluice_open: NULL %s", !path ? "model path" : "out pointer");
+    int prc = check_params(p, err, errlen);
+    if (prc) return prc;
     sluice_model *M = calloc(1, sizeof *M);
     if (!M) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    pthread_mutex_init(&M->eval_mu, NULL);
     M->p = *p;
     M->t_open_ns = sl_now_ns();
     char e2[SL_ERRLEN];
@@ -291,8 +388,9 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         M->pm = malloc(sizeof *M->pm);
         M->plan = malloc(sizeof *M->plan);
         if (!M->pm || !M->plan) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
+        const char *plan_spill;
         if ((rc = make_plan(M->m, sl_vocab_mem_bytes(M->voc), p, M->n_ctx, M->n_batch, M->threads, M->pm, &M->req,
-                            M->plan, err, errlen)))
+                            M->plan, &plan_spill, err, errlen)))
             goto fail;
         M->planned = true;
         const sl_plan *pl = M->plan;
@@ -305,7 +403,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
             M->n_batch = pl->n_batch;
             if (kv == SLUICE_KV_AUTO) kv = pl->kv == SL_PLAN_KV_Q8_0 ? SL_KV_Q8_0 : SL_KV_F16;
             if (pl->kv == SL_PLAN_KV_SPILL) {
-                spill = p->kv_spill_dir ? p->kv_spill_dir : getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+                spill = plan_spill;
                 if (kv == SL_KV_F32) kv = SL_KV_F16;
             }
             logf_(p, SLUICE_LOG_INFO, "plan: %d of %d blocks resident, LM head %s, %.0f MiB streamed per token, KV %s; "
@@ -316,7 +414,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         }
     }
     if (kv == SLUICE_KV_AUTO) kv = SL_KV_F16;
-    if (p->kv_spill_dir && !spill) spill = p->kv_spill_dir;
+    if (!spill) spill = given_spill_dir(M, p);
     M->kv_type = kv;
     if (spill && !(M->spill_dir = strdup(spill))) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
     sl_model_set_streaming(M->m, p->stream_all, p->stream_lm_head);
@@ -342,16 +440,28 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     M->logit_rows = logit_rows_for(p);
     M->draft_fixed = p->draft_fixed;
     M->t_loaded_ns = sl_now_ns();
+    api_track(M, API_MODEL);
     *out = M;
     return 0;
 fail:
-    sluice_close(M);
+    close_model(M);
     return rc;
 }
 
 void sluice_close(sluice_model *M)
 {
     if (!M) return;
+    api_untrack(M, API_MODEL, "sluice_close");
+    if (atomic_load(&M->n_ctx_live) && api_checks_on()) {
+        fprintf(stderr, "sluice: sluice_close: model %p still has %d live contexts (free them first)\n", (void *)M,
+                atomic_load(&M->n_ctx_live));
+        abort();
+    }
+    close_model(M);
+}
+
+static void close_model(sluice_model *M)
+{
     sl_stream_free(M->stream);
     sl_pool_free(M->pool);
     sl_vocab_free(M->voc);
@@ -360,11 +470,34 @@ void sluice_close(sluice_model *M)
     free(M->plan);
     free(M->spill_dir);
     free(M->chat_template);
+    pthread_mutex_destroy(&M->eval_mu);
     free(M);
+}
+
+int api_model_lock(sluice_model *M, char *err, size_t errlen)
+{
+    unsigned long me = (unsigned long)pthread_self();
+    if (atomic_load(&M->owner) == me) {   /* only this thread can have stored its own id */
+        if (err && errlen) snprintf(err, errlen, "busy: this thread is inside an evaluation of the same model "
+                                                 "(called from a callback?)");
+        return -EBUSY;
+    }
+    pthread_mutex_lock(&M->eval_mu);
+    atomic_store(&M->owner, me);
+    return 0;
+}
+
+void api_model_unlock(sluice_model *M)
+{
+    atomic_store(&M->owner, 0ul);
+    pthread_mutex_unlock(&M->eval_mu);
 }
 
 void sluice_model_get_info(const sluice_model *M, sluice_model_info *o)
 {
+    if (!o) return;
+    if (!M) { memset(o, 0, sizeof *o); return; }
+    api_check(M, API_MODEL, "sluice_model_get_info");
     const sl_config *c = &M->m->cfg;
     *o = (sluice_model_info){ .n_vocab = c->vocab, .n_ctx_train = c->ctx_train, .n_layers = c->n_layers,
                               .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .dim = c->dim, .ffn_dim = c->ffn_dim,
@@ -373,10 +506,18 @@ void sluice_model_get_info(const sluice_model *M, sluice_model_info *o)
                               .chat_template = M->chat_template };
 }
 
-void sluice_model_get_plan(const sluice_model *M, sluice_plan_info *o) { fill_plan_info(M, o); }
+void sluice_model_get_plan(const sluice_model *M, sluice_plan_info *o)
+{
+    if (!o) return;
+    if (!M) { memset(o, 0, sizeof *o); return; }
+    api_check(M, API_MODEL, "sluice_model_get_plan");
+    fill_plan_info(M, o);
+}
 
 void sluice_plan_print(const sluice_model *M, FILE *f, bool json)
 {
+    if (!M || !f) return;
+    api_check(M, API_MODEL, "sluice_plan_print");
     if (!M->planned) {
         fprintf(f, json ? "{\"planned\":false}\n" : "no plan: a streaming mode was forced without a budget\n");
         return;
@@ -390,7 +531,10 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     sluice_params defaults;
     sluice_params_default(&defaults);
     const sluice_params *p = pp ? pp : &defaults;
+    if (!path || !o) return api_einval(err, errlen, "sluice_plan: NULL %s", !path ? "model path" : "out pointer");
     memset(o, 0, sizeof *o);
+    int prc = check_params(p, err, errlen);
+    if (prc) return prc;
     sl_model *m = NULL;
     sl_vocab *voc = NULL;
     sl_plan_model *pm = malloc(sizeof *pm);
@@ -403,8 +547,9 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     int n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
     int threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     sl_plan_req req;
+    const char *spill;
     rc = make_plan(m, sl_vocab_mem_bytes(voc), p, n_ctx, p->n_batch > 0 ? p->n_batch : 512, threads, pm, &req, plan,
-                   err, errlen);
+                   &spill, err, errlen);
     o->planned = rc == 0 || rc == -ENOSPC;
     o->budget = req.budget;
     o->min_budget = plan->min_budget;
@@ -437,7 +582,8 @@ done:
 
 int sluice_tokenize(const sluice_model *M, const char *text, ptrdiff_t len, int flags, int32_t *out, int n_max)
 {
-    if (!text || n_max < 0) return -EINVAL;
+    if (!M || !text || n_max < 0 || (n_max > 0 && !out)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_tokenize");
     size_t n = len < 0 ? strlen(text) : (size_t)len;
     int64_t r = sl_tokenize(M->voc, text, n, flags & SLUICE_TOK_ADD_SPECIAL, flags & SLUICE_TOK_PARSE_SPECIAL, out,
                             out ? n_max : 0);
@@ -447,15 +593,24 @@ int sluice_tokenize(const sluice_model *M, const char *text, ptrdiff_t len, int 
 
 int sluice_token_piece(const sluice_model *M, int32_t id, bool special, char *buf, size_t buflen)
 {
+    if (!M || (buflen && !buf)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_token_piece");
     return sl_token_piece_ex(M->voc, id, special, buf, buflen);
 }
 
 int64_t sluice_detokenize(const sluice_model *M, const int32_t *ids, int n, char *buf, size_t buflen)
 {
+    if (!M || n < 0 || (n > 0 && !ids) || (buflen && !buf)) return -EINVAL;
+    api_check(M, API_MODEL, "sluice_detokenize");
     return sl_detokenize(M->voc, ids, n, buf, buflen);
 }
 
-bool sluice_token_is_eog(const sluice_model *M, int32_t id) { return sl_vocab_is_eog(M->voc, id); }
+bool sluice_token_is_eog(const sluice_model *M, int32_t id)
+{
+    if (!M) return false;
+    api_check(M, API_MODEL, "sluice_token_is_eog");
+    return sl_vocab_is_eog(M->voc, id);
+}
 
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen)
 {

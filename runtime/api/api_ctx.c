@@ -19,7 +19,7 @@
 
 int sluice_ctx_new(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
 {
-    return sluice__ctx_new(M, M->n_batch, out, err, errlen);
+    return sluice__ctx_new(M, M ? M->n_batch : 0, out, err, errlen);
 }
 
 int sluice_ctx_new_seq(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
@@ -29,6 +29,8 @@ int sluice_ctx_new_seq(sluice_model *M, sluice_ctx **out, char *err, size_t errl
 
 int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen)
 {
+    if (!M || !out) return api_einval(err, errlen, "sluice_ctx_new: NULL %s", !M ? "model" : "out pointer");
+    api_check(M, API_MODEL, "sluice_ctx_new");
     sluice_ctx *C = calloc(1, sizeof *C);
     if (!C) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     C->M = M;
@@ -45,10 +47,13 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
     C->cap = M->n_ctx;
     C->toks = malloc((size_t)C->cap * sizeof *C->toks);
     if (!C->toks) {
-        sluice_ctx_free(C);
+        sl_ctx_free(C->c);
+        free(C);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    atomic_fetch_add(&M->n_ctx_live, 1);
+    api_track(C, API_CTX);
     *out = C;
     return 0;
 }
@@ -56,31 +61,49 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
 void sluice_ctx_free(sluice_ctx *C)
 {
     if (!C) return;
+    api_untrack(C, API_CTX, "sluice_ctx_free");
+    atomic_fetch_sub(&C->M->n_ctx_live, 1);
     sl_ctx_free(C->c);
     free(C->toks);
     free(C->lookup);
     free(C);
 }
 
-const float *sluice_logits(const sluice_ctx *C) { return C->logits_valid ? sl_ctx_last_logits(C->c) : NULL; }
-const int32_t *sluice_tokens(const sluice_ctx *C, int *n) { if (n) *n = C->n_toks; return C->toks; }
-int sluice_n_past(const sluice_ctx *C) { return C->n_toks; }
-int sluice_n_ctx(const sluice_ctx *C) { return C->c->n_ctx; }
-const char *sluice_ctx_error(const sluice_ctx *C) { return C->err; }
-void sluice_cancel(sluice_ctx *C) { C->cancel = 1; }
-void sluice_uncancel(sluice_ctx *C) { C->cancel = 0; }
-int sluice_stop_reason(const sluice_ctx *C) { return C->stop; }
+/* A context handle given to an accessor: NULL is refused by the caller, a freed one (debug builds)
+ * stops the process. */
+#define CTX_OK(C, fn) ((C) ? (api_check((C), API_CTX, fn), true) : false)
+
+const float *sluice_logits(const sluice_ctx *C) { return CTX_OK(C, "sluice_logits") && C->logits_valid ? sl_ctx_last_logits(C->c) : NULL; }
+const int32_t *sluice_tokens(const sluice_ctx *C, int *n)
+{
+    if (!CTX_OK(C, "sluice_tokens")) { if (n) *n = 0; return NULL; }
+    if (n) *n = C->n_toks;
+    return C->toks;
+}
+int sluice_n_past(const sluice_ctx *C) { return CTX_OK(C, "sluice_n_past") ? C->n_toks : -EINVAL; }
+int sluice_n_ctx(const sluice_ctx *C) { return CTX_OK(C, "sluice_n_ctx") ? C->c->n_ctx : -EINVAL; }
+const char *sluice_ctx_error(const sluice_ctx *C) { return CTX_OK(C, "sluice_ctx_error") ? C->err : "NULL context"; }
+/* no registry check: async-signal-safe (a mutex is not) */
+void sluice_cancel(sluice_ctx *C) { if (C) C->cancel = 1; }
+void sluice_uncancel(sluice_ctx *C) { if (C) C->cancel = 0; }
+int sluice_stop_reason(const sluice_ctx *C) { return CTX_OK(C, "sluice_stop_reason") ? C->stop : -EINVAL; }
 
 int sluice_rewind(sluice_ctx *C, int n)
 {
-    if (n < 0 || n > C->n_toks) return -EINVAL;
+    if (!CTX_OK(C, "sluice_rewind")) return -EINVAL;
+    if (n < 0 || n > C->n_toks) {
+        snprintf(C->err, sizeof C->err, "rewind: %d is not in [0, %d]", n, C->n_toks);
+        return -EINVAL;
+    }
     if (n != C->n_toks) C->logits_valid = false;
     C->n_toks = n;
     C->c->n_past = n;   /* rows past n stay in the cache but are never read (attention stops at n_past) */
     return 0;
 }
 
-void sluice_reset(sluice_ctx *C) { sluice_rewind(C, 0); }
+void sluice_reset(sluice_ctx *C) { if (C) sluice_rewind(C, 0); }
+
+static int eval_locked(sluice_ctx *C, const int32_t *t, int n);
 
 /* ---- evaluation --------------------------------------------------------------------------------
  * Prompt progress: batches are reported as they finish; when weights stream, the weight source is
@@ -130,14 +153,35 @@ static void prog_reset(void *self)
 
 int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
 {
-    sl_ctx *c = C->c;
+    if (!CTX_OK(C, "sluice_eval")) return -EINVAL;
     C->err[0] = 0;
-    if (n < 0 || (n > 0 && !t)) { snprintf(C->err, sizeof C->err, "eval: bad arguments"); return -EINVAL; }
+    if (n < 0 || (n > 0 && !t)) {
+        snprintf(C->err, sizeof C->err, "eval: %s", n < 0 ? "negative token count" : "NULL tokens");
+        return -EINVAL;
+    }
     if (n == 0) return 0;
-    if (C->n_toks + n > c->n_ctx) {
-        snprintf(C->err, sizeof C->err, "context full: %d positions used + %d new > -c %d", C->n_toks, n, c->n_ctx);
+    if (n > C->c->n_ctx - C->n_toks) {
+        snprintf(C->err, sizeof C->err, "context full: %d positions used + %d new > the context's %d", C->n_toks, n,
+                 C->c->n_ctx);
         return -ENOSPC;
     }
+    const int32_t n_vocab = C->M->m->cfg.vocab;
+    for (int i = 0; i < n; i++)
+        if (t[i] < 0 || t[i] >= n_vocab) {
+            snprintf(C->err, sizeof C->err, "eval: token %d is id %d, outside the vocabulary [0, %d)", i, t[i], n_vocab);
+            return -EINVAL;
+        }
+    int lrc = api_model_lock(C->M, C->err, sizeof C->err);
+    if (lrc) return lrc;
+    int rc = eval_locked(C, t, n);
+    api_model_unlock(C->M);
+    return rc;
+}
+
+/* sluice_eval with the model's lock held and the arguments checked. */
+static int eval_locked(sluice_ctx *C, const int32_t *t, int n)
+{
+    sl_ctx *c = C->c;
     const sluice_params *p = &C->M->p;
     bool show = p->progress && n > 1;
     prog_src ps = { .inner = c->src, .p = p, .total = n };
@@ -176,10 +220,11 @@ int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
 
 int sluice_prefill(sluice_ctx *C, const int32_t *t, int n)
 {
+    if (!CTX_OK(C, "sluice_prefill")) return -EINVAL;
     C->err[0] = 0;
     if (n < 1 || !t) { snprintf(C->err, sizeof C->err, "prefill: nothing to evaluate"); return -EINVAL; }
     if (n > C->c->n_ctx) {
-        snprintf(C->err, sizeof C->err, "%d tokens are more than the context of %d (raise -c)", n, C->c->n_ctx);
+        snprintf(C->err, sizeof C->err, "%d tokens are more than the context of %d", n, C->c->n_ctx);
         return -ENOSPC;
     }
     int lcp = 0;
@@ -195,37 +240,79 @@ int sluice_prefill(sluice_ctx *C, const int32_t *t, int n)
 
 void sluice_sampler_params_default(sluice_sampler_params *p)
 {
+    if (!p) return;
     sl_sampler_params d = sl_sampler_defaults();
     *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed, false };
 }
 
-sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_params *pp)
+/* The documented ranges; NaN fails every comparison, so each test is written to fail on it. */
+static int check_sampler_params(const sluice_sampler_params *p, char *err, size_t errlen)
 {
+    if (!(isfinite(p->temp)))
+        return api_einval(err, errlen, "sampler: temp %g is not finite (<= 0 means greedy)", (double)p->temp);
+    if (p->top_k < 0) return api_einval(err, errlen, "sampler: top_k %d is negative (0 = off)", p->top_k);
+    if (!(p->top_p >= 0 && p->top_p <= 1))
+        return api_einval(err, errlen, "sampler: top_p %g is outside [0, 1] (1 = off)", (double)p->top_p);
+    if (!(p->min_p >= 0 && p->min_p <= 1))
+        return api_einval(err, errlen, "sampler: min_p %g is outside [0, 1] (0 = off)", (double)p->min_p);
+    if (!(p->repeat_penalty > 0 && isfinite(p->repeat_penalty)))
+        return api_einval(err, errlen, "sampler: repeat_penalty %g must be finite and > 0 (1 = off)",
+                          (double)p->repeat_penalty);
+    if (p->repeat_last_n < 0)
+        return api_einval(err, errlen, "sampler: repeat_last_n %d is negative", p->repeat_last_n);
+    return 0;
+}
+
+int sluice_sampler_create(const sluice_model *M, const sluice_sampler_params *pp, sluice_sampler **out, char *err,
+                          size_t errlen)
+{
+    if (!M || !out) return api_einval(err, errlen, "sluice_sampler_create: NULL %s", !M ? "model" : "out pointer");
+    api_check(M, API_MODEL, "sluice_sampler_create");
     sluice_sampler_params p;
     if (pp) p = *pp;
     else sluice_sampler_params_default(&p);
+    int rc = check_sampler_params(&p, err, errlen);
+    if (rc) return rc;
     sl_sampler_params sp = { p.temp, p.top_k, p.top_p, p.min_p, p.repeat_penalty, p.repeat_last_n, p.seed };
     sluice_sampler *S = calloc(1, sizeof *S);
-    if (!S) return NULL;
+    if (!S) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     S->n_vocab = M->m->cfg.vocab;
     S->s = sl_sampler_create(&sp, S->n_vocab);
     S->logits = malloc((size_t)S->n_vocab * sizeof *S->logits);
-    if (!S->s || !S->logits) { sluice_sampler_free(S); return NULL; }
-    if (p.ignore_eog) {
-        for (int32_t id = 0; id < S->n_vocab; id++) {
-            if (!sl_vocab_is_eog(M->voc, id)) continue;
-            int32_t *ne = realloc(S->eog_ids, (size_t)(S->n_eog + 1) * sizeof *ne);
-            if (!ne) { sluice_sampler_free(S); return NULL; }
-            S->eog_ids = ne;
-            S->eog_ids[S->n_eog++] = id;
-        }
+    bool ok = S->s && S->logits;
+    for (int32_t id = 0; ok && p.ignore_eog && id < S->n_vocab; id++) {
+        if (!sl_vocab_is_eog(M->voc, id)) continue;
+        int32_t *ne = realloc(S->eog_ids, (size_t)(S->n_eog + 1) * sizeof *ne);
+        if (!ne) { ok = false; break; }
+        S->eog_ids = ne;
+        S->eog_ids[S->n_eog++] = id;
     }
+    if (!ok) {
+        sl_sampler_free(S->s);
+        free(S->logits);
+        free(S->eog_ids);
+        free(S);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    api_track(S, API_SAMPLER);
+    *out = S;
+    return 0;
+}
+
+sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_params *pp)
+{
+    sluice_sampler *S = NULL;
+    char err[SL_ERRLEN];
+    int rc = sluice_sampler_create(M, pp, &S, err, sizeof err);
+    if (rc) errno = -rc;
     return S;
 }
 
 void sluice_sampler_free(sluice_sampler *S)
 {
     if (!S) return;
+    api_untrack(S, API_SAMPLER, "sluice_sampler_free");
     sl_sampler_free(S->s);
     free(S->logits);
     free(S->eog_ids);
@@ -242,13 +329,20 @@ static void sampler_load(sluice_sampler *S, const float *row)
 
 int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
 {
+    if (!S || !CTX_OK(C, "sluice_sample")) return -EINVAL;
+    api_check(S, API_SAMPLER, "sluice_sample");
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
     sampler_load(S, sl_ctx_last_logits(C->c));
     C->n_sampled++;
     return sl_sample(S->s, S->logits, C->toks, C->n_toks);
 }
 
-const float *sluice_sampler_logits(const sluice_sampler *S) { return S->logits; }
+const float *sluice_sampler_logits(const sluice_sampler *S)
+{
+    if (!S) return NULL;
+    api_check(S, API_SAMPLER, "sluice_sampler_logits");
+    return S->logits;
+}
 
 /* What sluice_generate reports: whole UTF-8 characters of each token's piece, and the stop rules. */
 typedef struct emitter {
@@ -355,6 +449,13 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
 
 int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn cb, void *user)
 {
+    if (!CTX_OK(C, "sluice_generate")) return -EINVAL;
+    if (!S || n_max < 0) {
+        snprintf(C->err, sizeof C->err, "generate: %s", !S ? "NULL sampler" : "negative n_max");
+        C->stop = SLUICE_STOP_ERROR;
+        return -EINVAL;
+    }
+    api_check(S, API_SAMPLER, "sluice_generate");
     emitter e = { .cb = cb, .user = user, .n_max = n_max };
     char text[16];
     int rc = 0;
@@ -382,7 +483,7 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
 
 int sluice_ctx_set_lookup(sluice_ctx *C, const int32_t *ids, int n)
 {
-    if (n < 0 || (n > 0 && !ids)) return -EINVAL;
+    if (!CTX_OK(C, "sluice_ctx_set_lookup") || n < 0 || (n > 0 && !ids)) return -EINVAL;
     int32_t *copy = NULL;
     if (n > 0) {
         copy = malloc((size_t)n * sizeof *copy);
@@ -397,32 +498,51 @@ int sluice_ctx_set_lookup(sluice_ctx *C, const int32_t *ids, int n)
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
 
+int sluice_session_save_flags(sluice_ctx *C, const char *path, const void *extra, size_t extra_len, unsigned flags,
+                              sluice_session_stats *st, char *err, size_t errlen)
+{
+    if (!C || !path || (extra_len && !extra) || (flags & ~(unsigned)SLUICE_SESSION_OVERWRITE))
+        return api_einval(err, errlen, "session save: %s", !C ? "NULL context" : !path ? "NULL path"
+                          : extra_len ? "NULL extra with a non-zero length" : "unknown flags");
+    api_check(C, API_CTX, "sluice_session_save");
+    int rc = api_model_lock(C->M, err, errlen);
+    if (rc) return rc;
+    uint64_t fp;
+    sl_session_info info;
+    sl_session_opts o = sl_session_default_opts();
+    o.overwrite = flags & SLUICE_SESSION_OVERWRITE;
+    if (!(rc = sluice__fingerprint(C->M, &fp, err, errlen)))
+        rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? sl_ctx_last_logits(C->c) : NULL, extra,
+                             extra_len, &o, &info, err, errlen);
+    api_model_unlock(C->M);
+    if (!rc && st) *st = (sluice_session_stats){ info.n_tokens, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
+    return rc;
+}
+
 int sluice_session_save(sluice_ctx *C, const char *path, const void *extra, size_t extra_len, sluice_session_stats *st,
                         char *err, size_t errlen)
 {
-    uint64_t fp;
-    int rc = sluice__fingerprint(C->M, &fp, err, errlen);
-    if (rc) return rc;
-    sl_session_info info;
-    rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? sl_ctx_last_logits(C->c) : NULL, extra, extra_len,
-                         NULL, &info, err, errlen);
-    if (!rc && st) *st = (sluice_session_stats){ info.n_tokens, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
-    return rc;
+    return sluice_session_save_flags(C, path, extra, extra_len, 0, st, err, errlen);
 }
 
 int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *extra_len, sluice_session_stats *st,
                         char *err, size_t errlen)
 {
-    uint64_t fp;
-    int rc = sluice__fingerprint(C->M, &fp, err, errlen);
+    if (!C || !path) return api_einval(err, errlen, "session load: NULL %s", !C ? "context" : "path");
+    api_check(C, API_CTX, "sluice_session_load");
+    if (extra) *extra = NULL;
+    if (extra_len) *extra_len = 0;
+    int rc = api_model_lock(C->M, err, errlen);
     if (rc) return rc;
+    uint64_t fp;
     int32_t *toks = NULL;
     int n = 0;
     bool has_logits = false;
     sl_session_info info;
-    if (extra) *extra = NULL;
-    if (extra_len) *extra_len = 0;
-    rc = sl_session_load(path, C->c, fp, &toks, &n, C->c->logits, &has_logits, extra, extra_len, &info, err, errlen);
+    if (!(rc = sluice__fingerprint(C->M, &fp, err, errlen)))
+        rc = sl_session_load(path, C->c, fp, &toks, &n, C->c->logits, &has_logits, extra, extra_len, &info, err,
+                             errlen);
+    api_model_unlock(C->M);
     if (rc) {
         if (C->c->n_past != C->n_toks) { C->n_toks = C->c->n_past; C->logits_valid = false; }
         return rc;
@@ -442,7 +562,11 @@ static uint64_t vm_hwm(void) { return sl_peak_rss(); }
 
 void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
+    if (!M) return;
+    api_check(M, API_MODEL, "sluice_get_stats");
+    if (C) api_check(C, API_CTX, "sluice_get_stats");
     o->peak_rss = vm_hwm();
     o->resident_weight_bytes = M->m->resident_bytes;
     o->backend = "resident";

@@ -7,7 +7,9 @@
 #ifndef SL_RUNTIME_API_INTERNAL_H
 #define SL_RUNTIME_API_INTERNAL_H
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 
 #include "include/sluice.h"
 #include "runtime/engine/draft.h"
@@ -39,6 +41,12 @@ struct sluice_model {
     uint64_t   fingerprint;     /* for session files: computed on first use */
     bool       have_fingerprint;
     uint64_t   t_open_ns, t_loaded_ns;
+    /* Contexts of one model share its thread pool and weight stream: evaluations (and session
+     * saves/loads) take eval_mu, so two threads with a context each take turns.  owner is the
+     * thread holding it, so that re-entry from a callback is refused (-EBUSY) instead of deadlocking. */
+    pthread_mutex_t eval_mu;
+    _Atomic unsigned long owner;
+    atomic_int n_ctx_live;
 };
 
 struct sluice_ctx {
@@ -71,6 +79,20 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
 /* Heap held by a batch's workspace (scratch for its tokens, logits rows): the planner's share of a
  * server's activations beside each sequence's context (tests compare the two). */
 size_t sluice__batch_mem_bytes(const sluice_batch *b);
+/* Live-handle registry (api_check.c): active in debug builds or with SLUICE_API_CHECKS=1; a handle
+ * that is not live aborts with a message naming fn. */
+enum { API_MODEL, API_CTX, API_SAMPLER };
+bool api_checks_on(void);
+void api_track(const void *p, int kind);
+void api_check(const void *p, int kind, const char *fn);
+void api_untrack(const void *p, int kind, const char *fn);
+
+/* Take / give back M->eval_mu.  0, or -EBUSY (with err) when this thread already holds it. */
+int  api_model_lock(sluice_model *M, char *err, size_t errlen);
+void api_model_unlock(sluice_model *M);
+
+/* -EINVAL with a message in err (when err && errlen): for arguments the API refuses. */
+int api_einval(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);

@@ -2,12 +2,13 @@
  * The file format is described in runtime/api/session.h; the measurements behind the default codec in
  * docs/sessions.md. */
 #include "runtime/api/session.h"
+#include "runtime/api/session_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "loader/errmsg.h"
 #include "loader/fileio.h"
 #include "loader/gguf.h"
 #include "runtime/engine/kvcache.h"
@@ -155,11 +157,12 @@ static ssize_t read_full(int fd, void *p, size_t n)
 int sl_model_fingerprint(const sl_model *m, uint64_t *fp, char *err, size_t errlen)
 {
     uint64_t fsize = sl_gguf_file_size(m->gguf), doff = sl_gguf_data_offset(m->gguf);
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    char pb[SL_PATH_BRIEF];
+    int fd = sl_open_regular(m->path, 0, NULL);
     if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "session: cannot open %s to fingerprint it: %s", m->path, strerror(e));
-        return -e;
+        snprintf(err, errlen, "session: cannot open %s to fingerprint it: %s", sl_path_brief(m->path, pb),
+                 fd == -EINVAL ? "not a regular file any more" : strerror(-fd));
+        return fd;
     }
     enum { BUF = 1 << 20, SAMPLE = 64 << 10 };
     unsigned char *buf = malloc(BUF);
@@ -185,7 +188,7 @@ int sl_model_fingerprint(const sl_model *m, uint64_t *fp, char *err, size_t errl
 
 /* ---- codec ------------------------------------------------------------------------------------ */
 
-sl_session_opts sl_session_default_opts(void) { return (sl_session_opts){ SL_SESS_ZSTD, 1 }; }
+sl_session_opts sl_session_default_opts(void) { return (sl_session_opts){ SL_SESS_ZSTD, 1, false }; }
 
 /* Byte-plane shuffle of n bytes made of es-byte elements: plane b holds byte b of every element. */
 static void shuffle(unsigned char *dst, const unsigned char *src, size_t n, int es)
@@ -323,44 +326,6 @@ static int src_get(rsrc *r, void *dst, size_t n, int es)
 
 /* ---- save ------------------------------------------------------------------------------------- */
 
-/* Open a file to write the session into, in path's directory: unnamed (O_TMPFILE) when the file
- * system allows, else a named temporary.  *tmpname is set to the named file's name ("" if unnamed). */
-static int open_temp(const char *path, char *tmpname, size_t tlen, char *dir, size_t dlen)
-{
-    char copy[PATH_MAX];
-    snprintf(copy, sizeof copy, "%s", path);
-    snprintf(dir, dlen, "%s", dirname(copy));
-    tmpname[0] = 0;
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
-    snprintf(tmpname, tlen, "%s.tmp%ld", path, (long)getpid());
-    unlink(tmpname);
-    fd = open(tmpname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) tmpname[0] = 0;
-    return fd < 0 ? -errno : fd;
-}
-
-/* Make the written file visible as path, atomically: link the unnamed file under a temporary name
- * (or use the named one), rename it over path, then fsync the directory so the rename is durable. */
-static int publish(int fd, const char *path, char *tmpname, size_t tlen, const char *dir)
-{
-    if (!tmpname[0]) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        snprintf(tmpname, tlen, "%s.tmp%ld", path, (long)getpid());
-        unlink(tmpname);
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmpname, AT_SYMLINK_FOLLOW)) { tmpname[0] = 0; return -errno; }
-    }
-    if (rename(tmpname, path)) return -errno;
-    tmpname[0] = 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
-}
-
 int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_t *toks, int n, const float *logits,
                     const void *extra, size_t extra_len, const sl_session_opts *o, sl_session_info *info,
                     char *err, size_t errlen)
@@ -384,13 +349,16 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
                       .chunk_rows = chunk_rows };
     memcpy(h.magic, SL_SESS_MAGIC, 8);
 
-    char tmpname[PATH_MAX + 32], dir[PATH_MAX];
-    wsink w = { .codec = o->codec };
+    char why[256] = "", pb[SL_PATH_BRIEF];
+    sl_sess_target target;
+    sl_sess_tmp tmp = { .fd = -1 };
+    wsink w = { .codec = o->codec, .fd = -1 };
     sl_xxh64_init(&w.h, 0);
     unsigned char *rows = NULL;
-    int rc = 0;
+    int rc = sl_sess_target_check(path, &h, o->overwrite, &target, why, sizeof why);
+    if (rc) goto refused;
     const char *stage = "creating the file";
-    w.fd = open_temp(path, tmpname, sizeof tmpname, dir, sizeof dir);
+    w.fd = sl_sess_temp_open(path, &tmp);
     if (w.fd < 0) { rc = w.fd; goto fail; }
     stage = "allocating buffers";
     if (o->codec != SL_SESS_RAW) {
@@ -424,9 +392,8 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
     if (pwrite(w.fd, &h, sizeof h, 0) != (ssize_t)sizeof h) { rc = errno ? -errno : -EIO; goto fail; }
     stage = "syncing";
     if (fsync(w.fd)) { rc = -errno; goto fail; }
-    stage = "renaming the temporary file";
-    if ((rc = publish(w.fd, path, tmpname, sizeof tmpname, dir))) goto fail;
-    close(w.fd);
+    if ((rc = sl_sess_publish(&tmp, path, &target, why, sizeof why))) goto refused;
+    sl_sess_temp_close(&tmp);
     ZSTD_freeCCtx(w.z);
     free(w.out);
     free(w.shuf);
@@ -435,9 +402,10 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
         *info = (sl_session_info){ n, (int)h.kv_type, o->codec, h.raw_bytes, sizeof h + h.payload_bytes, sl_now_ns() - t0 };
     return 0;
 fail:
-    snprintf(err, errlen, "session %s: %s: %s", path, stage, rc == -EPROTO ? "zstd compression failed" : strerror(-rc));
-    if (w.fd >= 0) close(w.fd);
-    if (tmpname[0]) unlink(tmpname);
+    snprintf(why, sizeof why, "%s: %s", stage, rc == -EPROTO ? "zstd compression failed" : strerror(-rc));
+refused:
+    snprintf(err, errlen, "session %s: %s", sl_path_brief(path, pb), why);
+    sl_sess_temp_close(&tmp);
     ZSTD_freeCCtx(w.z);
     free(w.out);
     free(w.shuf);
@@ -448,6 +416,35 @@ fail:
 /* ---- load ------------------------------------------------------------------------------------- */
 
 static const char *kv_name(uint32_t t) { return t == SL_KV_F16 ? "f16" : t == SL_KV_F32 ? "f32" : t == SL_KV_Q8_0 ? "q8_0" : "unknown"; }
+
+/* A loaded session must not bring NaN or Inf into the context: the first forward pass would then
+ * blame the model's weights.  Checked on the logical bytes as they are restored. */
+static bool finite_f32(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(p[i])) return false;
+    return true;
+}
+
+/* f16 and the f16 scale of each q8_0 block: all exponent bits set means Inf or NaN. */
+static bool rows_finite(const unsigned char *p, size_t n, uint32_t kv_type)
+{
+    if (kv_type == SL_KV_F32) {
+        for (size_t i = 0; i + 4 <= n; i += 4) {
+            float f;
+            memcpy(&f, p + i, 4);
+            if (!isfinite(f)) return false;
+        }
+        return true;
+    }
+    size_t step = kv_type == SL_KV_F16 ? 2 : 34;   /* q8_0: one f16 scale + 32 int8 per block */
+    for (size_t i = 0; i + 2 <= n; i += step) {
+        uint16_t v;
+        memcpy(&v, p + i, 2);
+        if ((v & 0x7c00) == 0x7c00) return false;
+    }
+    return true;
+}
 
 /* Every header check that can be made before reading the payload.  0, or -EINVAL/-ENOSPC with err. */
 static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, uint64_t model_fp, char *err, size_t errlen)
@@ -491,7 +488,7 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
         return -EINVAL;
     }
     if (h->n_tokens > (uint32_t)c->n_ctx) {
-        snprintf(err, errlen, "the session holds %u tokens, more than this context (-c %d)", h->n_tokens, c->n_ctx);
+        snprintf(err, errlen, "the session holds %u tokens, more than this context of %d", h->n_tokens, c->n_ctx);
         return -ENOSPC;
     }
     return 0;
@@ -501,7 +498,7 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
                     bool *has_logits, void **extra_out, size_t *extra_len, sl_session_info *info, char *err, size_t errlen)
 {
     uint64_t t0 = sl_now_ns();
-    char why[200] = "";
+    char why[200] = "", pb[SL_PATH_BRIEF];
     rsrc r = { .fd = -1 };
     int32_t *toks = NULL;
     float *logits = NULL;
@@ -511,13 +508,13 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     sl_sess_hdr h;
     struct stat st;
 
-    r.fd = open(path, O_RDONLY | O_CLOEXEC);
+    r.fd = sl_open_regular(path, 0, &st);
     if (r.fd < 0) {
-        rc = -errno;
-        snprintf(why, sizeof why, "%s", strerror(-rc));
+        rc = r.fd;
+        if (rc == -EINVAL) snprintf(why, sizeof why, "it is %s, not a session file", sl_file_kind(st.st_mode));
+        else snprintf(why, sizeof why, "%s", strerror(-rc));
         goto fail;
     }
-    if (fstat(r.fd, &st)) { rc = -errno; snprintf(why, sizeof why, "%s", strerror(-rc)); goto fail; }
     ssize_t got = read_full(r.fd, &h, sizeof h);
     if (got < 0) { rc = (int)got; snprintf(why, sizeof why, "%s", strerror(-rc)); goto fail; }
     if ((size_t)got < sizeof h) {
@@ -548,6 +545,7 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     for (int i = 0; i < n; i++)
         if (toks[i] < 0 || toks[i] >= (int32_t)h.n_vocab) { rc = -EINVAL; r.why = "a token id is out of range (corrupt)"; goto bad; }
     if (logits && (rc = src_get(&r, logits, (size_t)h.n_vocab * 4, 4))) goto bad;
+    if (logits && !finite_f32(logits, h.n_vocab)) { rc = -EINVAL; r.why = "its logits hold NaN or Inf (corrupt)"; goto bad; }
     if (extra && (rc = src_get(&r, extra, h.extra_bytes, 1))) goto bad;
     /* From here on the cache is overwritten: any failure must leave the context empty. */
     touched = true;
@@ -557,6 +555,11 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
             for (int r0 = 0; r0 < n; r0 += (int)h.chunk_rows) {
                 int nr = n - r0 < (int)h.chunk_rows ? n - r0 : (int)h.chunk_rows;
                 if ((rc = src_get(&r, rows, (size_t)nr * h.row_bytes, kv_elem(h.kv_type)))) goto bad;
+                if (!rows_finite(rows, (size_t)nr * h.row_bytes, h.kv_type)) {
+                    rc = -EINVAL;
+                    r.why = "its KV cache holds NaN or Inf (corrupt, or saved from a run that diverged)";
+                    goto bad;
+                }
                 if ((rc = sl_kv_import_rows(c->kv, l, which, r0, nr, rows))) { r.why = sl_kv_errmsg(c->kv); goto bad; }
             }
     if (r.codec == SL_SESS_RAW ? r.left != 0 : (r.left != 0 || r.zin.pos != r.zin.size || r.last_ret != 0)) {
@@ -592,7 +595,7 @@ nomem:
 bad:
     snprintf(why, sizeof why, "%s", r.why ? r.why : strerror(-rc));
 fail:
-    snprintf(err, errlen, "session %s: %s", path, why);
+    snprintf(err, errlen, "session %s: %s", sl_path_brief(path, pb), why);
     if (touched) sl_ctx_reset(c);
     if (r.fd >= 0) close(r.fd);
     ZSTD_freeDCtx(r.z);

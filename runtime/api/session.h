@@ -14,6 +14,11 @@
  * of each group (f16/f32 caches, tokens and logits: element bytes transposed so that sign/exponent
  * bytes sit together — see docs/sessions.md for the measurements behind the default).
  *
+ * Where a session is written: only to a regular file that is absent, empty or already a sluice
+ * session (never through a symbolic link, never over a device, FIFO, socket, directory or a file
+ * that is not a session); a session of another model or KV type is kept unless overwrite is asked
+ * (runtime/api/session_path.c).  Reading opens only regular files (O_NONBLOCK: a FIFO cannot hang).
+ *
  * Safety: a file is applied only if the magic, version, header hash, model fingerprint, shapes,
  * KV encoding and sizes all match and the payload hash verifies; a file that fails after the cache
  * was touched leaves the context empty (n_past 0), never half-restored.  Writes are atomic: an
@@ -65,6 +70,7 @@ static_assert(offsetof(sl_sess_hdr, header_hash) == 120, "header_hash is the las
 typedef struct sl_session_opts {
     int codec;                /* enum sl_sess_codec */
     int level;                /* zstd level */
+    bool overwrite;           /* replace a session of another model, KV type or format version */
 } sl_session_opts;
 
 /* The codec and level sluice uses by default (chosen by measurement: docs/sessions.md). */
@@ -96,7 +102,9 @@ int sl_model_fingerprint(const sl_model *m, uint64_t *fp, char *err, size_t errl
 
 /* Write c's first n positions (tokens toks[0..n), n == c->n_past) to path, atomically.  logits: the
  * vocab logits after toks[n-1], or NULL.  extra: an application blob (may be NULL).  o: NULL for the
- * default.  The context must not be evaluating.  0 or -errno with one line in err. */
+ * default.  The context must not be evaluating.  0 or -errno with one line in err: -EINVAL the path
+ * is a directory, device, FIFO, socket or symbolic link; -EEXIST it is a file that is not a session,
+ * or (without o->overwrite) a session of another model, KV type or format version — left as it was. */
 int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_t *toks, int n, const float *logits,
                     const void *extra, size_t extra_len, const sl_session_opts *o, sl_session_info *info,
                     char *err, size_t errlen);
@@ -105,7 +113,8 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
  * c->n_past = *n, *toks is a malloc'd copy of the tokens, *has_logits says whether logits_out
  * (n_vocab floats, may be NULL) was filled, *extra and *extra_len the malloc'd blob (NULL/0 if none;
  * pass extra NULL to skip it).  Errors: -ENOENT (no file), -EINVAL (not a session, foreign model,
- * other KV encoding, corrupt or truncated: err says which), -ENOSPC (more tokens than n_ctx),
+ * other KV encoding, corrupt, truncated, NaN/Inf in the logits or the KV rows, not a regular file:
+ * err says which), -ENOSPC (more tokens than n_ctx),
  * other -errno for I/O.  On any error after the cache was touched, c->n_past is 0. */
 int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **toks, int *n, float *logits_out,
                     bool *has_logits, void **extra, size_t *extra_len, sl_session_info *info, char *err, size_t errlen);

@@ -149,15 +149,19 @@ static unsigned char *conv_blob(const chat *ch, size_t *len)
     return b;
 }
 
-/* Restore messages from a blob; false (conversation untouched) when it is not one of ours. */
+/* Restore messages from a blob; false (conversation untouched) when it is not one of ours.  Every
+ * message of a saved conversation became at least one token of the saved context, so a blob with
+ * more messages than the session's tokens is not one of ours: without that bound a small, highly
+ * compressible session (millions of empty messages) would cost ~80 bytes of tables per 5 blob bytes. */
 static bool conv_restore(chat *ch, const unsigned char *b, size_t len)
 {
     if (len < 8 || memcmp(b, "SLCHAT1\n", 8)) return false;
     chat tmp = { 0 };
     size_t at = 8;
+    const int max_msgs = sluice_n_past(ch->C);
     while (at < len) {
         uint32_t l;
-        if (len - at < 5) goto bad;
+        if (len - at < 5 || tmp.n_msgs >= max_msgs) goto bad;
         char r = (char)b[at];
         memcpy(&l, b + at + 1, 4);
         if (len - at - 5 < l || (r != 's' && r != 'u' && r != 'a')) goto bad;
@@ -369,7 +373,8 @@ static bool save_to(chat *ch, const char *path)
     char err[SLUICE_ERRLEN];
     sluice_session_stats st;
     if (!blob) { cli_err("out of memory"); return false; }
-    bool ok = sluice_session_save(ch->C, path, blob, bl, &st, err, sizeof err) == 0;
+    unsigned flags = ch->o.session_overwrite ? SLUICE_SESSION_OVERWRITE : 0;   /* the library keeps a foreign one */
+    bool ok = sluice_session_save_flags(ch->C, path, blob, bl, flags, &st, err, sizeof err) == 0;
     if (!ok) cli_err("%s", err);
     else if (!ch->o.quiet)
         fprintf(stderr, "sluice: saved %d tokens and %d messages to %s (%.2f MiB, %.2f MiB uncompressed, %.3f s)\n",

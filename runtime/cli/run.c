@@ -266,10 +266,10 @@ static void cli_progress(void *user, const char *stage, uint64_t done, uint64_t 
 }
 
 /* Save the session; false (after the error) when that failed. */
-static bool save_session(sluice_ctx *C, const char *path, sluice_session_stats *st)
+static bool save_session(sluice_ctx *C, const char *path, bool overwrite, sluice_session_stats *st)
 {
     char err[SLUICE_ERRLEN];
-    if (sluice_session_save(C, path, NULL, 0, st, err, sizeof err)) {
+    if (sluice_session_save_flags(C, path, NULL, 0, overwrite ? SLUICE_SESSION_OVERWRITE : 0, st, err, sizeof err)) {
         cli_err("%s", err);
         return false;
     }
@@ -393,7 +393,7 @@ static bool run_prompt(run_state *r, int *status)
     r->rc = rc;
     r->t_prompt = sl_now_ns();
     if (rc == 0 && r->o.g.session && !r->keep_session && (r->n_evaluated > 0 || !r->sess_loaded)) {
-        r->sess_saved = save_session(r->C, r->o.g.session, &r->ss_save);
+        r->sess_saved = save_session(r->C, r->o.g.session, r->o.g.session_overwrite, &r->ss_save);
         if (!r->sess_saved) { *status = 1; return false; }   /* an unwritable --session is an error */
     }
     r->t_saved = sl_now_ns();
@@ -480,7 +480,7 @@ static bool run_save_final(run_state *r)
 {
     int n = sluice_n_past(r->C);
     if (r->o.g.session && !r->keep_session && n > 0 && (n != r->n_at_save || (!r->sess_saved && !r->sess_loaded))) {
-        bool ok = save_session(r->C, r->o.g.session, &r->ss_save);
+        bool ok = save_session(r->C, r->o.g.session, r->o.g.session_overwrite, &r->ss_save);
         r->sess_saved = ok || r->sess_saved;
         return ok;
     }

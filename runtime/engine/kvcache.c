@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "kernels/f16.h"
@@ -63,7 +64,7 @@ int sl_kv_create(const sl_config *c, int n_ctx, int type, const char *spill_dir,
     size_t each = spill_dir ? (kv->layer_bytes + PAGE - 1) / PAGE * PAGE : kv->layer_bytes * (size_t)c->n_layers;
     kv->region = (kv->layer_bytes + PAGE - 1) / PAGE * PAGE;
     if (posix_memalign((void **)&kv->k, PAGE, each ? each : PAGE) || posix_memalign((void **)&kv->v, PAGE, each ? each : PAGE)) {
-        snprintf(err, errlen, "kv: cannot allocate %zu MiB for the KV cache (-c %d)", 2 * each >> 20, n_ctx);
+        snprintf(err, errlen, "kv: cannot allocate %zu MiB for the KV cache (context %d)", 2 * each >> 20, n_ctx);
         sl_kv_free(kv);
         return -ENOMEM;
     }
@@ -88,6 +89,19 @@ int sl_kv_create(const sl_config *c, int n_ctx, int type, const char *spill_dir,
     }
     *out = kv;
     return 0;
+}
+
+#define SL_TMPFS_MAGIC 0x01021994   /* linux/magic.h */
+#define SL_RAMFS_MAGIC 0x858458f6
+
+bool sl_kv_dir_in_ram(const char *dir, char *fstype, size_t len)
+{
+    struct statfs sf;
+    if (!dir || statfs(dir, &sf) != 0) return false;
+    const char *name = (unsigned long)sf.f_type == SL_TMPFS_MAGIC ? "tmpfs"
+                     : (unsigned long)sf.f_type == SL_RAMFS_MAGIC ? "ramfs" : NULL;
+    if (name && fstype && len) snprintf(fstype, len, "%s", name);
+    return name != NULL;
 }
 
 void sl_kv_free(sl_kv *kv)
@@ -235,7 +249,7 @@ int sl_kv_n_layers(const sl_kv *kv) { return kv->n_layers; }
 static int rows_ok(sl_kv *kv, int l, int which, int r0, int n)
 {
     if (l < 0 || l >= kv->n_layers || (which != 0 && which != 1) || r0 < 0 || n < 0 || r0 > kv->n_ctx - n) {
-        snprintf(kv->err, sizeof kv->err, "kv: rows [%d, %d) of layer %d (%s) are outside the cache (%d layers, -c %d)",
+        snprintf(kv->err, sizeof kv->err, "kv: rows [%d, %d) of layer %d (%s) are outside the cache (%d layers, context %d)",
                  r0, r0 + n, l, which ? "V" : "K", kv->n_layers, kv->n_ctx);
         return -EINVAL;
     }

@@ -24,6 +24,11 @@ typedef struct sl_kv sl_kv;
  * Q8_0 needs head_dim % 32 == 0.  0 or -errno with a message. */
 int  sl_kv_create(const sl_config *c, int n_ctx, int type, const char *spill_dir, sl_kv **out, char *err, size_t errlen);
 void sl_kv_free(sl_kv *kv);
+/* Is dir on a file system that lives in RAM (tmpfs, ramfs)?  A spill file there holds the cache in
+ * memory after all (shmem pages, charged to the process's cgroup), so a budget that relies on the
+ * spill would not hold.  false when dir cannot be examined (the spill file's creation reports it);
+ * fstype (may be NULL) gets "tmpfs" / "ramfs". */
+bool sl_kv_dir_in_ram(const char *dir, char *fstype, size_t len);
 /* Bytes of memory the cache holds (resident: all layers; spilled: one layer). */
 size_t sl_kv_mem_bytes(const sl_kv *kv);
 size_t sl_kv_bytes_for(const sl_config *c, int n_ctx, int type, bool spill);

@@ -298,6 +298,12 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     sl_config *c = &m->cfg;
     int fd = -1;
     if (!m->path) { rc = -ENOMEM; goto fail; }
+    if (sl_gguf_n_tensors(g) == 0) {   /* llama.cpp's ggml-vocab-*.gguf: metadata and tokenizer only */
+        snprintf(err, errlen, "model: %s", sl_gguf_find_key(g, "tokenizer.ggml.tokens") >= 0
+                 ? "a vocabulary-only file (no weights): it can tokenize, not run" : "the file holds no tensors");
+        rc = -EINVAL;
+        goto fail;
+    }
     if ((rc = find_arch(g, &m->arch, err, errlen)) || (rc = read_config(g, m->arch, c, err, errlen))) goto fail;
 
     const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
@@ -311,7 +317,7 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
 
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) { rc = -ENOMEM; goto fail; }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* never blocks, even if swapped for a FIFO */
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
     if ((rc = bind_blocks(m, fd, err, errlen))) goto fail;
 
@@ -369,7 +375,7 @@ int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
         free(all);
         return -ENOMEM;
     }
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         snprintf(err, errlen, "model: cannot open %s: %s", m->path, strerror(e));

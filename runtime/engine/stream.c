@@ -147,6 +147,13 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
         uint64_t t0 = sl_now_ns();
         sl_matmul_prepared(s->pool, &in, data, p->nrows, w->row_bytes, out + p->row0, out_stride);
         s->st.compute_ns += sl_now_ns() - t0;
+        /* mmap: the file may have shrunk under the piece while it was computed with (see sl_io_check) */
+        if ((rc = sl_io_check(s->io, s->slot[s->next_use % SL_STREAM_RING]))) {
+            snprintf(s->err, sizeof s->err, "reading %s rows %" PRId64 "..%" PRId64 ": %s", w->name, p->row0,
+                     p->row0 + p->nrows, sl_io_errmsg(s->io));
+            sl_stream_reset(s);
+            return rc;
+        }
         s->st.pieces++;
         s->st.bytes += p->len;
         done += p->nrows;

@@ -208,7 +208,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
     if (f) {
         if (fscanf(f, "%lf", &bw) != 1) bw = 0;
         fclose(f);
-        if (isfinite(bw) && bw > 1e6) {
+        if (sl_probe_rate_sane(bw)) {
             *src = SRC_CACHED;
             snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
             return bw;
@@ -220,7 +220,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         return fallback;
     }
     bw = measure(pr, type, probe_bytes);
-    if (!(isfinite(bw) && bw > 0)) {
+    if (!sl_probe_rate_sane(bw)) {
         snprintf(how, howlen, "assumed %.2f GB/s (out of memory for the probe)", fallback / 1e9);
         return fallback;
     }

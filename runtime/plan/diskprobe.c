@@ -105,7 +105,7 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
     if (f) {
         if (fscanf(f, "%lf", &bw) != 1) bw = 0;
         fclose(f);
-        if (bw > 1e6) { snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp); return bw; }
+        if (sl_probe_rate_sane(bw)) { snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp); return bw; }
     }
     if ((uint64_t)st.st_size < MIN_FILE) {
         snprintf(how, howlen, "assumed %.2f GB/s (file too small to measure)", fallback / 1e9);
@@ -113,7 +113,10 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
     }
     const char *active = "?";
     bw = measure(path, (uint64_t)st.st_size, &pr, &active);
-    if (bw <= 0) { snprintf(how, howlen, "assumed %.2f GB/s (the read probe could not run)", fallback / 1e9); return fallback; }
+    if (!sl_probe_rate_sane(bw)) {
+        snprintf(how, howlen, "assumed %.2f GB/s (the read probe could not run)", fallback / 1e9);
+        return fallback;
+    }
     sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }

@@ -206,14 +206,14 @@ void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req,
     memset(req->type_bw, 0, sizeof req->type_bw);
     if (disk_gbs > 0) {
         req->disk_bw = disk_gbs * 1e9;
-        snprintf(req->disk_how, sizeof req->disk_how, "%.2f GB/s as given (--disk-bw)", disk_gbs);
+        snprintf(req->disk_how, sizeof req->disk_how, "%.2f GB/s as given", disk_gbs);
     } else {
         req->disk_bw = 0;   /* sl_plan_disk_rate, once the plan is made */
         snprintf(req->disk_how, sizeof req->disk_how, "not measured yet");
     }
     if (compute_gbs > 0) {
         req->compute_bw = compute_gbs * 1e9;
-        snprintf(req->compute_how, sizeof req->compute_how, "%.2f GB/s as given (--compute-bw)", compute_gbs);
+        snprintf(req->compute_how, sizeof req->compute_how, "%.2f GB/s as given", compute_gbs);
         return;
     }
     /* The probe's matrix is memory the process holds for a moment: keep it within the budget, on top

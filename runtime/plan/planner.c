@@ -123,13 +123,18 @@ static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_
 
 /* What loader/io.c allocates for (prefetch + 1) slots: each piece rounded up to pages plus a page of
  * O_DIRECT slack, the bounce buffer for embedding rows (the read chunk: the piece size clamped to
- * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row. */
-static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk, int prefetch)
+ * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row.  Buffered reads (no O_DIRECT)
+ * also hold each requested piece in the page cache until it is released (and dropped): counted once
+ * more, with the two pages a range can straddle. */
+static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, uint64_t chunk,
+                           int prefetch)
 {
     uint64_t piece = largest_piece(pm, p, chunk);
     if (!piece) return 0;
     uint64_t bounce = sl_stream_read_chunk(piece);
-    return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
+    uint64_t slot = (piece + 4095) / 4096 * 4096 + DIO_SLACK;
+    if (req->buffered) slot += (piece + 4095) / 4096 * 4096 + 2 * 4096;
+    return (uint64_t)(prefetch + 1) * slot + bounce + pm->embd_row_bytes;
 }
 
 
@@ -362,8 +367,8 @@ static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int min_
 }
 
 /* Stage 5: piece size and prefetch, up a fixed ladder (only once the batch is complete). */
-static void grow_pieces(const sl_plan_model *pm, bool batch_done, uint64_t min_chunk, uint64_t min_stream,
-                        uint64_t *spare, sl_plan *p)
+static void grow_pieces(const sl_plan_model *pm, const sl_plan_req *req, bool batch_done, uint64_t min_chunk,
+                        uint64_t min_stream, uint64_t *spare, sl_plan *p)
 {
     uint64_t chunk = min_chunk, buf = min_stream;
     int prefetch = 3;
@@ -372,7 +377,7 @@ static void grow_pieces(const sl_plan_model *pm, bool batch_done, uint64_t min_c
         for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
             sl_plan t = *p;
             t.lm_head_rows = 1024;
-            uint64_t nb = stream_buf(pm, &t, ladder[i][0], (int)ladder[i][1]);
+            uint64_t nb = stream_buf(pm, req, &t, ladder[i][0], (int)ladder[i][1]);
             if (nb > buf && nb - buf > *spare) break;
             if (nb > buf) *spare -= nb - buf;
             buf = nb > buf ? nb : buf;
@@ -427,7 +432,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     const sl_config *c = &pm->cfg;
     memset(p, 0, sizeof *p);
     if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
-        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
+        snprintf(p->why, sizeof p->why, "bad request (layers %d, context %d, batch %d)", c->n_layers, req->n_ctx, req->n_batch);
         return -EINVAL;
     }
     for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
@@ -454,7 +459,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     if (min_head_rows > 1024) min_head_rows = 1024;
     const int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
     p->lm_head_rows = min_head_rows;
-    const uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
+    const uint64_t min_stream = stream_buf(pm, req, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
     const uint64_t min_act = act_bytes(pm, min_B, req);
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
 
@@ -469,7 +474,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     uint64_t spare = req->budget - p->min_budget;
     grow_kv(pm, req, kv_min, &spare, p);
     grow_batch(pm, req, min_B, want_B, &spare, p);
-    grow_pieces(pm, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
+    grow_pieces(pm, req, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
     const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
     const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;
     p->resident_bytes = res;

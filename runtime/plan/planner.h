@@ -53,6 +53,7 @@ typedef struct sl_plan_req {
     char     compute_how[640];
     bool     allow_spill;     /* KV may live in a file (the engine supports it) */
     bool     allow_q8_kv;
+    bool     buffered;        /* pieces are read through the page cache (no O_DIRECT): counted twice */
 } sl_plan_req;
 
 typedef struct sl_plan {

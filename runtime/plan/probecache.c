@@ -1,6 +1,7 @@
 /* runtime/plan/probecache.c — the probes' cache directory (see probecache.h). */
 #include "runtime/plan/probecache.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -25,3 +26,6 @@ void sl_probe_cache_mkdirs(const char *file)
         *p = '/';
     }
 }
+
+/* Contract: see probecache.h. */
+bool sl_probe_rate_sane(double bw) { return isfinite(bw) && bw >= SL_PROBE_RATE_MIN && bw <= SL_PROBE_RATE_MAX; }
