@@ -112,7 +112,11 @@ int sluice_batch_eval(sluice_batch *B)
     if (!B->n_spans) return 0;
     uint64_t t0 = sl_now_ns();
     for (int i = 0; i < B->n_spans; i++) B->ctx[i]->logits_valid = false;
-    int rc = sl_eval_seqs(B->w, B->spans, B->n_spans);
+    /* the model's weights (and its stream) serve one pass at a time, as for sluice_eval */
+    int rc = api_model_lock(B->M, B->err, sizeof B->err);
+    if (rc) return rc;
+    rc = sl_eval_seqs(B->w, B->spans, B->n_spans);
+    api_model_unlock(B->M);
     uint64_t dt = sl_now_ns() - t0;
     const size_t V = (size_t)B->M->m->cfg.vocab;
     for (int i = 0; i < B->n_spans && !rc; i++) {
