@@ -3,6 +3,10 @@
 
 static const sl_arch *const g_archs[] = {
     &sl_arch_llama,
+    &sl_arch_qwen2,
+    &sl_arch_qwen3,
+    &sl_arch_phi3,
+    &sl_arch_gemma2,
 };
 
 #define N_ARCHS (sizeof g_archs / sizeof *g_archs)
