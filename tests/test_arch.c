@@ -319,3 +319,50 @@ Test(arch_budget, small_budget_bit_identical, .timeout = 600)
         sluice_close(m0); sluice_close(m1);
     }
 }
+
+/* Rope scaling keys as llama.cpp reads them (the hostile corpus files, tests/hostile_cases.h):
+ * rope.scaling.factor without a type is linear; the legacy rope.scale_linear too. */
+Test(arch_hparams, rope_scaling_keys)
+{
+    static const struct { const char *file; float scale; } want[] = {
+        { "valid", 1.0f }, { "rope_factor_no_type", 0.25f }, { "rope_scale_linear_legacy", 0.5f },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char path[512], err[256];
+        snprintf(path, sizeof path, "%s/tests/hostile/%s.gguf", SL_SOURCE_DIR, want[i].file);
+        sl_model *m;
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", path, err);
+        cr_assert_eq(m->cfg.rope_scale, want[i].scale, "%s: rope position scale %g, want %g", want[i].file,
+                     m->cfg.rope_scale, want[i].scale);
+        sl_model_free(m);
+    }
+}
+
+/* What each description binds: the fused phi3 tensors become views whose bytes add up to the
+ * file's tensors, the planner's per-slot bytes count each byte once, and every file byte of
+ * weights is bound (tensor bytes == matrices + embeddings + vectors). */
+Test(arch_hparams, views_and_byte_accounting)
+{
+    for (size_t mi = 0; mi < N_CASES; mi++) {
+        char path[512], err[256];
+        snprintf(path, sizeof path, "%s", shared_path("models/%s.Q8_0.gguf", cases[mi].model));
+        sl_model *m;
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", path, err);
+        uint64_t mats = 0;
+        for (int l = 0; l < m->cfg.n_layers; l++) mats += sl_layer_bytes(m, l);
+        uint64_t heads = m->tok_embd.nbytes + (m->tied ? 0 : m->output.nbytes);
+        /* vectors are F32 in these files: their file bytes equal the f32 copies norm_bytes counts */
+        cr_assert_eq(mats + heads + m->norm_bytes, m->weight_bytes, "%s: bound %llu + %llu + %zu of %llu bytes", path,
+                     (unsigned long long)mats, (unsigned long long)heads, m->norm_bytes, (unsigned long long)m->weight_bytes);
+        if (!strcmp(cases[mi].model, "micro-phi3")) {
+            const sl_layer *L = &m->layers[1];
+            cr_assert_eq(L->mat[SL_MAT_K].offset, L->mat[SL_MAT_Q].offset + L->mat[SL_MAT_Q].nbytes);
+            cr_assert_eq(L->mat[SL_MAT_V].offset, L->mat[SL_MAT_K].offset + L->mat[SL_MAT_K].nbytes);
+            cr_assert_eq(L->mat[SL_MAT_UP].offset, L->mat[SL_MAT_GATE].offset + L->mat[SL_MAT_GATE].nbytes);
+            cr_assert_eq(L->mat[SL_MAT_Q].rows, 256);
+            cr_assert_eq(L->mat[SL_MAT_K].rows, 128);
+            cr_assert_eq(L->mat[SL_MAT_GATE].rows, 512);
+        }
+        sl_model_free(m);
+    }
+}

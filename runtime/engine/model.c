@@ -200,7 +200,7 @@ int sl_arch_get_f32(const sl_gguf *g, const char *a, const char *key, float *out
         return -EINVAL;
     }
     if (!isfinite(v)) {
-        snprintf(err, errlen, "model: %s = %g is not a finite number", full, v);
+        snprintf(err, errlen, "model: %s = %g is out of range (not a finite number)", full, v);
         return -EINVAL;
     }
     *out = v;
