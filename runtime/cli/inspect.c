@@ -23,10 +23,13 @@ static void print_text(const sl_model *m, const sl_vocab *v, bool tensors)
     printf("name         %.*s\n", (int)(name.len > 80 ? 80 : name.len), name.ptr);
     printf("format       GGUF v%u, %" PRId64 " tensors, %" PRId64 " metadata keys, alignment %u\n",
            sl_gguf_version(g), sl_gguf_n_tensors(g), sl_gguf_n_kv(g), sl_gguf_alignment(g));
-    printf("architecture llama: dim %d, %d blocks, %d heads / %d kv heads (head_dim %d), ffn %d, vocab %d\n",
+    char features[320];
+    sl_arch_features(m, features, sizeof features);
+    printf("architecture %s: dim %d, %d blocks, %d heads / %d kv heads (head_dim %d), ffn %d, vocab %d\n", m->arch->name,
            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->ffn_dim, c->vocab);
     printf("             rope base %g, rope dims %d, rms eps %g, trained context %d, output %s\n",
            c->rope_base, c->rope_dim, c->rms_eps, c->ctx_train, m->tied ? "tied to token_embd" : "output.weight");
+    printf("             %s\n", features);
     if (v)
         printf("tokenizer    %s (pre-tokenizer %s), %d tokens, bos %d eos %d, %.2f MiB in memory\n",
                sl_vocab_family(v), sl_vocab_pre(v), sl_vocab_n_tokens(v), sl_vocab_bos(v), sl_vocab_eos(v),
@@ -64,10 +67,10 @@ static void print_json(const sl_model *m, const sl_vocab *v)
     const sl_gguf *g = m->gguf;
     printf("{\"path\":");
     json_str(stdout, m->path, strlen(m->path));
-    printf(",\"gguf_version\":%u,\"file_bytes\":%" PRIu64 ",\"weight_bytes\":%" PRIu64 ",\"arch\":\"llama\","
+    printf(",\"gguf_version\":%u,\"file_bytes\":%" PRIu64 ",\"weight_bytes\":%" PRIu64 ",\"arch\":\"%s\","
            "\"dim\":%d,\"n_layers\":%d,\"n_heads\":%d,\"n_kv_heads\":%d,\"head_dim\":%d,\"ffn_dim\":%d,\"vocab\":%d,"
            "\"ctx_train\":%d,\"rope_base\":%g,\"rope_dim\":%d,\"rms_eps\":%g,\"tied_output\":%s",
-           sl_gguf_version(g), sl_gguf_file_size(g), m->weight_bytes, c->dim, c->n_layers, c->n_heads, c->n_kv_heads,
+           sl_gguf_version(g), sl_gguf_file_size(g), m->weight_bytes, m->arch->name, c->dim, c->n_layers, c->n_heads, c->n_kv_heads,
            c->head_dim, c->ffn_dim, c->vocab, c->ctx_train, c->rope_base, c->rope_dim, c->rms_eps,
            m->tied ? "true" : "false");
     if (v)

@@ -128,6 +128,10 @@ extern const sl_arch sl_arch_qwen3;
 extern const sl_arch sl_arch_phi3;
 extern const sl_arch sl_arch_gemma2;
 
+/* One line naming what model m's forward pass adds to plain llama ("neox rope, q/k/v biases, ..."). */
+struct sl_model;
+void sl_arch_features(const struct sl_model *m, char *buf, size_t len);
+
 /* Helpers for read_hparams hooks (model.c): optional "<arch>.<key>" as a finite float / a u32
  * (left as is when absent; -EINVAL with a message when present with another type or non-finite). */
 int sl_arch_get_f32(const sl_gguf *g, const char *arch, const char *key, float *out, char *err, size_t errlen);
