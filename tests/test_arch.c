@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
+#include "kernels/types.h"
 #include "loader/io.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
@@ -444,4 +446,101 @@ Test(arch_kv, spill_q8_0_and_sessions, .timeout = 600)
         free(f16); free(f16s); free(q8); free(q8s);
     }
     cr_assert_eq(rmdir(dir), 0);
+}
+
+/* ---- the new float kernels (kernels/ops.c) against float64 on random data ---------------------- */
+
+static double urand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return ((*s >> 11) * 0x1p-53) * 2 - 1;
+}
+
+/* RoPE both layouts with divisors vs float64: f32 rounding of cos/sin and of the products only
+ * (|x| <= 4): 1e-5.  NORM layout without divisors is sl_rope bit for bit. */
+Test(arch_kernels, rope_ext_vs_float64)
+{
+    sl_kernels_set_exact(true);
+    uint64_t seed = 42;
+    enum { H = 3, HD = 64 };
+    float x[H * HD], y[H * HD], div[HD / 2];
+    for (int i = 0; i < HD / 2; i++) div[i] = (float)(1 + 4 * (urand(&seed) + 1));
+    for (int rot = 32; rot <= HD; rot += 32)
+        for (int neox = 0; neox < 2; neox++)
+            for (int pos = 0; pos < 300; pos += 37) {
+                for (int i = 0; i < H * HD; i++) x[i] = y[i] = (float)(4 * urand(&seed));
+                sl_rope_ext(y, H, HD, rot, pos, 500000.0f, 0.5f, div, neox);
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < rot / 2; i++) {
+                        const int i0 = neox ? i : 2 * i, i1 = neox ? i + rot / 2 : 2 * i + 1;
+                        const double th = pos * 0.5 * pow(500000.0, -2.0 * i / rot) / div[i];
+                        const double a = x[h * HD + i0], b = x[h * HD + i1];
+                        cr_assert_leq(fabs(y[h * HD + i0] - (a * cos(th) - b * sin(th))), 1e-5);
+                        cr_assert_leq(fabs(y[h * HD + i1] - (a * sin(th) + b * cos(th))), 1e-5);
+                    }
+                for (int h = 0; h < H; h++)
+                    for (int i = rot; i < HD; i++) cr_assert_eq(y[h * HD + i], x[h * HD + i], "dims past rot_dim move");
+                memcpy(y, x, sizeof x);
+                float z[H * HD];
+                memcpy(z, x, sizeof x);
+                sl_rope_ext(y, H, HD, rot, pos, 10000.0f, 1.0f, NULL, false);
+                sl_rope(z, H, HD, rot, pos, 10000.0f, 1.0f);
+                cr_assert_eq(memcmp(y, z, sizeof y), 0, "sl_rope_ext normal != sl_rope");
+            }
+}
+
+/* GELU(tanh) gating and soft-capping vs float64: tanhf is within a few ulp: 2e-6 relative; for
+ * u << 0 the f32 sum 1 + tanh(..) cancels (as in ggml's own f32 formula), which costs up to a few
+ * f32 ulps of 0.5 |u up| in absolute terms: 4 * 2^-24 |u up|. */
+Test(arch_kernels, geglu_softcap_vs_float64)
+{
+    uint64_t seed = 7;
+    enum { N = 4096 };
+    static float g[N], u[N], x[N], x0[N];
+    for (int i = 0; i < N; i++) { g[i] = (float)(12 * urand(&seed)); u[i] = (float)(3 * urand(&seed)); }
+    memcpy(x, g, sizeof x);
+    sl_geglu(x, u, N);
+    for (int i = 0; i < N; i++) {
+        const double v = g[i], want = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))) * u[i];
+        cr_assert_leq(fabs(x[i] - want), 2e-6 * fabs(want) + 4 * 0x1p-24 * fabs(v * u[i]) + 1e-30, "gelu(%g)*%g = %g, want %g",
+                      v, u[i], x[i], want);
+    }
+    for (int i = 0; i < N; i++) x0[i] = x[i] = (float)(200 * urand(&seed));
+    sl_softcap(x, N, 30.0f);
+    for (int i = 0; i < N; i++) {
+        const double want = 30 * tanh(x0[i] / 30.0);
+        cr_assert_leq(fabs(x[i] - want), 2e-6 * 30, "softcap(%g) = %g, want %g", x0[i], x[i], want);
+        cr_assert_leq(fabs(x[i]), 30.0f);
+    }
+}
+
+/* Capped attention: cap 0 is sl_attn_heads bit for bit; a cap matches float64 (f32 K/V rows). */
+Test(arch_kernels, attention_softcap_vs_float64)
+{
+    sl_kernels_set_exact(true);
+    uint64_t seed = 3;
+    enum { NQ = 2, HD = 64, T = 50 };
+    static float q[NQ * HD], k[T * HD], v[T * HD], att[NQ * T], tmp[HD], o1[NQ * HD], o2[NQ * HD];
+    for (int i = 0; i < NQ * HD; i++) q[i] = (float)(2 * urand(&seed));
+    for (int i = 0; i < T * HD; i++) { k[i] = (float)(2 * urand(&seed)); v[i] = (float)urand(&seed); }
+    const float scale = 0.125f, cap = 5.0f;
+    sl_attn_heads(q, NQ, k, v, SL_TYPE_F32, HD * 4, T, HD, scale, att, tmp, o1);
+    sl_attn_heads_capped(q, NQ, k, v, SL_TYPE_F32, HD * 4, T, HD, scale, 0.0f, att, tmp, o2);
+    cr_assert_eq(memcmp(o1, o2, sizeof o1), 0);
+    sl_attn_heads_capped(q, NQ, k, v, SL_TYPE_F32, HD * 4, T, HD, scale, cap, att, tmp, o2);
+    for (int h = 0; h < NQ; h++) {
+        double s[T], mx = -1e300, sum = 0;
+        for (int t = 0; t < T; t++) {
+            double d = 0;
+            for (int i = 0; i < HD; i++) d += (double)q[h * HD + i] * k[t * HD + i];
+            s[t] = cap * tanh(d * scale / cap);
+            if (s[t] > mx) mx = s[t];
+        }
+        for (int t = 0; t < T; t++) sum += s[t] = exp(s[t] - mx);
+        for (int i = 0; i < HD; i++) {
+            double want = 0;
+            for (int t = 0; t < T; t++) want += s[t] / sum * v[t * HD + i];
+            cr_assert_leq(fabs(o2[h * HD + i] - want), 1e-5, "head %d dim %d: %g vs %g", h, i, o2[h * HD + i], want);
+        }
+    }
 }
