@@ -269,7 +269,6 @@ static int lm_head(sl_ctx *c, int nb, int p0)
         sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)(first + b) * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
     int rc = wmat(c, &m->output, c->xb, n_out, c->logits, cf->vocab);
     if (rc) return rc;
-    if (cf->final_softcap > 0) sl_softcap(c->logits, n_out * cf->vocab, cf->final_softcap);
     c->n_logits = n_out;
     /* NaN/Inf in weights (or an overflow) would otherwise sample garbage silently: stop instead.
      * One pass over the logits per batch costs nothing next to the LM head itself. */
@@ -280,6 +279,8 @@ static int lm_head(sl_ctx *c, int nb, int p0)
                      (int)(i % cf->vocab));
             return -EDOM;
         }
+    /* after the check: tanh would turn an overflow (inf) into a plausible cap value */
+    if (cf->final_softcap > 0) sl_softcap(c->logits, n_out * cf->vocab, cf->final_softcap);
     return 0;
 }
 
