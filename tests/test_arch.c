@@ -18,6 +18,7 @@
  *  greedy: where the reference's top1-top2 margin exceeds twice the tolerance, the argmax must be
  *    the reference's token (README's procedure: small margins accept either).
  * Everything runs teacher-forced on the golden tokens so an early near tie cannot derail the rest.
+ * No Criterion timeouts (they leak inside Criterion under LSan, see tests/test_api.c): ctest has its own.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -176,12 +177,12 @@ static void exact_case(const arch_case *k)
         }
 }
 
-Test(arch_exact, llama31_rope_freqs, .timeout = 300) { exact_case(&cases[0]); }
-Test(arch_exact, qwen2, .timeout = 300) { exact_case(&cases[1]); }
-Test(arch_exact, qwen3, .timeout = 300) { exact_case(&cases[2]); }
-Test(arch_exact, phi3, .timeout = 300) { exact_case(&cases[3]); }
-Test(arch_exact, gemma2, .timeout = 300) { exact_case(&cases[4]); }
-Test(arch_exact, nemo, .timeout = 300) { exact_case(&cases[5]); }
+Test(arch_exact, llama31_rope_freqs) { exact_case(&cases[0]); }
+Test(arch_exact, qwen2) { exact_case(&cases[1]); }
+Test(arch_exact, qwen3) { exact_case(&cases[2]); }
+Test(arch_exact, phi3) { exact_case(&cases[3]); }
+Test(arch_exact, gemma2) { exact_case(&cases[4]); }
+Test(arch_exact, nemo) { exact_case(&cases[5]); }
 
 /* ---- fast mode: against the goldens; bit-identical across batch sizes and streaming ----------- */
 
@@ -219,16 +220,16 @@ static void fast_case(const arch_case *k)
         }
 }
 
-Test(arch_fast, llama31_rope_freqs, .timeout = 300) { fast_case(&cases[0]); }
-Test(arch_fast, qwen2, .timeout = 300) { fast_case(&cases[1]); }
-Test(arch_fast, qwen3, .timeout = 300) { fast_case(&cases[2]); }
-Test(arch_fast, phi3, .timeout = 300) { fast_case(&cases[3]); }
-Test(arch_fast, gemma2, .timeout = 300) { fast_case(&cases[4]); }
-Test(arch_fast, nemo, .timeout = 300) { fast_case(&cases[5]); }
+Test(arch_fast, llama31_rope_freqs) { fast_case(&cases[0]); }
+Test(arch_fast, qwen2) { fast_case(&cases[1]); }
+Test(arch_fast, qwen3) { fast_case(&cases[2]); }
+Test(arch_fast, phi3) { fast_case(&cases[3]); }
+Test(arch_fast, gemma2) { fast_case(&cases[4]); }
+Test(arch_fast, nemo) { fast_case(&cases[5]); }
 
 /* Streaming every matrix on each backend, in whole tensors and in small row-chunks (which cut the
  * fused phi3 tensors' parts), gives the resident bits; p5_long so the sliding windows are active. */
-Test(arch_stream, bit_identical_all_backends, .timeout = 600)
+Test(arch_stream, bit_identical_all_backends)
 {
     sl_kernels_set_exact(false);
     const sl_io_backend backends[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
@@ -275,7 +276,7 @@ static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice
     cr_assert_eq(sluice_ctx_new(*m, c, err, sizeof err), 0, "%s", err);
 }
 
-Test(arch_budget, small_budget_bit_identical, .timeout = 600)
+Test(arch_budget, small_budget_bit_identical)
 {
     for (size_t mi = 0; mi < N_CASES; mi++) {
         golden_run g;
@@ -400,7 +401,7 @@ static float *run_kv(const char *path, const golden_run *g, int steps, int kv_ty
     return all;
 }
 
-Test(arch_kv, spill_q8_0_and_sessions, .timeout = 600)
+Test(arch_kv, spill_q8_0_and_sessions)
 {
     sl_kernels_set_exact(false);
     char dir[] = "/tmp/sluice-test-arch-kv-XXXXXX";

@@ -109,7 +109,7 @@ static void logits_of(const char *path, uint64_t budget, bool stream, float *out
     sluice_close(m);
 }
 
-Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teardown, .timeout = 600)
+Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teardown)
 {
     for (size_t i = 0; i < N_SHAPES; i++) {
         char args[512], path[300], err[256];
