@@ -81,6 +81,8 @@ static const char *const prompts[] = { "p1_once", "p5_long" };
 typedef struct run_opts {
     int kv_type, n_batch;
     bool stream;
+    bool mixed;          /* with stream: keep the K and UP slots of every block resident (phi3: one view
+                          * of each fused tensor resident, its neighbours streamed) */
     sl_io_backend backend;
     uint64_t chunk;
     int prefetch;
@@ -93,6 +95,8 @@ static float *run_model(const char *path, const golden_run *g, int steps, const 
     sl_model *m;
     cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "open %s: %s", path, err);
     if (o->stream) sl_model_set_streaming(m, true, false);
+    if (o->mixed)
+        for (int l = 0; l < m->cfg.n_layers; l++) m->layers[l].mat[SL_MAT_K].stream = m->layers[l].mat[SL_MAT_UP].stream = false;
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s = NULL;
@@ -252,14 +256,19 @@ Test(arch_stream, bit_identical_all_backends)
                 cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: streamed (%s, chunk %llu) differs",
                              p, sl_io_backend_name(backends[b]), (unsigned long long)o.chunk);
                 free(got);
+                o.mixed = true;
+                got = run_model(p, &g, steps, &o, &V);
+                cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: K/UP resident, rest streamed (%s) differs",
+                             p, sl_io_backend_name(backends[b]));
+                free(got);
             }
             free(ref);
-            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring\n", p);
+            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring (all streamed; K, UP resident)\n", p);
         }
 }
 
-/* Through the C API under a small --ram-budget (most blocks streamed): the same logits as the
- * resident API run, bit for bit, and the plan counts every tensor (planned bytes within budget). */
+/* Through the C API under budgets between the least that works and all-resident: the same logits
+ * as the resident API run, bit for bit, and the plan within its budget. */
 static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice_ctx **c)
 {
     sluice_params p;
@@ -268,6 +277,7 @@ static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice
     p.ram_budget = budget;
     p.n_threads = 2;
     p.n_ctx = 256;
+    p.n_batch = 8;   /* small: a budget above the minimum buys weights, not a bigger prompt batch */
     p.kv_type = SLUICE_KV_F16;
     p.disk_bw = 1.0;
     p.compute_bw = 1.0;
@@ -276,51 +286,67 @@ static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice
     cr_assert_eq(sluice_ctx_new(*m, c, err, sizeof err), 0, "%s", err);
 }
 
-Test(arch_budget, small_budget_bit_identical)
+Test(arch_budget, budgets_bit_identical)
 {
     for (size_t mi = 0; mi < N_CASES; mi++) {
         golden_run g;
         cr_assert_eq(golden_read_txt(shared_path("golden/%s/Q8_0.p5_long.txt", cases[mi].model), &g), 0);
-        char path[512];
+        char path[512], err[512];
         snprintf(path, sizeof path, "%s", shared_path("models/%s.Q8_0.gguf", cases[mi].model));
-        sluice_model *m0, *m1;
-        sluice_ctx *c0, *c1;
+        sluice_model *m0;
+        sluice_ctx *c0;
         api_open(path, 0, &m0, &c0);
-        sluice_plan_info pi;
-        /* the least budget that works, plus 1/4 of the matrices: most blocks stream */
+        sluice_model_info info;
+        sluice_model_get_info(m0, &info);
+        /* the least budget that works (from an infeasible plan) and what everything resident needs */
         sluice_params p;
         sluice_params_default(&p);
         p.planner = SLUICE_PLANNER_ON;
-        p.ram_budget = 1ull << 40;
         p.n_ctx = 256;
+        p.n_batch = 8;
         p.n_threads = 2;
         p.kv_type = SLUICE_KV_F16;
         p.disk_bw = 1.0;
         p.compute_bw = 1.0;
-        char err[512];
-        p.ram_budget = 1;   /* infeasible: learn the minimum */
-        cr_assert_neq(sluice_plan(path, &p, &pi, err, sizeof err), 0);
-        cr_assert_gt(pi.min_budget, 0, "%s", err);
-        sluice_model_info info;
-        sluice_model_get_info(m0, &info);
-        const uint64_t budget = pi.min_budget + info.file_bytes / 4;
-        api_open(path, budget, &m1, &c1);
-        sluice_model_get_plan(m1, &pi);
-        cr_assert(pi.planned && !pi.all_resident, "%s: budget %llu should stream", path, (unsigned long long)budget);
-        cr_assert_leq(pi.planned_bytes, budget);
-        cr_assert_lt(pi.n_layers_resident, pi.n_layers);
+        sluice_plan_info lo, hi;
+        p.ram_budget = 1;
+        cr_assert_neq(sluice_plan(path, &p, &lo, err, sizeof err), 0);
+        cr_assert_gt(lo.min_budget, 0, "%s", err);
+        p.ram_budget = 1ull << 40;
+        cr_assert_eq(sluice_plan(path, &p, &hi, err, sizeof err), 0, "%s", err);
+        cr_assert(hi.all_resident);
+        float *ref = malloc((size_t)3 * info.n_vocab * sizeof *ref);
         cr_assert_eq(sluice_eval(c0, g.prompt, g.n_prompt), 0);
-        cr_assert_eq(sluice_eval(c1, g.prompt, g.n_prompt), 0);
         for (int s = 0; s < 3; s++) {
-            cr_assert_eq(memcmp(sluice_logits(c0), sluice_logits(c1), (size_t)info.n_vocab * sizeof(float)), 0,
-                         "%s step %d: budgeted logits differ from resident", path, s);
+            memcpy(ref + (size_t)s * info.n_vocab, sluice_logits(c0), (size_t)info.n_vocab * sizeof *ref);
             cr_assert_eq(sluice_eval(c0, &g.steps[s].token, 1), 0);
-            cr_assert_eq(sluice_eval(c1, &g.steps[s].token, 1), 0);
         }
-        fprintf(stderr, "budget: %s at %.2f MiB (%d/%d blocks resident) bit-identical to resident\n", path,
-                budget / 1048576.0, pi.n_layers_resident, pi.n_layers);
-        sluice_ctx_free(c0); sluice_ctx_free(c1);
-        sluice_close(m0); sluice_close(m1);
+        /* budgets a quarter, half and three quarters of the way to all-resident: blocks, then single
+         * tensors (a view of a fused phi3 tensor resident, the next one streamed) and the LM head */
+        for (int q = 1; q <= 3; q++) {
+            const uint64_t budget = lo.min_budget + (hi.planned_bytes - lo.min_budget) * (uint64_t)q / 4;
+            sluice_model *m1;
+            sluice_ctx *c1;
+            sluice_plan_info pi;
+            api_open(path, budget, &m1, &c1);
+            sluice_model_get_plan(m1, &pi);
+            cr_assert(pi.planned && !pi.all_resident, "%s: budget %llu should stream", path, (unsigned long long)budget);
+            cr_assert_leq(pi.planned_bytes, budget);
+            cr_assert_eq(sluice_eval(c1, g.prompt, g.n_prompt), 0);
+            for (int s = 0; s < 3; s++) {
+                cr_assert_eq(memcmp(ref + (size_t)s * info.n_vocab, sluice_logits(c1), (size_t)info.n_vocab * sizeof(float)),
+                             0, "%s step %d at %llu bytes: budgeted logits differ from resident", path, s,
+                             (unsigned long long)budget);
+                cr_assert_eq(sluice_eval(c1, &g.steps[s].token, 1), 0);
+            }
+            fprintf(stderr, "budget: %s at %.2f MiB (%d/%d blocks resident, LM head %s) bit-identical to resident\n", path,
+                    budget / 1048576.0, pi.n_layers_resident, pi.n_layers, pi.lm_head_resident ? "resident" : "streamed");
+            sluice_ctx_free(c1);
+            sluice_close(m1);
+        }
+        free(ref);
+        sluice_ctx_free(c0);
+        sluice_close(m0);
     }
 }
 
