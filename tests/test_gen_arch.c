@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
+#include "kernels/types.h"
 #include "runtime/engine/model.h"
 
 static const struct { const char *shape, *arch; double bytes; int vocab, n_tensors; } shapes[] = {
@@ -122,6 +123,22 @@ Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teard
         cr_assert_str_eq(m->arch->name, shapes[i].arch);
         cr_assert_eq(m->cfg.vocab, shapes[i].vocab, "%s: vocabulary padded to the real size", shapes[i].shape);
         cr_assert_eq(m->rope_freqs != NULL, !strcmp(shapes[i].shape, "llama3.1-8b"));
+        if (!strcmp(shapes[i].arch, "phi3")) {
+            /* the synthesized Q5_K attn_qkv: mean 0, std 1/sqrt(ne0) like every matrix (sluice-gen --help) */
+            cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
+            const sl_weight *w = &m->layers[0].mat[SL_MAT_Q];
+            cr_assert_eq(w->type, SL_TYPE_Q5_K);
+            float *row = malloc((size_t)w->cols * sizeof *row);
+            double sum = 0, sum2 = 0;
+            for (int64_t r = 0; r < w->rows; r++) {
+                sl_type_get(w->type)->dequant((const unsigned char *)w->data + r * w->row_bytes, row, w->cols);
+                for (int64_t k = 0; k < w->cols; k++) { sum += row[k]; sum2 += (double)row[k] * row[k]; }
+            }
+            free(row);
+            const double n = (double)w->rows * w->cols, mean = sum / n, sd = sqrt(sum2 / n - mean * mean), want = 1 / sqrt(512.0);
+            fprintf(stderr, "sluice-gen Q5_K attn_qkv: mean %.2e std %.5f (target %.5f)\n", mean, sd, want);
+            cr_assert(fabs(sd / want - 1) < 0.05 && fabs(mean) < 0.05 * want, "Q5_K mean %g std %g, want 0 / %g", mean, sd, want);
+        }
         const int V = m->cfg.vocab;
         const uint64_t file = sl_gguf_file_size(m->gguf);
         sl_model_free(m);

@@ -281,6 +281,44 @@ static float g_theta;   /* rope base, for rope_freqs.weight */
 
 static inline void put_f16(uint8_t *p, float v) { uint16_t h = sl_f32_to_f16(v); memcpy(p, &h, 2); }
 
+/* The K-quant super-block header of Q4_K and Q5_K: f16 d, f16 dmin = mid * d, and 8 sub-block
+ * scales 32..63 from r, each used as its own min, so every sub-block is centred on the quant
+ * table's midpoint `mid`; packed as ggml packs them (low 6 bits, high 2 bits of 4..7 on top). */
+static void k_header(uint8_t *dst, float d, float mid, uint64_t r)
+{
+    uint8_t sc[8], *sb = dst + 4;
+    for (int j = 0; j < 8; j++, r >>= 5) sc[j] = (uint8_t)(32 + (r & 31));
+    uint16_t dh = sl_f32_to_f16(d);
+    uint16_t mh = sl_f32_to_f16(mid * sl_f16_to_f32(dh));
+    memcpy(dst, &dh, 2);
+    memcpy(dst + 2, &mh, 2);
+    for (int j = 0; j < 4; j++) {
+        sb[j]     = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        sb[j + 4] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        sb[j + 8] = (uint8_t)((sc[j + 4] & 15) | (sc[j + 4] & 15) << 4);
+    }
+}
+
+/* One Q5_K block: the header (midpoint 15.5), qh[32], qs[128].  Element e: sub-block pair
+ * p = e / 64; low nibble of qs[32p + l] (high nibble for the pair's second sub-block), fifth bit
+ * in bit 2p (2p + 1) of qh[l], l = e % 32 (ggml's dequantize_row_q5_K layout). */
+static void gen_q5_k(uint8_t *dst, float d, uint64_t *s)
+{
+    uint8_t *qh = dst + 16, *qs = dst + 48;
+    k_header(dst, d, 15.5f, next64(s));
+    memset(qh, 0, 32);
+    memset(qs, 0, 128);
+    for (int e = 0; e < 256; e += 4) {
+        uint64_t r = next64(s);
+        for (int k = 0; k < 4; k++, r >>= 16) {
+            const int x = e + k, pr = x / 64, hi = (x % 64) >= 32, l = x % 32;
+            const uint8_t q = q5k_tab[r & 0xffff];
+            qs[32 * pr + l] |= (uint8_t)((q & 15) << (4 * hi));
+            qh[l] |= (uint8_t)((q >> 4) << (2 * pr + hi));
+        }
+    }
+}
+
 /* Fill `dst` with units [first, first + n) of tensor t.  Pure function of (seed, t, unit). */
 static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n, uint8_t *dst)
 {
@@ -328,19 +366,7 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
             }
             break;
         case SL_TYPE_Q4_K: { /* f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles */
-            uint8_t sc[8], *sb = dst + 4;
-            r = next64(&s);
-            for (int j = 0; j < 8; j++, r >>= 5) sc[j] = (uint8_t)(32 + (r & 31));
-            uint16_t dh = sl_f32_to_f16(d);
-            /* min = scale, dmin = 7.5 d: every sub-block is centred on the table's midpoint 7.5. */
-            uint16_t mh = sl_f32_to_f16(7.5f * sl_f16_to_f32(dh));
-            memcpy(dst, &dh, 2);
-            memcpy(dst + 2, &mh, 2);
-            for (int j = 0; j < 4; j++) {   /* ggml's packing: low 6 bits, high 2 bits of 4..7 on top */
-                sb[j]     = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 4] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 8] = (uint8_t)((sc[j + 4] & 15) | (sc[j + 4] & 15) << 4);
-            }
+            k_header(dst, d, 7.5f, next64(&s));
             uint8_t *qs = dst + 16;
             for (int i = 0; i < 128; i += 2) {   /* elements are i.i.d.: nibble placement is free */
                 r = next64(&s);
@@ -349,36 +375,9 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
             }
             break;
         }
-        case SL_TYPE_Q5_K: { /* f16 d, f16 dmin, 12 bytes of scales/mins (as Q4_K), qh[32], qs[128] */
-            uint8_t sc[8], *sb = dst + 4, *qh = dst + 16, *qs = dst + 48;
-            r = next64(&s);
-            for (int j = 0; j < 8; j++, r >>= 5) sc[j] = (uint8_t)(32 + (r & 31));
-            uint16_t dh = sl_f32_to_f16(d);
-            /* min = scale, dmin = 15.5 d: every sub-block is centred on the table's midpoint 15.5 */
-            uint16_t mh = sl_f32_to_f16(15.5f * sl_f16_to_f32(dh));
-            memcpy(dst, &dh, 2);
-            memcpy(dst + 2, &mh, 2);
-            for (int j = 0; j < 4; j++) {
-                sb[j]     = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 4] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 8] = (uint8_t)((sc[j + 4] & 15) | (sc[j + 4] & 15) << 4);
-            }
-            memset(qh, 0, 32);
-            memset(qs, 0, 128);
-            /* element e: sub-block pair p = e / 64; low nibble of qs[32p + l] (or high, for the
-             * second sub-block of the pair), fifth bit in bit 2p (2p + 1) of qh[l], l = e % 32 */
-            for (int e = 0; e < 256; e += 4) {
-                r = next64(&s);
-                for (int k = 0; k < 4; k++, r >>= 16) {
-                    const int x = e + k, pr = x / 64, hi = (x % 64) >= 32, l = x % 32;
-                    const uint8_t q = q5k_tab[r & 0xffff];
-                    if (hi) qs[32 * pr + l] = (uint8_t)((qs[32 * pr + l] & 15) | (q & 15) << 4);
-                    else qs[32 * pr + l] = (uint8_t)((qs[32 * pr + l] & 0xf0) | (q & 15));
-                    qh[l] |= (uint8_t)((q >> 4) << (2 * pr + hi));
-                }
-            }
+        case SL_TYPE_Q5_K:
+            gen_q5_k(dst, d, &s);
             break;
-        }
         case SL_TYPE_Q6_K: { /* ql[128], qh[64], int8 scales[16], f16 d; x = d * sc * (q - 32) */
             uint8_t *ql = dst, *qh = dst + 128;
             int8_t *sc = (int8_t *)(dst + 192);
