@@ -117,6 +117,11 @@ int main(int argc, char **argv)
     char *text = malloc(cap);
     size_t n = gen_text(text, cap);
     int rc = 0;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: bench_tokenizer [VOCAB.gguf ...]\n  tokenizer throughput on 1 MiB of generated text (default: the llama SPM and BPE vocabularies)\n");
+        free(text);
+        return 0;
+    }
     if (argc > 1) {
         for (int i = 1; i < argc; i++) rc |= bench(argv[i], text, n);
     } else {

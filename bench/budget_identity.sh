@@ -5,6 +5,9 @@
 #   run without a budget (resident when the model fits in memory).
 # usage: bench/budget_identity.sh MODEL [BUDGETS...]   (default budgets: min 128M 512M 1G 2G)
 set -euo pipefail
+case "${1:-}" in
+  -h|--help|"") sed -n 's/^# \{0,1\}//p' "$0" | sed -n '1,6p'; [ -n "${1:-}" ]; exit $?;;
+esac
 cd "$(dirname "$0")/.."
 S=${SLUICE:-build/sluice}
 M=$1; shift || true

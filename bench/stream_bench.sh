@@ -13,6 +13,7 @@ RUNS=3
 ONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) echo "usage: $0 [--build DIR] [--models DIR] [--runs N] [--only depth|lmhead|cache|bw]"; exit 0 ;;
     --build) BUILD=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;

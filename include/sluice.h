@@ -30,6 +30,7 @@ extern "C" {
 
 #define SLUICE_VERSION "0.1.0"
 #define SLUICE_API_VERSION 1
+#define SLUICE_ERRLEN 256   /* an err buffer of this size holds any message the library writes */
 
 typedef struct sluice_model sluice_model;       /* weights, tokenizer, plan, weight stream, threads */
 typedef struct sluice_ctx sluice_ctx;           /* one conversation: KV cache, tokens, logits */
@@ -45,6 +46,10 @@ enum sluice_planner {
     SLUICE_PLANNER_OFF = 2        /* no plan: resident unless streaming is forced */
 };
 enum sluice_log { SLUICE_LOG_WARN = 0, SLUICE_LOG_INFO = 1, SLUICE_LOG_NOTE = 2 };
+/* Speculative decoding in sluice_generate: drafted tokens verified in the pass that evaluates the
+ * last accepted one.  AUTO: n-gram drafts when weights stream (a pass costs a read of the file),
+ * none when resident.  Greedy output is identical either way; sampled output keeps its distribution. */
+enum sluice_draft { SLUICE_DRAFT_AUTO = 0, SLUICE_DRAFT_OFF = 1, SLUICE_DRAFT_NGRAM = 2 };
 
 /* Progress of long work: stage is "load" (units: bytes) or "prompt" (units: tokens). */
 typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
@@ -73,6 +78,10 @@ typedef struct sluice_params {
                                * SLUICE_DISK_BW_NOW = measured now (1 GiB, ~1-2 s), replacing the cached figure */
     double   compute_bw;      /* GB/s of weights the decode kernels process; 0 = measured once per kernel
                                * path, thread count and weight type, cached (~0.1 s per type) */
+    int      draft;           /* enum sluice_draft */
+    int      draft_max;       /* most drafted tokens per pass (0 = 8); the number used adapts to the
+                               * measured pass times and acceptance rate; at most the plan's batch - 1 */
+    bool     draft_fixed;     /* draft draft_max tokens whenever the drafter has them (no adaptation) */
     sluice_progress_fn progress;
     sluice_log_fn log;
     void    *user;            /* passed to progress and log */
@@ -105,6 +114,18 @@ typedef struct sluice_plan_info {
     bool     kv_spilled;
     int      n_ctx, n_batch;
     double   pred_tok_s;
+    int      n_ctx_train;             /* the model's trained context (tells a caller what -c could be) */
+    /* The planner's own decisions and rates (valid when planned).  They describe the plan; the fields
+     * above describe what the run does, which a forced streaming mode may make differ. */
+    int      plan_layers_resident;
+    bool     plan_lm_head_resident;
+    int      plan_kv_type;            /* enum sluice_kv the plan chose (F16 or Q8_0); see plan_kv_spilled */
+    bool     plan_kv_spilled;
+    int      plan_n_batch, plan_prefetch;
+    uint64_t plan_chunk_bytes;        /* streamed piece size (0: one piece per tensor) */
+    double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
+    double   disk_bw, compute_bw;     /* bytes/s the prediction used */
+    const char *disk_how, *compute_how;   /* where those rates came from (owned by the model) */
 } sluice_plan_info;
 void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
 /* The plan as `sluice plan` prints it (json: one JSON object). */
@@ -167,6 +188,7 @@ typedef struct sluice_sampler_params {
     float repeat_penalty;     /* 1 = off (default) */
     int   repeat_last_n;      /* (default 64) */
     uint64_t seed;
+    bool  ignore_eog;         /* never choose an end-of-generation token (llama.cpp's --ignore-eos) */
 } sluice_sampler_params;
 
 void sluice_sampler_params_default(sluice_sampler_params *p);
@@ -190,6 +212,10 @@ typedef int (*sluice_token_fn)(void *user, int32_t token, const char *text, size
  * it, sluice_eval it (or sluice_prefill the whole sequence).  Returns the number of tokens reported
  * (>= 0) or -errno (the tokens evaluated before an error stay in the context). */
 int  sluice_generate(sluice_ctx *c, sluice_sampler *s, int n_max, sluice_token_fn cb, void *user);
+
+/* A text the drafter may copy from as well as the context (the document being edited, summarized
+ * or quoted: `sluice run --lookup FILE`), as token ids; copied.  n = 0 clears it.  0 or -errno. */
+int  sluice_ctx_set_lookup(sluice_ctx *c, const int32_t *ids, int n);
 
 enum sluice_stop { SLUICE_STOP_NONE = 0, SLUICE_STOP_EOG, SLUICE_STOP_LIMIT, SLUICE_STOP_CALLBACK,
                    SLUICE_STOP_CTX_FULL, SLUICE_STOP_CANCELED, SLUICE_STOP_ERROR };
@@ -227,11 +253,29 @@ typedef struct sluice_stats {
     int      n_past, n_ctx;
     uint64_t n_eval, n_sampled;   /* tokens evaluated / sampled in this context */
     double   eval_s;              /* time spent in evaluation */
+    /* sluice_generate's passes (one forward pass each), drafted tokens verified in them, drafts
+     * accepted: tokens per pass = (n_gen_tokens) / n_passes, acceptance = n_accepted / n_drafted */
+    uint64_t n_passes, n_drafted, n_accepted, n_gen_tokens;
+    int      draft_max;           /* drafts per pass the context can verify (0: no speculation) */
+    /* the weight stream's shape (0 when every weight is resident) */
+    int64_t  stream_pieces_per_pass;
+    uint64_t stream_max_piece, stream_pass_bytes, stream_buffer_bytes;
+    uint64_t stream_embd_rows;    /* token-embedding rows read on demand */
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);
+/* How much of the model file is in the page cache now (mincore).  0 or -errno. */
+int  sluice_page_cache(const sluice_model *m, uint64_t *resident_bytes, uint64_t *file_bytes);
 
 const char *sluice_version(void);
+
+/* Debug and test switches, applied process-wide from the environment when a program calls this (the
+ * sluice command does at start; the library never reads the environment by itself):
+ *   SLUICE_KERNELS=portable|avx2|avx512  force a kernel path      SLUICE_EXACT=1   exact kernels
+ *   SLUICE_SPIN_US=N   pool workers spin N µs between products     SLUICE_NO_URING=1  no io_uring
+ *   SLUICE_IO_FAULT=eintr=K,short=N,eio_at=OFFSET,cqe_err=K  injected read faults
+ * Call it before opening models.  0, or -EINVAL with a message naming the bad variable. */
+int sluice_debug_env(char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -47,10 +47,15 @@ struct sl_pool {
     sl_pool_fn fn;
     void *arg;
     atomic_ullong spin_ns;      /* relaxed: a tuning knob, read while workers idle */
-    bool spin_from_env;         /* SLUICE_SPIN_US given: sl_pool_set_spin leaves it */
+    bool spin_forced;           /* sl_pool_force_spin_us was in force at creation: set_spin leaves it */
 };
 
 typedef struct { sl_pool *p; int ith; } worker_arg;
+
+/* Process-wide spin for pools created from now on (-1: the default, adjustable by sl_pool_set_spin). */
+static atomic_long g_forced_spin_us = -1;
+
+void sl_pool_force_spin_us(long us) { atomic_store(&g_forced_spin_us, us < 0 ? -1 : us); }
 
 static inline void cpu_relax(void)
 {
@@ -122,10 +127,10 @@ static void *worker(void *a)
     return NULL;
 }
 
-/* Contract: see threadpool.h.  An explicit SLUICE_SPIN_US wins (it is how the A/B runs are made). */
+/* Contract: see threadpool.h.  A forced spin wins (it is how the A/B runs are made). */
 void sl_pool_set_spin(sl_pool *p, long us)
 {
-    if (!p || p->spin_from_env) return;
+    if (!p || p->spin_forced) return;
     atomic_store_explicit(&p->spin_ns, (unsigned long long)(us > 0 ? us : 0) * 1000u, memory_order_relaxed);
 }
 
@@ -138,10 +143,10 @@ sl_pool *sl_pool_create(int n_threads)
     if (!p) return NULL;
     p->n = n_threads;
     atomic_init(&p->spin_ns, SPIN_NS_DEFAULT);
-    const char *env = getenv("SLUICE_SPIN_US");
-    if (env && *env) {
-        atomic_store(&p->spin_ns, (unsigned long long)strtoull(env, NULL, 10) * 1000u);
-        p->spin_from_env = true;
+    long forced = atomic_load(&g_forced_spin_us);
+    if (forced >= 0) {
+        atomic_store(&p->spin_ns, (unsigned long long)forced * 1000u);
+        p->spin_forced = true;
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);

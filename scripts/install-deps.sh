@@ -3,7 +3,8 @@
 # Used by the README, by .ci/run and by developers: keep it the single source of truth.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config liburing-dev libzstd-dev libcriterion-dev
-      clang libclang-rt-14-dev llvm unicode-data gnuplot-nox util-linux valgrind libsimde-dev)
+      clang libclang-rt-14-dev llvm unicode-data gnuplot-nox util-linux valgrind libsimde-dev
+      libedit-dev)   # libedit: the chat line (editing, history; BSD licence)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -26,6 +26,21 @@
 
 typedef struct term { int fd; pid_t pid; char buf[1 << 16]; size_t n; } term;
 
+static char g_state[64] = "/tmp";   /* XDG_STATE_HOME of the terminal tests (made per test) */
+
+static void state_dir(void)
+{
+    snprintf(g_state, sizeof g_state, "/tmp/sl_state_XXXXXX");
+    cr_assert_not_null(mkdtemp(g_state));
+}
+
+static void state_dir_rm(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_state);
+    if (system(cmd)) { /* best effort */ }
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -41,6 +56,7 @@ static void term_start(term *t, const char *const *argv)
     cr_assert_geq(t->pid, 0, "forkpty: %s", strerror(errno));
     if (t->pid == 0) {
         setenv("TERM", "xterm", 1);
+        setenv("XDG_STATE_HOME", g_state, 1);   /* the chat history goes here, not into $HOME */
         execv(SLUICE_BIN, (char *const *)argv);
         _exit(127);
     }
@@ -82,15 +98,53 @@ static int term_exit(term *t, double limit)
     for (;;) {
         char tmp[4096];
         struct pollfd p = { t->fd, POLLIN, 0 };
-        if (poll(&p, 1, 50) > 0 && read(t->fd, tmp, sizeof tmp) <= 0) { /* drained */ }
+        ssize_t got = poll(&p, 1, 50) > 0 ? read(t->fd, tmp, sizeof tmp) : 0;
+        if (got > 0) {   /* keep the last 2 KiB for the failure message */
+            if (t->n + (size_t)got >= sizeof t->buf) t->n = 0;
+            memcpy(t->buf + t->n, tmp, (size_t)got);
+            t->n += (size_t)got;
+        }
         pid_t r = waitpid(t->pid, &st, WNOHANG);
         if (r == t->pid) break;
         if (now_s() - t0 > limit) {
             kill(t->pid, SIGKILL);
             waitpid(t->pid, &st, 0);
-            cr_assert_fail("the chat did not exit within %.0f s", limit);
+            t->buf[t->n] = 0;
+            cr_assert_fail("the chat did not exit within %.0f s; the terminal ends with:\n%s", limit,
+                           t->buf + (t->n > 2048 ? t->n - 2048 : 0));
         }
     }
+    close(t->fd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Wait for exit, keeping everything the terminal shows in t->buf. */
+static int term_exit_keep(term *t, double limit)
+{
+    double t0 = now_s();
+    int st;
+    for (;;) {
+        struct pollfd p = { t->fd, POLLIN, 0 };
+        if (poll(&p, 1, 50) > 0) {
+            ssize_t r = read(t->fd, t->buf + t->n, sizeof t->buf - 1 - t->n);
+            if (r > 0) t->n += (size_t)r;
+        }
+        pid_t r = waitpid(t->pid, &st, WNOHANG);
+        if (r == t->pid) break;
+        if (now_s() - t0 > limit) {
+            kill(t->pid, SIGKILL);
+            waitpid(t->pid, &st, 0);
+            cr_assert_fail("sluice did not exit within %.0f s", limit);
+        }
+    }
+    for (;;) {   /* what is left after the exit */
+        struct pollfd p = { t->fd, POLLIN, 0 };
+        if (poll(&p, 1, 50) <= 0) break;
+        ssize_t r = read(t->fd, t->buf + t->n, sizeof t->buf - 1 - t->n);
+        if (r <= 0) break;
+        t->n += (size_t)r;
+    }
+    t->buf[t->n] = 0;
     close(t->fd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -173,6 +227,112 @@ Test(chat_tty, ctrl_c_stops_the_answer_not_the_chat)
     (void)p2;
     term_type(&t, "\x04");   /* Ctrl-D at the prompt leaves */
     cr_expect_eq(term_exit(&t, 30), 0);
+}
+
+/* ---- line editing, history, type-ahead, progress bars (issue 21) -------------------------------- */
+
+/* Arrow keys move in the line: "/qit", two steps left, "u" makes "/quit", which leaves. */
+Test(chat_tty, arrow_keys_edit_the_line, .init = state_dir, .fini = state_dir_rm)
+{
+    const char *argv[] = { "sluice", "chat", "-m", STORIES, "-t", "1", "--temp", "0", "-n", "8", NULL };
+    term t;
+    term_start(&t, argv);
+    term_wait(&t, 0, "> ", 60);
+    term_type(&t, "/qit\x1b[D\x1b[Du\r");
+    cr_expect_eq(term_exit(&t, 20), 0, "the edited line was not /quit");
+}
+
+/* Up arrow recalls the last line; the history is kept in $XDG_STATE_HOME/sluice/chat_history. */
+Test(chat_tty, history_recalls_the_last_message, .init = state_dir, .fini = state_dir_rm)
+{
+    const char *argv[] = { "sluice", "chat", "-m", STORIES, "-t", "1", "--temp", "0", "-n", "8", NULL };
+    term t;
+    term_start(&t, argv);
+    size_t p0 = term_wait(&t, 0, "> ", 60);
+    term_type(&t, "/stats\r");
+    size_t s1 = term_wait(&t, p0, "context positions used", 10);
+    size_t p1 = term_wait(&t, s1, "\n> ", 10);
+    term_type(&t, "\x1b[A\r");   /* up arrow, Enter: /stats again */
+    size_t s2 = term_wait(&t, p1, "context positions used", 10);
+    term_wait(&t, s2, "\n> ", 10);
+    term_type(&t, "/quit\r");
+    cr_expect_eq(term_exit(&t, 20), 0);
+    char path[128], line[256] = "";
+    snprintf(path, sizeof path, "%s/sluice/chat_history", g_state);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no history file at %s", path);
+    bool found = false;
+    while (fgets(line, sizeof line, f)) found |= strstr(line, "/stats") != NULL;
+    fclose(f);
+    cr_expect(found, "the history file lacks /stats");
+}
+
+/* A multi-line paste (bracketed by the terminal) is one message, not one per line. */
+Test(chat_tty, multi_line_paste_is_one_message, .init = state_dir, .fini = state_dir_rm)
+{
+    const char *argv[] = { "sluice", "chat", "-m", STORIES, "-t", "1", "--temp", "0", "-n", "8", NULL };
+    term t;
+    term_start(&t, argv);
+    size_t p0 = term_wait(&t, 0, "> ", 60);
+    cr_expect(strstr(t.buf, "\x1b[?2004h"), "bracketed paste was not asked for");
+    term_type(&t, "\x1b[200~Once upon a time\nthere was a cat\x1b[201~\r");
+    size_t p1 = term_wait(&t, p0 + 2, "\n> ", 60);
+    term_type(&t, "/stats\r");
+    size_t s = term_wait(&t, p1, "context positions used, 2 messages", 10);
+    term_wait(&t, s, "\n> ", 10);
+    term_type(&t, "/quit\r");
+    cr_expect_eq(term_exit(&t, 20), 0);
+}
+
+/* What is typed while an answer streams is not echoed into it; it waits for the next prompt. */
+Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fini = state_dir_rm)
+{
+    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "512", "-n", "120",
+                           "--chat-template", "chatml", NULL };
+    term t;
+    term_start(&t, argv);
+    size_t p0 = term_wait(&t, 0, "> ", 60);
+    term_type(&t, "Once upon a time\r");
+    size_t e1 = term_wait(&t, p0 + 2, "Once upon a time", 10);
+    double t0 = now_s();
+    while (t.n < e1 + 30) {   /* the answer is streaming */
+        struct pollfd p = { t.fd, POLLIN, 0 };
+        cr_assert_lt(now_s() - t0, 60, "no answer after 60 s");
+        if (poll(&p, 1, 100) > 0) {
+            ssize_t r = read(t.fd, t.buf + t.n, sizeof t.buf - 1 - t.n);
+            cr_assert_gt(r, 0);
+            t.n += (size_t)r;
+        }
+    }
+    t.buf[t.n] = 0;
+    cr_assert_null(strstr(t.buf + e1, "\n> "), "the answer ended before the type-ahead could be tested");
+    term_type(&t, "zqzq");
+    size_t p1 = term_wait(&t, e1, "\n> ", 60);
+    char *answer = between(&t, e1, p1);
+    cr_expect_null(strstr(answer, "zqzq"), "typed-ahead text was echoed into the answer: %s", answer);
+    free(answer);
+    term_type(&t, "\x15/quit\r");   /* Ctrl-U clears the waiting text */
+    cr_expect_eq(term_exit(&t, 30), 0);
+}
+
+/* `sluice run` on a terminal: the progress bar of the prompt never erases the echoed prompt. */
+Test(chat_tty, echoed_prompt_survives_the_progress_bar)
+{
+    char prompt[4096] = "Once upon a time";
+    for (int i = 0; i < 60; i++) strcat(prompt, " there was a cat");
+    const char *argv[] = { "sluice", "run", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-b", "4", "-n", "2",
+                           "-p", prompt, NULL };
+    term t;
+    term_start(&t, argv);
+    cr_expect_eq(term_exit_keep(&t, 120), 0);
+    t.buf[t.n] = 0;
+    cr_assert(strstr(t.buf, "prompt ") && strstr(t.buf, " tok"), "no progress bar was drawn:\n%s", t.buf);
+    /* everything after the bar's last erase must still hold the whole prompt */
+    char *last = NULL;
+    for (char *p = strstr(t.buf, "\x1b[K"); p; p = strstr(p + 1, "\x1b[K")) last = p;
+    cr_assert_not_null(last);
+    cr_expect(strstr(last, "Once upon a time there was a cat") && strstr(last, "there was a cat there was a cat"),
+              "the prompt echo was erased by the bar:\n%s", last);
 }
 
 /* ---- stdin is not a terminal -------------------------------------------------------------------- */

@@ -370,7 +370,7 @@ static double cached_value(const char *name)
     return v;
 }
 
-/* The probe measures a positive, finite rate, caches it under the active path, thread count and
+/* The probe measures a positive, finite rate, caches it under the path the type runs on, thread count and
  * type, and the next call reads the cache instead of measuring again. */
 Test(planner, compute_probe_measures_and_caches, .init = cache_setup, .fini = cache_teardown)
 {
@@ -378,12 +378,12 @@ Test(planner, compute_probe_measures_and_caches, .init = cache_setup, .fini = ca
     double r = sl_compute_rate(SL_TYPE_Q4_K, 2, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
     cr_assert(isfinite(r) && r > 1e8 && r < 1e12, "Q4_K rate %g (%s)", r, how);
     cr_assert(strstr(how, "measured now"), "%s", how);
-    snprintf(name, sizeof name, "compute-%s-t2-Q4_K.bw", sl_kernels()->name);
+    snprintf(name, sizeof name, "compute-%s-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
     double v = cached_value(name);
     if (v < 0) {   /* sanitizer / unoptimized builds key their (slow) figures apart */
-        snprintf(name, sizeof name, "compute-%s-asan-t2-Q4_K.bw", sl_kernels()->name);
+        snprintf(name, sizeof name, "compute-%s-asan-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
         if ((v = cached_value(name)) < 0) {
-            snprintf(name, sizeof name, "compute-%s-O0-t2-Q4_K.bw", sl_kernels()->name);
+            snprintf(name, sizeof name, "compute-%s-O0-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
             v = cached_value(name);
         }
     }

@@ -163,12 +163,12 @@ Test(stream, eio_is_reported_with_tensor_name)
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0);
     char fault[64];
     snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(m->layers[2].mat[SL_MAT_UP].offset + m->layers[2].mat[SL_MAT_UP].nbytes / 2));
-    setenv("SLUICE_IO_FAULT", fault, 1);
+    cr_assert_eq(sl_io_set_default_fault(fault, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;
     sl_stream_opts so = { SL_IO_PREAD, 0, 2, 1024, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
-    unsetenv("SLUICE_IO_FAULT");
+    sl_io_set_default_fault(NULL, err, sizeof err);
     sl_ctx *c;
     sl_ctx_params p = { .n_ctx = 64, .n_batch = 64, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);

@@ -41,20 +41,44 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Directory of the default vocabularies: <source tree>/../shared/vocab.  CMake passes SL_SOURCE_DIR
- * to tests but not to tools/, where __FILE__ (an absolute path under CMake) gives the tree. */
-static const char *vocab_dir(void)
+/* Where a named shape's vocabulary is looked for, in order: $SLUICE_VOCAB_DIR, <exe>/../share/sluice/vocab
+ * (an installed tree: `cmake --install` puts the vocabularies there when the build found them), then the
+ * source tree's ../shared/vocab.  CMake passes SL_SOURCE_DIR to tests but not to tools/, where __FILE__
+ * (an absolute path under CMake) gives the tree.  Returns the first directory holding `file`, else the
+ * last candidate (for the error message). */
+static const char *vocab_dir_for(const char *file, char *tried, size_t tried_len)
 {
-    static char dir[4096];
+    static char dirs[3][4096];
+    int n = 0;
+    const char *env = getenv("SLUICE_VOCAB_DIR");
+    if (env && *env) snprintf(dirs[n++], sizeof dirs[0], "%s", env);
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el > 0) {
+        exe[el] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(dirs[n++], sizeof dirs[0], "%.4000s/../share/sluice/vocab", exe);
+    }
 #ifdef SL_SOURCE_DIR
-    snprintf(dir, sizeof dir, "%s/../shared/vocab", SL_SOURCE_DIR);
+    snprintf(dirs[n++], sizeof dirs[0], "%s/../shared/vocab", SL_SOURCE_DIR);
 #else
-    const char *f = __FILE__, *slash = strrchr(f, '/');
-    int n = slash ? (int)(slash - f) : 1;
-    snprintf(dir, sizeof dir, "%.*s/../../shared/vocab", n, slash ? f : ".");
+    const char *f = __FILE__, *fs = strrchr(f, '/');
+    int fl = fs ? (int)(fs - f) : 1;
+    snprintf(dirs[n++], sizeof dirs[0], "%.*s/../../shared/vocab", fl, fs ? f : ".");
 #endif
-    return dir;
+    size_t at = 0;
+    if (tried_len) tried[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", dirs[i], file);
+        if (access(p, R_OK) == 0) return dirs[i];
+        if (at < tried_len) at += (size_t)snprintf(tried + at, tried_len - at, "%s%s", i ? ", " : "", dirs[i]);
+    }
+    return dirs[n - 1];
 }
+
+static const char *vocab_dir(void) { return vocab_dir_for("ggml-vocab-llama-spm.gguf", NULL, 0); }
 
 #define CHUNK_BYTES (4u << 20)
 #define NSLOT       6
@@ -545,10 +569,18 @@ int main(int argc, char **argv)
     opts o;
     parse_args(argc, argv, &o);
     char err[SL_ERRLEN], vpath[4096];
+    char tried[4096] = "";
     int pl = o.vocab ? snprintf(vpath, sizeof vpath, "%s", o.vocab)
-                     : snprintf(vpath, sizeof vpath, "%s/%s", vocab_dir(), o.s.vocab_file);
+                     : snprintf(vpath, sizeof vpath, "%s/%s", vocab_dir_for(o.s.vocab_file, tried, sizeof tried),
+                                o.s.vocab_file);
     if (pl < 0 || (size_t)pl >= sizeof vpath) bad_args("vocabulary path too long");
     sl_gguf *voc = NULL;
+    if (!o.vocab && access(vpath, R_OK) != 0) {
+        fprintf(stderr, "sluice-gen: the %s shape needs the vocabulary %s, not found in %s; pass --vocab FILE (any GGUF "
+                "with tokenizer metadata, e.g. llama.cpp's models/%s) or set SLUICE_VOCAB_DIR\n", o.s.name,
+                o.s.vocab_file, tried, o.s.vocab_file);
+        return 1;
+    }
     if (sl_gguf_open(vpath, &voc, err, sizeof err)) {
         fprintf(stderr, "sluice-gen: vocabulary %s: %s\n", vpath, err);
         return 1;

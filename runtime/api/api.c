@@ -17,6 +17,8 @@
 #include "kernels/clock.h"
 
 
+_Static_assert(SLUICE_ERRLEN >= SL_ERRLEN, "SLUICE_ERRLEN holds every internal message");
+
 const char *sluice_version(void) { return SLUICE_VERSION; }
 
 void sluice_params_default(sluice_params *p)
@@ -65,10 +67,22 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
+                          .n_logits = p->draft == SLUICE_DRAFT_OFF ? 1 : (p->draft_max > 0 ? p->draft_max : 8) + 1,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0 };
-    /* rates not given are measured (once per device / kernel path, then cached) */
-    sl_plan_rates(m, pm, req, p->disk_bw > 0 ? p->disk_bw : 0, p->compute_bw);
-    int rc = sl_plan_make(pm, req, plan);
+    /* Rates not given are measured (once per device / kernel path, then cached).  The plan's
+     * decisions do not depend on the rates, only its prediction does; so it is made first with a
+     * placeholder rate, and the compute probe then measures within what the plan itself will hold,
+     * which keeps the run's peak within its plan, not merely within the budget. */
+    double disk = p->disk_bw > 0 ? p->disk_bw : 0;
+    sl_plan_req first = *req;
+    sl_plan_rates(m, pm, &first, disk, p->compute_bw > 0 ? p->compute_bw : 1.0);
+    int rc = sl_plan_make(pm, &first, plan);
+    if (rc == 0) {
+        req->budget = plan->total_bytes;
+        sl_plan_rates(m, pm, req, disk, p->compute_bw);
+        req->budget = budget;
+        rc = sl_plan_make(pm, req, plan);
+    }
     if (rc) {
         snprintf(err, errlen, "--ram-budget %s%s%s: %s", name, *how ? " " : "", how, plan->why);
         return rc;
@@ -79,11 +93,30 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     return 0;
 }
 
+/* The planner's decisions and rates, as sluice_plan_info's plan_* fields. */
+static void fill_plan_decisions(const sl_plan *p, const sl_plan_req *req, sluice_plan_info *o)
+{
+    o->plan_layers_resident = p->n_layers_resident;
+    o->plan_lm_head_resident = p->lm_head_resident;
+    o->plan_kv_type = p->kv == SL_PLAN_KV_Q8_0 ? SLUICE_KV_Q8_0 : SLUICE_KV_F16;
+    o->plan_kv_spilled = p->kv == SL_PLAN_KV_SPILL;
+    o->plan_n_batch = p->n_batch;
+    o->plan_prefetch = p->prefetch;
+    o->plan_chunk_bytes = p->chunk_bytes;
+    o->pred_io_s = p->pred_io_s;
+    o->pred_compute_s = p->pred_compute_s;
+    o->disk_bw = req->disk_bw;
+    o->compute_bw = req->compute_bw;
+    o->disk_how = req->disk_how;
+    o->compute_how = req->compute_how;
+}
+
 static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
 {
     memset(o, 0, sizeof *o);
     o->planned = M->planned;
     o->n_layers = M->m->cfg.n_layers;
+    o->n_ctx_train = M->m->cfg.ctx_train;
     o->n_ctx = M->n_ctx;
     o->n_batch = M->n_batch;
     o->kv_type = M->kv_type;
@@ -96,6 +129,7 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         o->planned_bytes = p->total_bytes;
         o->min_budget = p->min_budget;
         o->pred_tok_s = p->pred_tok_s;
+        fill_plan_decisions(p, &M->req, o);
     }
     /* what the run actually does (a forced mode may differ from the plan) */
     int full = 0;
@@ -285,6 +319,13 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }
+    /* speculative decoding: at most draft_max drafts, and a verifying pass must be one batch */
+    int dk = p->draft == SLUICE_DRAFT_OFF || (p->draft == SLUICE_DRAFT_AUTO && !streaming) ? 0
+           : p->draft_max > 0 ? p->draft_max : 8;
+    if (dk > M->n_batch - 1) dk = M->n_batch - 1;
+    if (dk > 64) dk = 64;
+    M->draft_k = dk < 0 ? 0 : dk;
+    M->draft_fixed = p->draft_fixed;
     M->t_loaded_ns = sl_now_ns();
     *out = M;
     return 0;
@@ -353,6 +394,7 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     o->budget = req.budget;
     o->min_budget = plan->min_budget;
     o->n_layers = m->cfg.n_layers;
+    o->n_ctx_train = m->cfg.ctx_train;
     o->n_ctx = n_ctx;
     if (rc == 0) {
         o->all_resident = plan->all_resident;

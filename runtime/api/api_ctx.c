@@ -4,6 +4,7 @@
 #include "runtime/api/api_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,13 @@ int sluice_ctx_new(sluice_model *M, sluice_ctx **out, char *err, size_t errlen)
     sluice_ctx *C = calloc(1, sizeof *C);
     if (!C) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     C->M = M;
-    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = M->n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir };
+    sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = M->n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
+                         .logits_max = M->draft_k + 1 };
     int rc = sl_ctx_create(M->m, &cp, M->pool, &C->c, err, errlen);
     if (rc) { free(C); return rc; }
     if (M->stream) C->c->src = sl_stream_source(M->stream);
     C->c->cancel = &C->cancel;
+    sl_draft_stats_init(&C->dstats);
     C->cap = M->n_ctx;
     C->toks = malloc((size_t)C->cap * sizeof *C->toks);
     if (!C->toks) {
@@ -42,10 +45,11 @@ void sluice_ctx_free(sluice_ctx *C)
     if (!C) return;
     sl_ctx_free(C->c);
     free(C->toks);
+    free(C->lookup);
     free(C);
 }
 
-const float *sluice_logits(const sluice_ctx *C) { return C->logits_valid ? C->c->logits : NULL; }
+const float *sluice_logits(const sluice_ctx *C) { return C->logits_valid ? sl_ctx_last_logits(C->c) : NULL; }
 const int32_t *sluice_tokens(const sluice_ctx *C, int *n) { if (n) *n = C->n_toks; return C->toks; }
 int sluice_n_past(const sluice_ctx *C) { return C->n_toks; }
 int sluice_n_ctx(const sluice_ctx *C) { return C->c->n_ctx; }
@@ -179,7 +183,7 @@ int sluice_prefill(sluice_ctx *C, const int32_t *t, int n)
 void sluice_sampler_params_default(sluice_sampler_params *p)
 {
     sl_sampler_params d = sl_sampler_defaults();
-    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed };
+    *p = (sluice_sampler_params){ d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n, d.seed, false };
 }
 
 sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_params *pp)
@@ -194,6 +198,15 @@ sluice_sampler *sluice_sampler_new(const sluice_model *M, const sluice_sampler_p
     S->s = sl_sampler_create(&sp, S->n_vocab);
     S->logits = malloc((size_t)S->n_vocab * sizeof *S->logits);
     if (!S->s || !S->logits) { sluice_sampler_free(S); return NULL; }
+    if (p.ignore_eog) {
+        for (int32_t id = 0; id < S->n_vocab; id++) {
+            if (!sl_vocab_is_eog(M->voc, id)) continue;
+            int32_t *ne = realloc(S->eog_ids, (size_t)(S->n_eog + 1) * sizeof *ne);
+            if (!ne) { sluice_sampler_free(S); return NULL; }
+            S->eog_ids = ne;
+            S->eog_ids[S->n_eog++] = id;
+        }
+    }
     return S;
 }
 
@@ -202,49 +215,171 @@ void sluice_sampler_free(sluice_sampler *S)
     if (!S) return;
     sl_sampler_free(S->s);
     free(S->logits);
+    free(S->eog_ids);
     free(S);
+}
+
+/* The sampler's working copy of one row of logits, end-of-generation tokens masked when the sampler
+ * ignores them. */
+static void sampler_load(sluice_sampler *S, const float *row)
+{
+    memcpy(S->logits, row, (size_t)S->n_vocab * sizeof *S->logits);
+    for (int i = 0; i < S->n_eog; i++) S->logits[S->eog_ids[i]] = -INFINITY;
 }
 
 int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
 {
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
-    memcpy(S->logits, C->c->logits, (size_t)S->n_vocab * sizeof *S->logits);
+    sampler_load(S, sl_ctx_last_logits(C->c));
     C->n_sampled++;
     return sl_sample(S->s, S->logits, C->toks, C->n_toks);
 }
 
 const float *sluice_sampler_logits(const sluice_sampler *S) { return S->logits; }
 
+/* What sluice_generate reports: whole UTF-8 characters of each token's piece, and the stop rules. */
+typedef struct emitter {
+    sl_utf8_stream us;
+    sluice_token_fn cb;
+    void *user;
+    int n, n_max;
+} emitter;
+
+/* Report token id; true when generation must stop here (C->stop says why). */
+static bool emit(sluice_ctx *C, emitter *e, int32_t id)
+{
+    char piece[512], text[512 + 8];
+    e->n++;
+    C->n_gen++;
+    bool eog = sl_vocab_is_eog(C->M->voc, id);
+    size_t len = 0;
+    if (!eog) {
+        int pl = sl_token_piece(C->M->voc, id, piece, sizeof piece);
+        if (pl > (int)sizeof piece) pl = sizeof piece;
+        if (pl > 0) len = sl_utf8_stream_feed(&e->us, piece, (size_t)pl, text);
+    }
+    text[len] = 0;
+    if (e->cb && e->cb(e->user, id, text, len)) { C->stop = SLUICE_STOP_CALLBACK; return true; }
+    if (eog) { C->stop = SLUICE_STOP_EOG; return true; }
+    if (e->n == e->n_max) return true;
+    if (C->n_toks >= C->c->n_ctx) { C->stop = SLUICE_STOP_CTX_FULL; return true; }
+    return false;
+}
+
+/* Keep the first n tokens of the context and make the logits after token n-1 (row `row` of the
+ * last pass) the current ones: the state one-token decoding would be in. */
+static void keep_prefix(sluice_ctx *C, int n, int row)
+{
+    const size_t V = (size_t)C->M->m->cfg.vocab;
+    if (row > 0) memmove(C->c->logits, C->c->logits + (size_t)row * V, V * sizeof(float));
+    C->c->n_logits = 1;
+    C->n_toks = n;
+    C->c->n_past = n;   /* later rows stay in the cache, never read (attention stops at n_past) */
+    C->logits_valid = true;
+}
+
+/* How many tokens to draft now: the adaptive length, within the context and n_max. */
+static int draft_len(const sluice_ctx *C, const emitter *e)
+{
+    const sl_draft_stats *d = &C->dstats;
+    int k = C->M->draft_k;
+    if (C->M->draft_fixed) {
+        /* k as asked */
+    } else if (d->n_obs >= 2) {
+        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok, k);
+        /* drafts that do not pay are still tried now and then, or the acceptance estimate could
+         * never recover when the text becomes predictable */
+        k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
+    } else if (k > 4) {
+        k = 4;   /* no timings yet: a moderate start */
+    }
+    int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
+    if (k > room) k = room;
+    if (k > e->n_max - e->n - 1) k = e->n_max - e->n - 1;   /* drafts beyond n_max are never reported */
+    return k > 0 ? k : 0;
+}
+
+/* One speculative step: evaluate id plus drafts in one pass, report what the target accepts, and
+ * set *next to the token after them (sampled, not yet reported).  Returns 1 when generation stops,
+ * 0 to go on, -errno on error. */
+static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, int32_t *next)
+{
+    int32_t batch[65];
+    const int V = C->M->m->cfg.vocab, base = C->n_toks;
+    if (C->n_toks + 1 > C->cap) return -ENOSPC;
+    C->toks[C->n_toks] = id;   /* the history the drafter looks in includes id */
+    int k = draft_len(C, e), nd = k ? sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1) : 0;
+    batch[0] = id;
+    uint64_t t0 = sl_now_ns();
+    int rc = sluice_eval(C, batch, nd + 1);
+    if (rc) return rc;
+    C->n_passes++;
+    C->n_drafted += (uint64_t)nd;
+    int i = 0;
+    for (; i < nd; i++) {   /* row i: the logits after batch[i] */
+        bool ok;
+        sampler_load(S, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V);
+        C->n_sampled++;
+        int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
+        if (!ok) { *next = t; break; }
+        C->n_accepted++;
+        if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
+            keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
+            sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i + 1);
+            return 1;
+        }
+    }
+    int row = C->c->n_logits - nd - 1 + i;
+    if (i == nd) {   /* every draft accepted: the last row gives the next token */
+        sampler_load(S, C->c->logits + (size_t)row * V);
+        C->n_sampled++;
+        *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
+    }
+    keep_prefix(C, base + i + 1, row);
+    sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i);
+    return 0;
+}
+
 int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn cb, void *user)
 {
-    sl_utf8_stream us = { 0 };
-    char piece[512], text[512 + 8];
-    int n = 0, rc = 0;
+    emitter e = { .cb = cb, .user = user, .n_max = n_max };
+    char text[16];
+    int rc = 0;
     C->stop = SLUICE_STOP_LIMIT;
-    while (n < n_max) {
+    int32_t id = n_max > 0 ? sluice_sample(S, C) : 0;
+    if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: no logits to sample from (evaluate a prompt first)"); }
+    while (!rc && e.n < n_max) {
         if (C->cancel) { rc = -ECANCELED; snprintf(C->err, sizeof C->err, "interrupted"); break; }
-        int32_t id = sluice_sample(S, C);
-        if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: no logits to sample from (evaluate a prompt first)"); break; }
-        n++;
-        bool eog = sl_vocab_is_eog(C->M->voc, id);
-        size_t len = 0;
-        if (!eog) {
-            int pl = sl_token_piece(C->M->voc, id, piece, sizeof piece);
-            if (pl > (int)sizeof piece) pl = sizeof piece;
-            if (pl > 0) len = sl_utf8_stream_feed(&us, piece, (size_t)pl, text);
+        if (emit(C, &e, id)) break;
+        if (C->M->draft_k > 0) {
+            int r = spec_step(C, S, &e, id, &id);
+            if (r) { rc = r < 0 ? r : 0; break; }
+            continue;
         }
-        text[len] = 0;
-        if (cb && cb(user, id, text, len)) { C->stop = SLUICE_STOP_CALLBACK; break; }
-        if (eog) { C->stop = SLUICE_STOP_EOG; break; }
-        if (n == n_max) break;
-        if (C->n_toks >= C->c->n_ctx) { C->stop = SLUICE_STOP_CTX_FULL; break; }
         if ((rc = sluice_eval(C, &id, 1))) break;
+        C->n_passes++;
+        id = sluice_sample(S, C);
     }
     if (rc) C->stop = rc == -ECANCELED ? SLUICE_STOP_CANCELED : SLUICE_STOP_ERROR;
-    size_t len = sl_utf8_stream_flush(&us, text);
+    size_t len = sl_utf8_stream_flush(&e.us, text);
     text[len] = 0;
     if (len && cb) cb(user, -1, text, len);
-    return rc ? rc : n;
+    return rc ? rc : e.n;
+}
+
+int sluice_ctx_set_lookup(sluice_ctx *C, const int32_t *ids, int n)
+{
+    if (n < 0 || (n > 0 && !ids)) return -EINVAL;
+    int32_t *copy = NULL;
+    if (n > 0) {
+        copy = malloc((size_t)n * sizeof *copy);
+        if (!copy) return -ENOMEM;
+        memcpy(copy, ids, (size_t)n * sizeof *copy);
+    }
+    free(C->lookup);
+    C->lookup = copy;
+    C->n_lookup = n;
+    return 0;
 }
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
@@ -256,7 +391,7 @@ int sluice_session_save(sluice_ctx *C, const char *path, const void *extra, size
     int rc = sluice__fingerprint(C->M, &fp, err, errlen);
     if (rc) return rc;
     sl_session_info info;
-    rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? C->c->logits : NULL, extra, extra_len,
+    rc = sl_session_save(path, C->c, fp, C->toks, C->n_toks, C->logits_valid ? sl_ctx_last_logits(C->c) : NULL, extra, extra_len,
                          NULL, &info, err, errlen);
     if (!rc && st) *st = (sluice_session_stats){ info.n_tokens, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
     return rc;
@@ -282,6 +417,7 @@ int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *e
     memcpy(C->toks, toks, (size_t)n * sizeof *toks);   /* n <= n_ctx == cap: checked by the loader */
     free(toks);
     C->n_toks = n;
+    C->c->n_logits = 1;   /* the loaded logits are row 0 */
     C->logits_valid = has_logits && n > 0;
     if (st) *st = (sluice_session_stats){ n, info.raw_bytes, info.file_bytes, info.ns / 1e9 };
     return 0;
@@ -305,6 +441,11 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->stream_wait_s = st.wait_ns / 1e9;
         o->stream_compute_s = st.compute_ns / 1e9;
         o->backend = sl_stream_backend(M->stream);
+        o->stream_embd_rows = st.embd_rows;
+        o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
+        o->stream_max_piece = sl_stream_max_piece(M->stream);
+        o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);
+        o->stream_buffer_bytes = sl_stream_mem_bytes(M->stream);
     }
     if (C) {
         o->kv_bytes = sl_kv_mem_bytes(C->c->kv);
@@ -313,5 +454,16 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_eval = C->n_eval;
         o->n_sampled = C->n_sampled;
         o->eval_s = C->eval_ns / 1e9;
+        o->n_passes = C->n_passes;
+        o->n_drafted = C->n_drafted;
+        o->n_accepted = C->n_accepted;
+        o->n_gen_tokens = C->n_gen;
+        o->draft_max = M->draft_k;
     }
+}
+
+int sluice_page_cache(const sluice_model *M, uint64_t *resident, uint64_t *file_bytes)
+{
+    if (!M || !resident || !file_bytes) return -EINVAL;
+    return sl_page_cache_bytes(M->m->path, resident, file_bytes);
 }

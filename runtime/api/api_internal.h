@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include "include/sluice.h"
+#include "runtime/engine/draft.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 #include "runtime/plan/planner.h"
@@ -28,6 +29,8 @@ struct sluice_model {
     sl_plan_model *pm;
     sl_plan_req req;
     int        n_ctx, n_batch, kv_type, threads;
+    int        draft_k;         /* most drafts a pass verifies (0: no speculative decoding) */
+    bool       draft_fixed;     /* always draft_k (sluice_params.draft_fixed) */
     char      *spill_dir;       /* NULL: KV in memory */
     char      *chat_template;   /* NUL-terminated copy, or NULL */
     uint64_t   fingerprint;     /* for session files: computed on first use */
@@ -44,6 +47,10 @@ struct sluice_ctx {
     volatile sig_atomic_t cancel;
     uint64_t   n_eval, n_sampled, eval_ns;
     int        stop;            /* enum sluice_stop of the last sluice_generate */
+    int32_t   *lookup;          /* sluice_ctx_set_lookup's tokens */
+    int        n_lookup;
+    sl_draft_stats dstats;      /* acceptance and pass times, for the draft length */
+    uint64_t   n_passes, n_drafted, n_accepted, n_gen;
     char       err[SL_ERRLEN];
 };
 
@@ -51,6 +58,8 @@ struct sluice_sampler {
     sl_sampler *s;
     int    n_vocab;
     float *logits;              /* scratch: the context's logits, penalised */
+    int32_t *eog_ids;           /* ignore_eog: the end-of-generation tokens, masked before sampling */
+    int    n_eog;
 };
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */

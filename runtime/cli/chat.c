@@ -8,56 +8,63 @@
  * the file whatever its length.  When the conversation outgrows the context, the oldest turns are
  * dropped (the system message stays) and the rest is evaluated again.
  *
- * Input: a terminal (prompt "> ", Ctrl-C stops the answer in progress, Ctrl-D or /quit leaves), or
- * any other stdin, read line by line, one message per line ("\" at the end of a line continues the
- * message on the next).  Only answers go to stdout; notices and command output go to stderr.
+ * Input: a terminal (prompt "> ", line editing and history with libedit, the history kept in
+ * $XDG_STATE_HOME/sluice/chat_history; Ctrl-C stops the answer in progress, Ctrl-D or /quit leaves),
+ * or any other stdin, read line by line, one message per line ("\" at the end of a line continues the
+ * message on the next).  Only answers go to stdout; notices and command output go to stderr.  While
+ * an answer is printed the terminal does not echo what is typed, so typed-ahead text never lands
+ * inside the answer (it waits for the next prompt).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
+#ifdef SL_HAVE_LIBEDIT
+#include <histedit.h>
+#endif
 
 #include "include/sluice.h"
-#include "runtime/api/api_internal.h"
 #include "runtime/text/chat_template.h"
 #include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/api/progress.h"
 
-int cmd_chat(int argc, char **argv);
-
 static volatile sig_atomic_t g_sigint, g_sigterm;
 static sluice_ctx *volatile g_ctx;
 
-/* Ctrl-C: stop the answer being generated (or the line being typed); SIGTERM: leave. */
+/* Ctrl-C: stop the answer being generated (or the line being typed); SIGTERM and SIGHUP (the
+ * terminal went away): save the session and leave (exit 143 / 129). */
 static void on_signal(int sig)
 {
-    if (sig == SIGTERM) g_sigterm = 1;
+    if (sig == SIGTERM || sig == SIGHUP) g_sigterm = sig;
     else g_sigint = 1;
     sluice_ctx *c = g_ctx;
     if (c) sluice_cancel(c);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sluice chat [-m MODEL] [--system TEXT] [-n MAX] [options]\n"
-            "  -s, --system TEXT       system message\n"
-            "  -n, --n-predict N       longest answer in tokens (default 512)\n"
-            "      --chat-template NAME  format turns with NAME instead of the model's template:\n"
-            "                          %s\n"
-            "      --stats             print figures to stderr at the end\n"
-            "      --quiet             no banner, notices or progress bars\n",
-            sl_chat_template_names());
-    gen_opts_usage(f);
-    fprintf(f,
-            "in the chat: /reset (forget the conversation), /stats, /save FILE (session file), /quit;\n"
-            "Ctrl-C stops the current answer, Ctrl-D leaves.  When stdin is not a terminal every line is\n"
-            "one message (end a line with \\ to continue the message on the next line).\n");
-}
+enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE };
+
+static const cli_opt chat_table[] = {
+    { CHAT_SYSTEM, "-sys|--system", "TEXT", "system message (-s is the seed, as in llama.cpp)" },
+    { CHAT_TEMPLATE, "--chat-template", "NAME", "format turns with NAME instead of the model's template\n"
+                                                "(an unknown NAME lists the known ones)" },
+    { 0, NULL, NULL, NULL },
+};
+static const cli_opt *const chat_tables[] = { chat_table, gen_opt_table, gen_mem_table, cli_meta_table, NULL };
+const cli_cmd cli_cmd_chat = {
+    "chat", "talk with a chat model (streamed answers, the conversation kept in the KV cache)",
+    "sluice chat [-m MODEL] [--system TEXT] [-n MAX] [options]", chat_tables,
+    "-n is the longest answer in tokens (default 512; -1: until the end of the turn or a full context).\n"
+    "In the chat: /reset (forget the conversation), /stats, /save FILE (session file), /quit.  Ctrl-C stops\n"
+    "the current answer, Ctrl-D leaves; arrow keys edit the line and recall earlier messages (history in\n"
+    "$XDG_STATE_HOME/sluice/chat_history, default ~/.local/state); a multi-line paste is one message.  When\n"
+    "stdin is not a terminal every line is one message (end a line with \\ to continue it on the next).\n"
+};
 
 typedef struct msg { char *role, *content; } msg;
 
@@ -72,7 +79,14 @@ typedef struct chat {
     msg *msgs;
     int n_msgs, cap_msgs;
     bool tty_in, tty_out;
+    bool keep_session;             /* --session is not ours to replace (another model, not a session) */
     sl_progress bar;
+#ifdef SL_HAVE_LIBEDIT
+    EditLine *el;
+    History *hist;
+    char hist_path[4096];
+#endif
+    struct termios term0;          /* the terminal as we found it (tty_in) */
     /* the answer being generated */
     char *ans;
     size_t ans_len, ans_cap, printed;
@@ -218,7 +232,19 @@ static int on_token(void *user, int32_t id, const char *text, size_t len)
     memcpy(ch->ans + ch->ans_len, text, len);
     ch->ans_len += len;
     ch->ans[ch->ans_len] = 0;
-    return flush_answer(ch, false) ? 1 : 0;
+    if (flush_answer(ch, false)) return 1;
+    return ch->o.n_reverse && gen_reverse_hit(&ch->o, ch->ans, ch->ans_len) ? 1 : 0;   /* -r TEXT */
+}
+
+static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
+
+/* Terminal echo on or off (only when stdin is a terminal). */
+static void tty_echo(chat *ch, bool on)
+{
+    if (!ch->tty_in) return;
+    struct termios t = ch->term0;
+    if (!on) t.c_lflag &= ~(tcflag_t)ECHO;
+    tcsetattr(STDIN_FILENO, TCSANOW, &t);
 }
 
 /* Render, tokenize, drop old turns until the prompt leaves room for an answer.  Returns the token
@@ -240,7 +266,7 @@ static int build_prompt(chat *ch, int32_t **out)
         if (t) sluice_tokenize(ch->M, text, (ptrdiff_t)tl, flags, t, n);
         free(text);
         if (n <= 0 || !t) { free(t); cli_err("chat: tokenizing the conversation failed"); return -1; }
-        long room = ch->o.n_predict < n_ctx / 2 ? ch->o.n_predict : n_ctx / 2;
+        long room = ch->o.n_predict >= 0 && ch->o.n_predict < n_ctx / 2 ? ch->o.n_predict : n_ctx / 2;
         int first = has_system(ch) ? 1 : 0;
         if (n + room <= n_ctx || ch->n_msgs - first <= 1) {
             if (n >= n_ctx) {
@@ -282,7 +308,9 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->prompt_ns += t1 - t0;
     ch->ans_len = ch->printed = 0;
     ch->at_start = true;
-    int g = sluice_generate(ch->C, ch->S, (int)ch->o.n_predict, on_token, ch);
+    tty_echo(ch, false);   /* typed-ahead text must not land inside the answer */
+    int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
+    tty_echo(ch, true);
     flush_answer(ch, true);
     uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
@@ -319,20 +347,31 @@ static void print_stats(chat *ch)
     if (strcmp(st.backend, "resident"))
         fprintf(stderr, " (%.1f MiB read, blocked on I/O %.2f s)", st.stream_bytes_read / 1048576.0, st.stream_wait_s);
     fputc('\n', stderr);
+    if (ch->o.sp.temp > 0)
+        fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", ch->o.sp.seed,
+                ch->o.seed_given ? "" : " (chosen at random; --seed with it repeats this chat)");
 }
 
-static void save_to(chat *ch, const char *path)
+/* false after printing why the session could not be written. */
+static bool save_to(chat *ch, const char *path)
 {
+    if (ch->keep_session && ch->o.session && !strcmp(path, ch->o.session)) {
+        fprintf(stderr, "sluice: %s was kept as it was (not a session of this model; --session-overwrite replaces it)\n",
+                path);
+        return true;
+    }
     size_t bl = 0;
     unsigned char *blob = conv_blob(ch, &bl);
-    char err[SL_ERRLEN];
+    char err[SLUICE_ERRLEN];
     sluice_session_stats st;
-    if (!blob) { cli_err("out of memory"); return; }
-    if (sluice_session_save(ch->C, path, blob, bl, &st, err, sizeof err)) cli_err("%s", err);
+    if (!blob) { cli_err("out of memory"); return false; }
+    bool ok = sluice_session_save(ch->C, path, blob, bl, &st, err, sizeof err) == 0;
+    if (!ok) cli_err("%s", err);
     else if (!ch->o.quiet)
         fprintf(stderr, "sluice: saved %d tokens and %d messages to %s (%.2f MiB, %.2f MiB uncompressed, %.3f s)\n",
                 st.n_tokens, ch->n_msgs, path, st.file_bytes / 1048576.0, st.raw_bytes / 1048576.0, st.seconds);
     free(blob);
+    return ok;
 }
 
 /* 1: leave; 0: handled. */
@@ -399,6 +438,136 @@ static int read_line(char **line, size_t *len)
     return LINE_OK;
 }
 
+#ifdef SL_HAVE_LIBEDIT
+static char *el_prompt(EditLine *el) { (void)el; return "> "; }
+
+/* $XDG_STATE_HOME/sluice/chat_history (default ~/.local/state/...); "" when there is no home. */
+static void history_path(char *buf, size_t len)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char dir[3072];
+    buf[0] = 0;
+    if (state && *state) snprintf(dir, sizeof dir, "%s/sluice", state);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/sluice", home);
+    else return;
+    /* mkdir -p of the last two levels is enough for the default layout */
+    char parent[3072];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash) { *slash = 0; mkdir(parent, 0700); }
+    if (mkdir(dir, 0700) && errno != EEXIST) return;
+    snprintf(buf, len, "%s/chat_history", dir);
+}
+
+/* Bracketed paste: the terminal wraps pasted text in ESC [ 200 ~ ... ESC [ 201 ~, and the whole
+ * paste, newlines included, goes into the line being edited (one message), instead of every pasted
+ * line becoming a message of its own. */
+static unsigned char paste_in(EditLine *el, int ch)
+{
+    (void)ch;
+    static const char end[] = "\x1b[201~";
+    char buf[4096];
+    size_t n = 0, matched = 0;
+    for (;;) {
+        char c;
+        if (el_getc(el, &c) != 1) break;
+        if (c == end[matched]) {
+            if (++matched == sizeof end - 1) break;
+            continue;
+        }
+        for (size_t i = 0; i < matched; i++) {   /* a false start of the end marker is text */
+            if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
+            buf[n++] = end[i];
+        }
+        matched = c == end[0];
+        if (matched) continue;
+        if (c == '\r') c = '\n';
+        if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
+        buf[n++] = c;
+    }
+    buf[n] = 0;
+    if (n) el_insertstr(el, buf);
+    return CC_REFRESH;
+}
+
+static void editor_open(chat *ch)
+{
+    HistEvent ev;
+    ch->hist = history_init();
+    ch->el = el_init("sluice", stdin, stdout, stderr);
+    if (!ch->hist || !ch->el) return;
+    history(ch->hist, &ev, H_SETSIZE, 1000);
+    history(ch->hist, &ev, H_SETUNIQUE, 1);
+    history_path(ch->hist_path, sizeof ch->hist_path);
+    if (*ch->hist_path) history(ch->hist, &ev, H_LOAD, ch->hist_path);
+    el_set(ch->el, EL_EDITOR, "emacs");
+    el_set(ch->el, EL_PROMPT, el_prompt);
+    el_set(ch->el, EL_HIST, history, ch->hist);
+    el_set(ch->el, EL_SIGNAL, 0);   /* our handlers stay in charge of Ctrl-C */
+    el_source(ch->el, NULL);        /* ~/.editrc, as every libedit program */
+    /* the wide form keeps our static names (the narrow one copies them and never frees the copies) */
+    el_wset(ch->el, EL_ADDFN, L"sluice-paste", L"insert a bracketed paste as it is", paste_in);
+    el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
+    fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
+    fflush(stdout);
+}
+
+static void editor_close(chat *ch)
+{
+    if (ch->el) { fputs("\x1b[?2004l", stdout); fflush(stdout); }
+    if (ch->el) el_end(ch->el);
+    if (ch->hist) history_end(ch->hist);
+    ch->el = NULL;
+    ch->hist = NULL;
+}
+
+/* One line from the editor (a line ending in "\" continues on the next). */
+static int editor_line(chat *ch, char **line, size_t *len)
+{
+    size_t n = 0;
+    char *b = NULL;
+    for (;;) {
+        int count = 0;
+        errno = 0;
+        const char *l = el_gets(ch->el, &count);
+        if (!l || count <= 0) {
+            free(b);
+            if (g_sigint || g_sigterm) return LINE_INTR;
+            if (!l && errno == EINTR) continue;
+            return n ? LINE_OK : LINE_EOF;
+        }
+        size_t k = (size_t)count;
+        if (k && l[k - 1] == '\n') k--;
+        char *nb = realloc(b, n + k + 2);
+        if (!nb) { free(b); return LINE_ERR; }
+        b = nb;
+        memcpy(b + n, l, k);
+        n += k;
+        b[n] = 0;
+        if (n && b[n - 1] == '\\') { b[n - 1] = '\n'; continue; }
+        break;
+    }
+    HistEvent ev;
+    if (n && strspn(b, " \t") < n) {
+        history(ch->hist, &ev, H_ENTER, b);
+        if (*ch->hist_path) history(ch->hist, &ev, H_SAVE, ch->hist_path);
+    }
+    *line = b;
+    *len = n;
+    return LINE_OK;
+}
+#endif
+
+/* The next message or command. */
+static int next_line(chat *ch, char **line, size_t *len)
+{
+#ifdef SL_HAVE_LIBEDIT
+    if (ch->el) return editor_line(ch, line, len);
+#endif
+    if (ch->tty_in) { fputs("> ", stdout); fflush(stdout); }
+    return read_line(line, len);
+}
+
 /* ---- main -------------------------------------------------------------------------------------- */
 
 static void chat_log(void *user, int level, const char *line)
@@ -426,7 +595,9 @@ static int pick_template(chat *ch, const char *forced)
         }
         return t;
     }
-    const char *mt = ch->M->chat_template;
+    sluice_model_info mi;
+    sluice_model_get_info(ch->M, &mi);
+    const char *mt = mi.chat_template;
     int t = mt ? sl_chat_template_detect(mt) : SL_TMPL_UNKNOWN;
     if (t == SL_TMPL_UNKNOWN) {
         if (!ch->o.quiet)
@@ -438,112 +609,156 @@ static int pick_template(chat *ch, const char *forced)
     return t;
 }
 
+/* 0: go on; 1: done (help printed); -1: bad usage (printed). */
+static int chat_parse(int argc, char **argv, chat *ch, const char **system, const char **forced)
+{
+    gen_opts_default(&ch->o, 512);
+    for (int i = 1; i < argc; i++) {
+        const cli_opt *op = cli_find(chat_tables, argv[i]);
+        if (!op) { cli_unknown(&cli_cmd_chat, argv[i]); return -1; }
+        if (cli_meta(&cli_cmd_chat, op)) return 1;
+        int r = gen_opt_apply(argc, argv, &i, op, &ch->o);
+        if (r < 0) return -1;
+        if (r > 0) continue;
+        if (op->id == CHAT_SYSTEM && !cli_val(argc, argv, &i, system)) return -1;
+        if (op->id == CHAT_TEMPLATE && !cli_val(argc, argv, &i, forced)) return -1;
+    }
+    return gen_opts_check(&ch->o) ? 0 : -1;
+}
+
+/* Model, context, sampler.  false after printing why. */
+static bool chat_open(chat *ch)
+{
+    char err[SLUICE_ERRLEN];
+    sluice_params sp;
+    ch->o.n_ctx = gen_default_ctx(&ch->o);
+    if (!gen_opts_params(&ch->o, &sp)) return false;
+    sp.log = chat_log;
+    sp.progress = chat_progress;
+    sp.user = ch;
+    if (sluice_open(ch->o.model, &sp, &ch->M, err, sizeof err)) { sl_progress_clear(&ch->bar); cli_err("%s", err); return false; }
+    if (sluice_ctx_new(ch->M, &ch->C, err, sizeof err)) { cli_err("%s", err); return false; }
+    if (!gen_check_kv(&ch->o, ch->M, ch->C)) return false;
+    if (!(ch->S = sluice_sampler_new(ch->M, &ch->o.sp))) { cli_err("out of memory"); return false; }
+    g_ctx = ch->C;
+    return true;
+}
+
+/* Resume the conversation of --session (a file that is not a session of this model is kept). */
+static void chat_resume(chat *ch)
+{
+    char err[SLUICE_ERRLEN];
+    void *blob = NULL;
+    size_t bl = 0;
+    int r = sluice_session_load(ch->C, ch->o.session, &blob, &bl, NULL, err, sizeof err);
+    if (r == 0 && blob && conv_restore(ch, blob, bl)) {
+        if (!ch->o.quiet)
+            fprintf(stderr, "sluice: resumed %d messages (%d tokens) from %s\n", ch->n_msgs, sluice_n_past(ch->C),
+                    ch->o.session);
+    } else if (r && r != -ENOENT) {
+        ch->keep_session = !ch->o.session_overwrite;
+        fprintf(stderr, "sluice: warning: %s; starting a new conversation%s\n", err,
+                ch->keep_session ? " (the file is kept as it is; --session-overwrite replaces it)" : "");
+    }
+    free(blob);
+}
+
+/* Template, end-of-turn token, session, system message.  0, or the exit status after an error. */
+static int chat_setup(chat *ch, const char *system, const char *forced)
+{
+    if ((ch->tmpl = pick_template(ch, forced)) < 0) return 2;
+    ch->stop_text = sl_chat_template_stop_text(ch->tmpl);
+    const char *et = sl_chat_template_end_token(ch->tmpl);
+    if (et) {
+        int32_t id[2];
+        int n = sluice_tokenize(ch->M, et, -1, SLUICE_TOK_PARSE_SPECIAL, id, 2);
+        if (n == 1) ch->end_tok = id[0];   /* the marker is one special token in this vocabulary */
+    }
+    if (ch->o.session) chat_resume(ch);
+    if (system) {
+        if (has_system(ch)) drop_msgs(ch, 0, 1);
+        if (!push_msg(ch, "system", system, strlen(system))) return 1;
+        if (ch->n_msgs > 1) {   /* the system message goes first */
+            msg m = ch->msgs[ch->n_msgs - 1];
+            memmove(ch->msgs + 1, ch->msgs, (size_t)(ch->n_msgs - 1) * sizeof *ch->msgs);
+            ch->msgs[0] = m;
+        }
+    }
+    return 0;
+}
+
+/* Messages until EOF, /quit or a signal.  Returns the exit status. */
+static int chat_loop(chat *ch)
+{
+    for (;;) {
+        if (g_sigterm) return 128 + g_sigterm;
+        char *line = NULL;
+        size_t len = 0;
+        int lr = next_line(ch, &line, &len);
+        if (lr == LINE_EOF) { if (ch->tty_in) fputc('\n', stdout); return 0; }
+        if (lr == LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); return 1; }
+        if (lr == LINE_INTR) {
+            if (g_sigterm) return 128 + g_sigterm;
+            g_sigint = 0;
+            sluice_uncancel(ch->C);
+            if (!ch->tty_in) return 130;
+            fputs("\n(Ctrl-D or /quit to leave)\n", stdout);
+            continue;
+        }
+        size_t skip = strspn(line, " \t");
+        if (skip == len) { free(line); continue; }
+        if (line[skip] == '/') {
+            int q = command(ch, line + skip);
+            free(line);
+            if (q) return 0;
+            continue;
+        }
+        int r = turn(ch, line + skip, len - skip);
+        free(line);
+        if (g_sigint) { g_sigint = 0; sluice_uncancel(ch->C); }
+        if (r) return 1;
+        if (ferror(stdout)) { cli_err("writing the answer failed: %s", strerror(errno)); return 1; }
+    }
+}
+
 int cmd_chat(int argc, char **argv)
 {
     chat ch = { .end_tok = -1 };
     const char *system = NULL, *forced = NULL;
-    gen_opts_default(&ch.o, 512);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = gen_opt_parse(argc, argv, &i, &ch.o);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-s") || !strcmp(a, "--system")) { if (!cli_val(argc, argv, &i, &system)) return 2; }
-        else if (!strcmp(a, "--chat-template")) { if (!cli_val(argc, argv, &i, &forced)) return 2; }
-        else { cli_err("chat: unknown option '%s' (see sluice chat --help)", a); return 2; }
-    }
+    int pr = chat_parse(argc, argv, &ch, &system, &forced);
+    if (pr) return pr > 0 ? 0 : 2;
     if (!ch.o.model) ch.o.model = cli_default_model();
-    ch.tty_in = isatty(STDIN_FILENO);
+    ch.tty_in = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &ch.term0) == 0;
     ch.tty_out = isatty(STDOUT_FILENO);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
-    char err[SL_ERRLEN];
 
     /* no SA_RESTART: a signal must interrupt the read of the next line */
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
-    sluice_params sp;
-    if (!gen_opts_params(&ch.o, &sp)) goto done;
-    sp.log = chat_log;
-    sp.progress = chat_progress;
-    sp.user = &ch;
-    if (sluice_open(ch.o.model, &sp, &ch.M, err, sizeof err)) { sl_progress_clear(&ch.bar); cli_err("%s", err); goto done; }
-    if (sluice_ctx_new(ch.M, &ch.C, err, sizeof err)) { cli_err("%s", err); goto done; }
-    if (!(ch.S = sluice_sampler_new(ch.M, &ch.o.sp))) { cli_err("out of memory"); goto done; }
-    g_ctx = ch.C;
-    if (g_sigterm) goto done;
-    if ((ch.tmpl = pick_template(&ch, forced)) < 0) { status = 2; goto done; }
-    ch.stop_text = sl_chat_template_stop_text(ch.tmpl);
-    const char *et = sl_chat_template_end_token(ch.tmpl);
-    if (et) {
-        int32_t id[2];
-        int n = sluice_tokenize(ch.M, et, -1, SLUICE_TOK_PARSE_SPECIAL, id, 2);
-        if (n == 1) ch.end_tok = id[0];   /* the marker is one special token in this vocabulary */
-    }
-    if (ch.o.session) {
-        void *blob = NULL;
-        size_t bl = 0;
-        int r = sluice_session_load(ch.C, ch.o.session, &blob, &bl, NULL, err, sizeof err);
-        if (r == 0 && blob && conv_restore(&ch, blob, bl)) {
-            if (!ch.o.quiet)
-                fprintf(stderr, "sluice: resumed %d messages (%d tokens) from %s\n", ch.n_msgs, sluice_n_past(ch.C),
-                        ch.o.session);
-        } else if (r && r != -ENOENT) {
-            fprintf(stderr, "sluice: warning: %s; starting a new conversation\n", err);
-        }
-        free(blob);
-    }
-    if (system) {
-        if (has_system(&ch)) drop_msgs(&ch, 0, 1);
-        if (!push_msg(&ch, "system", system, strlen(system))) goto done;
-        if (ch.n_msgs > 1) {   /* the system message goes first */
-            msg s = ch.msgs[ch.n_msgs - 1];
-            memmove(ch.msgs + 1, ch.msgs, (size_t)(ch.n_msgs - 1) * sizeof *ch.msgs);
-            ch.msgs[0] = s;
-        }
-    }
+    if (!chat_open(&ch)) goto done;
+    if (g_sigterm) { status = 128 + g_sigterm; goto done; }
+    if ((status = chat_setup(&ch, system, forced))) goto done;
+#ifdef SL_HAVE_LIBEDIT
+    if (ch.tty_in && ch.tty_out) editor_open(&ch);
+#endif
     if (ch.tty_in && !ch.o.quiet)
         fprintf(stderr, "sluice chat: template %s, context %d tokens; /help for commands, Ctrl-D to leave\n",
                 sl_chat_template_name(ch.tmpl), sluice_n_ctx(ch.C));
-
-    status = 0;
-    for (;;) {
-        if (g_sigterm) { status = 143; break; }
-        if (ch.tty_in) { fputs("> ", stdout); fflush(stdout); }
-        char *line = NULL;
-        size_t len = 0;
-        int lr = read_line(&line, &len);
-        if (lr == LINE_EOF) { if (ch.tty_in) fputc('\n', stdout); break; }
-        if (lr == LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); status = 1; break; }
-        if (lr == LINE_INTR) {
-            if (g_sigterm) { status = 143; break; }
-            g_sigint = 0;
-            sluice_uncancel(ch.C);
-            if (ch.tty_in) fputs("\n(Ctrl-D or /quit to leave)\n", stdout);
-            else { status = 130; break; }
-            continue;
-        }
-        size_t skip = strspn(line, " \t");
-        if (skip == len) { free(line); continue; }
-        if (line[skip] == '/') {
-            int q = command(&ch, line + skip);
-            free(line);
-            if (q) break;
-            continue;
-        }
-        int r = turn(&ch, line + skip, len - skip);
-        free(line);
-        if (g_sigint) { g_sigint = 0; sluice_uncancel(ch.C); }
-        if (r) { status = 1; break; }
-    }
-    if (ch.o.session) save_to(&ch, ch.o.session);
+    status = chat_loop(&ch);
+    if (ch.o.session && !save_to(&ch, ch.o.session) && status == 0) status = 1;
     if (ch.o.stats) print_stats(&ch);
+    if (fflush(stdout) || ferror(stdout)) { cli_err("writing the answers failed: %s", strerror(errno)); status = 1; }
 done:
     g_ctx = NULL;
+#ifdef SL_HAVE_LIBEDIT
+    editor_close(&ch);
+#endif
+    if (ch.tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch.term0);
     sl_progress_clear(&ch.bar);
     drop_msgs(&ch, 0, ch.n_msgs);
     free(ch.msgs);

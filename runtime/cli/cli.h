@@ -11,17 +11,8 @@ int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
-
-struct sl_model;
-struct sl_plan_model;
-struct sl_plan_req;
-struct sl_plan;
-/* Make a plan for --ram-budget (NULL or "auto": derive from MemAvailable / cgroup).  disk_gbs and
- * compute_gbs (GB/s) <= 0 are measured (sl_plan_rates).  0, or -1 after printing the error
- * (infeasible budgets print the minimum and what dominates it). */
-int cli_plan_for(const struct sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch,
-                 int threads, double disk_gbs, double compute_gbs, int io, struct sl_plan_model *pm,
-                 struct sl_plan_req *req, struct sl_plan *plan);
+int cmd_chat(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* One clear line on stderr, prefixed "sluice: ". */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -37,8 +28,17 @@ bool cli_val(int argc, char **argv, int *i, const char **out);
 /* The bundled model used when -m is not given. */
 const char *cli_default_model(void);
 
-/* Write s[0..n) as a JSON string literal (with quotes). */
+/* Write s[0..n) as a JSON string literal (with quotes); bytes outside complete UTF-8 characters as \u00XX. */
 void json_str(FILE *f, const char *s, size_t n);
+/* s[0..n) is valid UTF-8. */
+bool cli_utf8_valid(const char *s, size_t n);
+/* s[0..n) with control bytes and invalid UTF-8 as \xNN (text from a model file, for a terminal). */
+void cli_print_escaped(FILE *f, const char *s, size_t n);
+/* Make sure descriptors 0-2 are open (on /dev/null), so that no file the run opens becomes one. */
+void cli_std_fds(void);
+
+/* llama.cpp's name for a general.file_type number ("Q4_K - Medium"), or NULL. */
+const char *cli_file_type_name(uint32_t ft);
 
 /* Peak resident set size (VmHWM) and current RSS of this process, in bytes (0 if unknown). */
 uint64_t peak_rss_bytes(void);

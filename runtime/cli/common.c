@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -120,11 +121,36 @@ const char *cli_default_model(void)
     return "models/stories260K.gguf";
 }
 
+/* Length of the complete, valid UTF-8 sequence at s[0..n) (1-4), or 0 when there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+               : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++) if ((s[i] & 0xc0) != 0x80) return 0;
+    if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;   /* overlong, surrogate */
+    if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return len;
+}
+
+bool cli_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0, l; i < n; i += l)
+        if (!(l = utf8_seq(p + i, n - i))) return false;
+    return true;
+}
+
+/* Bytes that are not part of a complete UTF-8 character (a token may end inside one) are written as
+ * \u00XX, so the output is valid JSON whatever the model produces. */
 void json_str(FILE *f, const char *s, size_t n)
 {
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = p[i];
+        size_t l = ch >= 0x80 ? utf8_seq(p + i, n - i) : 1;
+        if (ch >= 0x80 && l) { fwrite(p + i, 1, l, f); i += l; continue; }
         switch (ch) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;
@@ -132,12 +158,55 @@ void json_str(FILE *f, const char *s, size_t n)
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (ch < 0x20 || ch == 0x7f) fprintf(f, "\\u%04x", ch);
+            if (ch < 0x20 || ch >= 0x7f) fprintf(f, "\\u%04x", ch);
             else fputc(ch, f);
         }
+        i++;
     }
     fputc('"', f);
 }
 
+void cli_print_escaped(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t l = p[i] >= 0x80 ? utf8_seq(p + i, n - i) : 1;
+        if (p[i] >= 0x80 && l) { fwrite(p + i, 1, l, f); i += l; continue; }
+        if (p[i] < 0x20 || p[i] >= 0x7f) fprintf(f, "\\x%02x", p[i]);
+        else fputc(p[i], f);
+        i++;
+    }
+}
+
+void cli_std_fds(void)
+{
+    /* stdin reads nothing; stdout and stderr are opened read-only, so a write to them fails (and is
+     * reported) instead of vanishing */
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int nfd = open("/dev/null", O_RDONLY);
+        if (nfd < 0) _exit(127);   /* nothing sane can run without descriptors 0-2 */
+        if (nfd != fd) { dup2(nfd, fd); close(nfd); }
+    }
+}
+
 uint64_t peak_rss_bytes(void) { return sl_peak_rss(); }
+
+
+/* llama.cpp's general.file_type numbers and the names it prints for them. */
+const char *cli_file_type_name(uint32_t ft)
+{
+    static const struct { uint32_t id; const char *name; } names[] = {
+        { 0, "all F32" }, { 1, "F16" }, { 2, "Q4_0" }, { 3, "Q4_1" }, { 7, "Q8_0" }, { 8, "Q5_0" }, { 9, "Q5_1" },
+        { 10, "Q2_K - Medium" }, { 11, "Q3_K - Small" }, { 12, "Q3_K - Medium" }, { 13, "Q3_K - Large" },
+        { 14, "Q4_K - Small" }, { 15, "Q4_K - Medium" }, { 16, "Q5_K - Small" }, { 17, "Q5_K - Medium" },
+        { 18, "Q6_K" }, { 19, "IQ2_XXS - 2.0625 bpw" }, { 20, "IQ2_XS - 2.3125 bpw" }, { 21, "Q2_K - Small" },
+        { 22, "IQ3_XS - 3.3 bpw" }, { 23, "IQ3_XXS - 3.0625 bpw" }, { 24, "IQ1_S - 1.5625 bpw" },
+        { 25, "IQ4_NL - 4.5 bpw" }, { 26, "IQ3_S - 3.4375 bpw" }, { 27, "IQ3_S mix - 3.66 bpw" },
+        { 28, "IQ2_S - 2.5 bpw" }, { 29, "IQ2_M - 2.7 bpw" }, { 30, "IQ4_XS - 4.25 bpw" }, { 31, "IQ1_M - 1.75 bpw" },
+        { 32, "BF16" }, { 36, "TQ1_0 - 1.69 bpw ternary" }, { 37, "TQ2_0 - 2.06 bpw ternary" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) if (names[i].id == ft) return names[i].name;
+    return NULL;
+}
 

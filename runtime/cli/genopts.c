@@ -1,84 +1,188 @@
-/* runtime/cli/genopts.c — options shared by `sluice run` and `sluice chat` (see genopts.h). */
+/* runtime/cli/genopts.c — options shared by `sluice run`, `sluice chat` and `sluice bench` (see
+ * genopts.h). */
 #include "runtime/cli/genopts.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "loader/io.h"
 #include "runtime/cli/cli.h"
+
+enum {
+    GEN_MODEL = 1000, GEN_PREDICT, GEN_CTX, GEN_BATCH, GEN_THREADS, GEN_TEMP, GEN_TOP_K, GEN_TOP_P, GEN_MIN_P,
+    GEN_REPEAT, GEN_SEED, GEN_REVERSE, GEN_IGNORE_EOS, GEN_SESSION, GEN_SESSION_OVERWRITE, GEN_BUDGET, GEN_KV,
+    GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
+    GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET,
+};
+
+const cli_opt gen_opt_table[] = {
+    { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
+    { GEN_PREDICT, "-n|--n-predict|--predict", "N", "tokens to generate (-1: until end of text or a full context)" },
+    { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length (default: the model's trained context, halved until it\n"
+                                           "costs the plan no speed; reaching it ends the run normally)" },
+    { GEN_BATCH, "-b|--batch|--batch-size", "N", "prompt positions per forward batch (default 512)" },
+    { GEN_THREADS, "-t|--threads", "N", "threads (default: number of CPUs)" },
+    { GEN_TEMP, "--temp", "T", "temperature (default 0.8; 0 = greedy)" },
+    { GEN_TOP_K, "--top-k", "K", "(default 40; 0 = off)" },
+    { GEN_TOP_P, "--top-p", "P", "(default 0.95; 1 = off)" },
+    { GEN_MIN_P, "--min-p", "P", "(default 0.05; 0 = off)" },
+    { GEN_REPEAT, "--repeat-penalty", "R", "(default 1.0 = off)" },
+    { GEN_SEED, "-s|--seed", "S", "random seed (default and -1: a random one, printed by --stats; give it to repeat a run)" },
+    { GEN_REVERSE, "-r|--reverse-prompt", "TEXT", "stop when the output ends with TEXT (may be given up to 8 times)" },
+    { GEN_IGNORE_EOS, "--ignore-eos", NULL, "never choose an end-of-text token (generate -n tokens)" },
+    { GEN_SESSION, "--session", "FILE", "reuse and save the evaluated tokens and KV cache (zstd; see docs/sessions.md)" },
+    { GEN_SESSION_OVERWRITE, "--session-overwrite", NULL, "replace a --session file made for another model or KV type\n"
+                                                         "(without it such a file is kept and not used)" },
+    { GEN_STATS, "--stats", NULL, "print load time, tok/s, peak RSS (and I/O figures) to stderr" },
+    { GEN_SPECIAL, "--special", NULL, "recognise special-token texts in the prompt" },
+    { GEN_QUIET, "-q|--quiet", NULL, "no prompt echo, notices or progress bars" },
+    { 0, NULL, NULL, NULL },
+};
+
+const cli_opt gen_mem_table[] = {
+    { 0, NULL, NULL, "memory" },
+    { GEN_BUDGET, "--ram-budget", "SIZE", "memory the run may use, RSS + page cache (96M, 1.5G, 2GiB, bytes; default\n"
+                                          "auto: MemAvailable or the cgroup limit minus a margin).  The planner keeps\n"
+                                          "what fits resident and streams the rest (see sluice plan)" },
+    { GEN_KV, "--kv", "f16|f32|q8_0", "KV cache precision (default f16; the planner may pick q8_0 or spill)" },
+    { GEN_SPILL, "--kv-spill-dir", "DIR", "where a spilled KV cache lives (default $TMPDIR or /var/tmp)" },
+    { GEN_DISK_BW, "--disk-bw", "GB/s|now", "disk read rate for the plan's prediction (default: measured once per\n"
+                                            "device and way of reading, then cached; now: measured now, 1 GiB)" },
+    { GEN_COMPUTE_BW, "--compute-bw", "GB/s", "weight bytes per second the decode kernels process, for the prediction\n"
+                                              "(default: measured once per kernel path, thread count and weight type)" },
+    { 0, NULL, NULL, "streaming (weights read from disk as the forward pass reaches them)" },
+    { GEN_STREAM, "--stream", NULL, "stream every weight matrix (norms stay resident)" },
+    { GEN_STREAM_HEAD, "--stream-lm-head", NULL, "stream only the LM head (output.weight), in row chunks" },
+    { GEN_IO, "--io", "pread|mmap|uring", "read backend (default uring; falls back to pread)" },
+    { GEN_UNIT, "--stream-unit", "U", "block | tensor | CHUNK (MiB, e.g. 4 or 0.5): piece size (default tensor)" },
+    { GEN_PREFETCH, "--prefetch", "N", "pieces in flight ahead of the one computing (default 2)" },
+    { GEN_HEAD_CHUNK, "--lm-head-chunk", "R", "rows per LM-head piece (default 1024)" },
+    { GEN_NO_DIRECT, "--no-direct", NULL, "buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT" },
+    { 0, NULL, NULL, NULL },
+};
+
+/* A seed nobody chose: from the kernel's random source. */
+static uint64_t random_seed(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    return s;
+}
 
 void gen_opts_default(gen_opts *o, long n_predict)
 {
     *o = (gen_opts){ .n_predict = n_predict, .n_batch = 512, .kv_type = SLUICE_KV_AUTO, .io = SLUICE_IO_URING,
                      .prefetch = 2, .head_rows = 1024 };   /* disk_bw, compute_bw 0: measured */
     sluice_sampler_params_default(&o->sp);
+    o->sp.seed = random_seed();
 }
 
-int gen_opt_parse(int argc, char **argv, int *pi, gen_opts *o)
+static int parse_seed(const char *v, gen_opts *o)
 {
-    int i = *pi;
-    const char *a = argv[i], *v;
+    if (!strcmp(v, "-1")) { o->sp.seed = random_seed(); o->seed_given = false; return 1; }
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 0);
+    if (errno || *end || end == v || *v == '-') {
+        cli_err("--seed: '%s' is not an unsigned integer (or -1 for a random seed)", v);
+        return -1;
+    }
+    o->sp.seed = s;
+    o->seed_given = true;
+    return 1;
+}
+
+static int parse_kv(const char *v, gen_opts *o)
+{
+    if (!strcmp(v, "f16")) o->kv_type = SLUICE_KV_F16;
+    else if (!strcmp(v, "f32")) o->kv_type = SLUICE_KV_F32;
+    else if (!strcmp(v, "q8_0")) o->kv_type = SLUICE_KV_Q8_0;
+    else { cli_err("--kv: '%s' is not f16, f32 or q8_0", v); return -1; }
+    return 1;
+}
+
+/* Options whose value is a number or a word. */
+static int apply_value(const char *a, const char *v, int id, gen_opts *o)
+{
     double d;
     long l;
-#define VAL() do { if (!cli_val(argc, argv, &i, &v)) return -1; } while (0)
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); o->model = v; }
-    else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, 0, 1 << 24, &o->n_predict)) return -1; }
-    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { VAL(); if (!cli_int(a, v, 1, 1 << 22, &o->n_ctx)) return -1; }
-    else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) { VAL(); if (!cli_int(a, v, 1, 1 << 16, &o->n_batch)) return -1; }
-    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 256, &o->threads)) return -1; }
-    else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; }
-    else if (!strcmp(a, "--top-k")) { VAL(); if (!cli_int(a, v, 0, 1 << 30, &l)) return -1; o->sp.top_k = (int)l; }
-    else if (!strcmp(a, "--top-p")) { VAL(); if (!cli_float(a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; }
-    else if (!strcmp(a, "--min-p")) { VAL(); if (!cli_float(a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; }
-    else if (!strcmp(a, "--repeat-penalty")) { VAL(); if (!cli_float(a, v, 0.01, 100, &d)) return -1; o->sp.repeat_penalty = (float)d; }
-    else if (!strcmp(a, "--seed")) {
-        char *end;
-        VAL();
-        errno = 0;
-        o->sp.seed = strtoull(v, &end, 0);
-        if (errno || *end || end == v) { cli_err("--seed: '%s' is not an unsigned integer", v); return -1; }
-    }
-    else if (!strcmp(a, "--kv")) {
-        VAL();
-        if (!strcmp(v, "f16")) o->kv_type = SLUICE_KV_F16;
-        else if (!strcmp(v, "f32")) o->kv_type = SLUICE_KV_F32;
-        else if (!strcmp(v, "q8_0")) o->kv_type = SLUICE_KV_Q8_0;
-        else { cli_err("--kv: '%s' is not f16, f32 or q8_0", v); return -1; }
-    }
-    else if (!strcmp(a, "--ram-budget")) { VAL(); o->budget = v; }
-    else if (!strcmp(a, "--kv-spill-dir")) { VAL(); o->spill_dir = v; }
-    else if (!strcmp(a, "--session")) { VAL(); o->session = v; }
-    else if (!strcmp(a, "--disk-bw")) {
-        VAL();
-        if (!strcmp(v, "now")) o->disk_bw = SLUICE_DISK_BW_NOW;
-        else if (!cli_float(a, v, 0.001, 1000, &o->disk_bw)) return -1;
-    }
-    else if (!strcmp(a, "--compute-bw")) { VAL(); if (!cli_float(a, v, 0.001, 1000, &o->compute_bw)) return -1; }
-    else if (!strcmp(a, "--stream")) o->stream = true;
-    else if (!strcmp(a, "--stream-lm-head")) o->stream_head = true;
-    else if (!strcmp(a, "--no-direct")) o->no_direct = true;
-    else if (!strcmp(a, "--io")) {
+    switch (id) {
+    case GEN_MODEL: o->model = v; return 1;
+    case GEN_PREDICT: return cli_int(a, v, -1, 1 << 24, &o->n_predict) ? 1 : -1;
+    case GEN_CTX: return cli_int(a, v, 1, 1 << 22, &o->n_ctx) ? 1 : -1;
+    case GEN_BATCH: return cli_int(a, v, 1, 1 << 16, &o->n_batch) ? 1 : -1;
+    case GEN_THREADS: return cli_int(a, v, 1, 256, &o->threads) ? 1 : -1;
+    case GEN_TEMP: if (!cli_float(a, v, 0, 100, &d)) return -1; o->sp.temp = (float)d; return 1;
+    case GEN_TOP_K: if (!cli_int(a, v, 0, 1 << 30, &l)) return -1; o->sp.top_k = (int)l; return 1;
+    case GEN_TOP_P: if (!cli_float(a, v, 0, 1, &d)) return -1; o->sp.top_p = (float)d; return 1;
+    case GEN_MIN_P: if (!cli_float(a, v, 0, 1, &d)) return -1; o->sp.min_p = (float)d; return 1;
+    case GEN_REPEAT: if (!cli_float(a, v, 0.01, 100, &d)) return -1; o->sp.repeat_penalty = (float)d; return 1;
+    case GEN_SEED: return parse_seed(v, o);
+    case GEN_REVERSE:
+        if (!*v) { cli_err("%s: the text is empty", a); return -1; }
+        if (o->n_reverse == GEN_MAX_REVERSE) { cli_err("%s: at most %d reverse prompts", a, GEN_MAX_REVERSE); return -1; }
+        o->reverse[o->n_reverse++] = v;
+        return 1;
+    case GEN_KV: return parse_kv(v, o);
+    case GEN_BUDGET: o->budget = v; return 1;
+    case GEN_SPILL: o->spill_dir = v; return 1;
+    case GEN_SESSION: o->session = v; return 1;
+    case GEN_DISK_BW:
+        if (!strcmp(v, "now")) { o->disk_bw = SLUICE_DISK_BW_NOW; return 1; }
+        return cli_float(a, v, 0.001, 1000, &o->disk_bw) ? 1 : -1;
+    case GEN_COMPUTE_BW: return cli_float(a, v, 0.001, 1000, &o->compute_bw) ? 1 : -1;
+    case GEN_IO: {
         sl_io_backend b;
-        VAL();
         if (sl_io_backend_parse(v, &b)) { cli_err("--io: '%s' is not pread, mmap or uring", v); return -1; }
         o->io = (int)b;
+        return 1;
     }
-    else if (!strcmp(a, "--stream-unit")) {
-        VAL();
+    case GEN_UNIT:
         if (!strcmp(v, "tensor")) o->chunk = 0;
         else if (!strcmp(v, "block")) { o->chunk = 0; if (o->prefetch < 7) o->prefetch = 7; }
         else { if (!cli_float(a, v, 0.001, 65536, &d)) return -1; o->chunk = (uint64_t)(d * 1048576); }
+        return 1;
+    case GEN_PREFETCH: return cli_int(a, v, 1, 60, &o->prefetch) ? 1 : -1;
+    case GEN_HEAD_CHUNK: return cli_int(a, v, 1, 1 << 24, &o->head_rows) ? 1 : -1;
+    default: return 0;
     }
-    else if (!strcmp(a, "--prefetch")) { VAL(); if (!cli_int(a, v, 1, 60, &o->prefetch)) return -1; }
-    else if (!strcmp(a, "--lm-head-chunk")) { VAL(); if (!cli_int(a, v, 1, 1 << 24, &o->head_rows)) return -1; }
-    else if (!strcmp(a, "--stats")) o->stats = true;
-    else if (!strcmp(a, "--special")) o->special = true;
-    else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
-    else return 0;
-#undef VAL
-    *pi = i;
-    return 1;
+}
+
+int gen_opt_apply(int argc, char **argv, int *pi, const cli_opt *op, gen_opts *o)
+{
+    if (!op || op->id < GEN_MODEL) return 0;
+    switch (op->id) {
+    case GEN_IGNORE_EOS: o->sp.ignore_eog = true; return 1;
+    case GEN_SESSION_OVERWRITE: o->session_overwrite = true; return 1;
+    case GEN_STREAM: o->stream = true; return 1;
+    case GEN_STREAM_HEAD: o->stream_head = true; return 1;
+    case GEN_NO_DIRECT: o->no_direct = true; return 1;
+    case GEN_STATS: o->stats = true; return 1;
+    case GEN_SPECIAL: o->special = true; return 1;
+    case GEN_QUIET: o->quiet = true; return 1;
+    default: break;
+    }
+    const char *a = argv[*pi], *v;
+    if (!cli_val(argc, argv, pi, &v)) return -1;
+    return apply_value(a, v, op->id, o);
+}
+
+bool gen_opts_check(gen_opts *o)
+{
+    if (o->session_overwrite && !o->session) { cli_err("--session-overwrite needs --session FILE"); return false; }
+    if (o->budget && strcmp(o->budget, "auto")) {
+        uint64_t b;
+        if (!cli_size("--ram-budget", o->budget, &b)) return false;
+        if (b < 1048576) {
+            cli_err("--ram-budget %s is less than 1 MiB; give a size such as 512M or 2G (or auto)", o->budget);
+            return false;
+        }
+    }
+    return true;
 }
 
 bool gen_opts_params(const gen_opts *o, sluice_params *p)
@@ -106,36 +210,62 @@ bool gen_opts_params(const gen_opts *o, sluice_params *p)
     return true;
 }
 
-void gen_opts_usage(FILE *f)
+int gen_default_ctx(const gen_opts *o)
 {
-    fprintf(f,
-            "  -m, --model FILE        GGUF model (default: the bundled stories260K)\n"
-            "  -c, --ctx N             context length (default min(model context, 4096))\n"
-            "  -b, --batch N           prompt positions per forward batch (default 512)\n"
-            "  -t, --threads N         threads (default: number of CPUs)\n"
-            "      --temp T            temperature (default 0.8; 0 = greedy)\n"
-            "      --top-k K           (default 40; 0 = off)\n"
-            "      --top-p P           (default 0.95; 1 = off)\n"
-            "      --min-p P           (default 0.05; 0 = off)\n"
-            "      --repeat-penalty R  (default 1.0 = off)\n"
-            "      --seed S            random seed (default 0x5eed)\n"
-            "      --session FILE      reuse and save the evaluated tokens and KV cache (zstd; see docs/sessions.md)\n"
-            "memory:\n"
-            "      --ram-budget SIZE   memory the run may use, RSS + page cache (96M, 1.5G, 2GiB, bytes; default\n"
-            "                          auto: MemAvailable or the cgroup limit minus a margin). The planner keeps\n"
-            "                          what fits resident and streams the rest (see sluice plan)\n"
-            "      --kv f16|f32|q8_0   KV cache precision (default f16; the planner may pick q8_0 or spill)\n"
-            "      --kv-spill-dir DIR  where a spilled KV cache lives (default $TMPDIR or /var/tmp)\n"
-            "      --disk-bw GB/s|now  disk read rate for the plan's prediction (default: measured once per device\n"
-            "                          and way of reading, then cached; now: measured now, 1 GiB, ~1-2 s)\n"
-            "      --compute-bw GB/s   weight bytes per second the decode kernels process, for the prediction\n"
-            "                          (default: measured once per kernel path, thread count and weight type)\n"
-            "streaming (weights read from disk as the forward pass reaches them):\n"
-            "      --stream            stream every weight matrix (norms stay resident)\n"
-            "      --stream-lm-head    stream only the LM head (output.weight), in row chunks\n"
-            "      --io pread|mmap|uring   read backend (default uring; falls back to pread)\n"
-            "      --stream-unit U     block | tensor | CHUNK (MiB, e.g. 4 or 0.5): piece size (default tensor)\n"
-            "      --prefetch N        pieces in flight ahead of the one computing (default 2)\n"
-            "      --lm-head-chunk R   rows per LM-head piece (default 1024)\n"
-            "      --no-direct         buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT\n");
+    if (o->n_ctx || o->stream || o->stream_head) return (int)o->n_ctx;
+    sluice_params p;
+    if (!gen_opts_params(o, &p)) return 0;
+    sluice_plan_info base, pi;
+    char err[SLUICE_ERRLEN];
+    p.disk_bw = p.disk_bw > 0 ? p.disk_bw : 1.0;   /* the decisions do not depend on the rates: no probe */
+    p.compute_bw = p.compute_bw > 0 ? p.compute_bw : 1.0;
+    p.n_ctx = 0;   /* the library's default context: the baseline a longer one must not make slower */
+    if (sluice_plan(o->model, &p, &base, err, sizeof err)) return 0;   /* the real open reports it */
+    for (int ctx = base.n_ctx_train; ctx > base.n_ctx; ctx /= 2) {
+        p.n_ctx = ctx;
+        if (sluice_plan(o->model, &p, &pi, err, sizeof err)) continue;
+        /* the longer context may take memory, not speed: same KV precision in memory, no weight
+         * pushed out to the stream */
+        if (!pi.kv_spilled && pi.kv_type == base.kv_type && pi.n_layers_resident >= base.n_layers_resident &&
+            (pi.lm_head_resident || !base.lm_head_resident))
+            return ctx;
+    }
+    return 0;
+}
+
+bool gen_reverse_hit(const gen_opts *o, const char *text, size_t n)
+{
+    for (int i = 0; i < o->n_reverse; i++) {
+        size_t l = strlen(o->reverse[i]);
+        if (l <= n && !memcmp(text + n - l, o->reverse[i], l)) return true;
+    }
+    return false;
+}
+
+static const char *kv_label(int kv) { return kv == SLUICE_KV_F32 ? "f32" : kv == SLUICE_KV_Q8_0 ? "q8_0" : "f16"; }
+
+/* Bytes per KV element (q8_0: 34 bytes per 32 values). */
+static double kv_elem_bytes(int kv) { return kv == SLUICE_KV_F32 ? 4.0 : kv == SLUICE_KV_Q8_0 ? 34.0 / 32 : 2.0; }
+
+bool gen_check_kv(const gen_opts *o, const sluice_model *M, const sluice_ctx *C)
+{
+    if (o->kv_type == SLUICE_KV_AUTO) return true;
+    sluice_plan_info pi;
+    sluice_model_get_plan(M, &pi);
+    if (!pi.planned) return true;
+    if (pi.kv_type != o->kv_type) {   /* the library changed it: say so */
+        fprintf(stderr, "sluice: note: KV cache in %s, not the %s asked for: the plan for this budget spills it to "
+                "disk, which holds f16\n", kv_label(pi.kv_type), kv_label(o->kv_type));
+        return true;
+    }
+    if (pi.plan_kv_spilled || pi.plan_kv_type == o->kv_type) return true;
+    sluice_stats st;
+    sluice_get_stats(M, C, &st);
+    double planned = st.kv_bytes * kv_elem_bytes(pi.plan_kv_type) / kv_elem_bytes(o->kv_type);
+    double extra = (double)st.kv_bytes - planned;
+    if (extra <= 0 || pi.planned_bytes + extra <= pi.budget) return true;
+    cli_err("--kv %s: the KV cache needs %.1f MiB in %s, but the plan for the %.0f MiB budget has room for %.1f MiB "
+            "(%s); raise --ram-budget or leave out --kv", kv_label(o->kv_type), st.kv_bytes / 1048576.0,
+            kv_label(o->kv_type), pi.budget / 1048576.0, planned / 1048576.0, kv_label(pi.plan_kv_type));
+    return false;
 }

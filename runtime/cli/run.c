@@ -1,6 +1,6 @@
 /* runtime/cli/run.c — `sluice run`: prompt in, text out.
- * Built on the public API (include/sluice.h); --stats reaches into runtime/api/api_internal.h for the
- * stream counters and the raw plan. */
+ * Built on the public API (include/sluice.h) alone: the figures of --stats and --stats-json come from
+ * sluice_get_stats, sluice_model_get_plan and sluice_page_cache. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -9,16 +9,17 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "loader/pagecache.h"
-#include "runtime/api/api_internal.h"
 #include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/api/progress.h"
+#include "runtime/text/tokenizer.h"
 
 static volatile sig_atomic_t g_interrupted;
 static sluice_ctx *volatile g_ctx;   /* the context a signal cancels (NULL until it exists) */
 
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal): stop the evaluation in progress; the run then
+ * saves its session and exits 130 / 143 / 129.  A second signal leaves at once. */
 static void on_signal(int sig)
 {
     if (g_interrupted) _exit(128 + sig);   /* second signal: leave at once */
@@ -27,24 +28,27 @@ static void on_signal(int sig)
     if (c) sluice_cancel(c);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sluice run [-m MODEL] -p PROMPT [options]\n"
-            "  -p, --prompt TEXT       prompt text\n"
-            "  -f, --file FILE         read the prompt from a file\n"
-            "  -n, --n-predict N       tokens to generate (default 128; stops early at end-of-text; 0 with\n"
-            "                          --session: evaluate the prompt, save the session and exit)\n"
-            "      --special           recognise special-token texts in the prompt\n");
-    gen_opts_usage(f);
-    fprintf(f,
-            "output:\n"
-            "      --stats             print load time, tok/s, peak RSS (and I/O figures) to stderr\n"
-            "      --stats-json FILE   write the same figures as one JSON object to FILE (for benchmarks)\n"
-            "      --json              one JSON object per generated token on stdout\n"
-            "      --top-logits K      with --json: include the K best [id, logit] pairs\n"
-            "      --quiet             no prompt echo, no progress bars\n");
-}
+enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS };
+
+static const cli_opt run_in_table[] = {
+    { RUN_PROMPT, "-p|--prompt", "TEXT", "prompt text" },
+    { RUN_FILE, "-f|--file", "FILE", "read the prompt from a file (at most what the context can hold, plus a margin)" },
+    { 0, NULL, NULL, NULL },
+};
+static const cli_opt run_out_table[] = {
+    { 0, NULL, NULL, "output" },
+    { RUN_STATS_JSON, "--stats-json", "FILE", "write the --stats figures as one JSON object to FILE (for benchmarks)" },
+    { RUN_JSON, "--json", NULL, "one JSON object per generated token on stdout" },
+    { RUN_TOP_LOGITS, "--top-logits", "K", "with --json: include the K best [id, logit] pairs" },
+    { 0, NULL, NULL, NULL },
+};
+static const cli_opt *const run_tables[] = { run_in_table, gen_opt_table, run_out_table, gen_mem_table, cli_meta_table,
+                                              NULL };
+const cli_cmd cli_cmd_run = {
+    "run", "generate text from a prompt", "sluice run [-m MODEL] -p PROMPT [options]", run_tables,
+    "-n defaults to 128; with --session, -n 0 evaluates the prompt, saves the session and exits.\n"
+    "Exit status: 0 done (also when the context is full), 1 error, 2 bad usage, 129/130/143 SIGHUP/SIGINT/SIGTERM.\n"
+};
 
 typedef struct run_opts {
     gen_opts g;
@@ -53,39 +57,53 @@ typedef struct run_opts {
     bool json;
 } run_opts;
 
+static int run_opt_apply(int argc, char **argv, int *i, const cli_opt *op, run_opts *o)
+{
+    const char *a = argv[*i], *v;
+    switch (op->id) {
+    case RUN_PROMPT: return cli_val(argc, argv, i, &o->prompt) ? 0 : -1;
+    case RUN_FILE: return cli_val(argc, argv, i, &o->prompt_file) ? 0 : -1;
+    case RUN_TOP_LOGITS: return cli_val(argc, argv, i, &v) && cli_int(a, v, 1, 1000, &o->top_logits) ? 0 : -1;
+    case RUN_STATS_JSON: return cli_val(argc, argv, i, &o->stats_json) ? 0 : -1;
+    case RUN_JSON: o->json = true; return 0;
+    default: return 0;
+    }
+}
+
+/* 0: go on; 1: done (help printed); -1: bad usage (printed). */
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     *o = (run_opts){ 0 };
     gen_opts_default(&o->g, 128);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = gen_opt_parse(argc, argv, &i, &o->g);
+        const cli_opt *op = cli_find(run_tables, argv[i]);
+        if (!op) { cli_unknown(&cli_cmd_run, argv[i]); return -1; }
+        if (cli_meta(&cli_cmd_run, op)) return 1;
+        int r = gen_opt_apply(argc, argv, &i, op, &o->g);
         if (r < 0) return -1;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { if (!cli_val(argc, argv, &i, &o->prompt)) return -1; }
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { if (!cli_val(argc, argv, &i, &o->prompt_file)) return -1; }
-        else if (!strcmp(a, "--top-logits")) { if (!cli_val(argc, argv, &i, &v) || !cli_int(a, v, 0, 1000, &o->top_logits)) return -1; }
-        else if (!strcmp(a, "--stats-json")) { if (!cli_val(argc, argv, &i, &o->stats_json)) return -1; }
-        else if (!strcmp(a, "--json")) o->json = true;
-        else { cli_err("run: unknown option '%s' (see sluice run --help)", a); return -1; }
+        if (r == 0 && run_opt_apply(argc, argv, &i, op, o)) return -1;
     }
     if (o->prompt && o->prompt_file) { cli_err("run: give -p or -f, not both"); return -1; }
+    if (o->top_logits && !o->json) { cli_err("run: --top-logits K needs --json (the logits go into the JSON lines)"); return -1; }
+    if (!gen_opts_check(&o->g)) return -1;
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
+/* Read at most `cap` bytes of f; *truncated when there was more. */
+static char *read_bounded(FILE *f, const char *path, size_t cap, size_t *len, bool *truncated)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) { cli_err("cannot open prompt file %s: %s", path, strerror(errno)); return NULL; }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;) {
+    size_t n = 0, size = 4096;
+    char *buf = malloc(size + 1);
+    *truncated = false;
+    while (buf) {
+        size_t want = size - n < cap + 1 - n ? size - n : cap + 1 - n;
+        size_t r = fread(buf + n, 1, want, f);
         n += r;
-        if (n == cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+        if (n > cap) { n = cap; *truncated = true; break; }
+        if (r < want) break;
+        if (n == size) { char *nb = realloc(buf, (size *= 2) + 1); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
     }
-    if (!buf || ferror(f)) { cli_err("cannot read prompt file %s", path); free(buf); buf = NULL; }
-    fclose(f);
+    if (!buf || ferror(f)) { cli_err("cannot read prompt file %s%s", path, buf ? "" : ": out of memory"); free(buf); return NULL; }
     *len = n;
     return buf;
 }
@@ -117,74 +135,117 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Log lines from the library: warnings always, the plan line unless --json/--quiet, notes unless --json. */
+typedef struct log_ctx { bool json, quiet; sl_progress *bar; } log_ctx;
+
+/* Everything one `sluice run` holds, so that its steps are functions of one argument. */
+typedef struct run_state {
+    run_opts o;
+    sluice_model *M;
+    sluice_ctx *C;
+    sluice_sampler *smp;
+    char *ptext;
+    size_t plen;
+    int32_t *toks;                 /* prompt, then generated tokens */
+    int64_t nt;                    /* prompt tokens */
+    uint64_t *lat;                 /* per-token decode latency */
+    int n_vocab;
+    long n_ctx;
+    sluice_session_stats ss_load, ss_save;
+    bool sess_loaded, sess_saved;
+    int64_t n_evaluated, n_gen, n_at_save;
+    uint64_t t0, t_load, t_prompt, t_saved, t_first, t_end;
+    int rc;                        /* of the last evaluation */
+    long n_predict;                /* -n, with -1 made the room left in the context */
+    FILE *prompt_f;                /* -f FILE, opened before the model so that a typo fails fast */
+    bool keep_session;             /* --session names a file that is not ours to replace: never save */
+    bool ctx_full, reverse_hit;    /* why generation ended early */
+    int out_errno;                 /* stdout failed (ENOSPC, EBADF, ...): 0 while fine */
+    char tail[256];                /* the end of the generated text, for -r */
+    size_t tail_len;
+    sl_utf8_stream us;
+    sl_progress bar;
+    log_ctx lc;
+} run_state;
+
+static int64_t n_decoded(const run_state *r) { return r->n_gen > 1 ? r->n_gen - 1 : 0; }
+static uint64_t decode_ns(const run_state *r) { return r->t_first && n_decoded(r) ? r->t_end - r->t_first : 0; }
+
 /* The streaming half of --stats: what was read, how fast, how long compute waited for it. */
-static void print_stream_stats(sl_stream *s, const sl_model *m, uint64_t *lat, int64_t n_lat, uint64_t run_ns)
+static void print_stream_stats(run_state *r)
 {
+    int64_t n_lat = n_decoded(r);
+    uint64_t *lat = r->lat, run_ns = r->t_end - r->t_load;
     if (n_lat > 0) {
         qsort(lat, (size_t)n_lat, sizeof *lat, cmp_u64);
         fprintf(stderr, "sluice: token latency median %.1f ms, p90 %.1f ms\n", lat[n_lat / 2] / 1e6,
                 lat[(n_lat * 9) / 10 < n_lat ? (n_lat * 9) / 10 : n_lat - 1] / 1e6);
     }
-    if (s) {
-        sl_stream_stats st;
-        sl_stream_get_stats(s, &st);
+    sluice_stats st;
+    sluice_get_stats(r->M, r->C, &st);
+    if (strcmp(st.backend, "resident")) {
         double io_s = run_ns / 1e9;
         fprintf(stderr, "sluice: stream: backend %s, %" PRId64 " pieces per pass (largest %.2f MiB, %.1f MiB per pass), "
-                "buffers %.1f MiB\n", sl_stream_backend(s),
-                sl_stream_n_pieces(s), sl_stream_max_piece(s) / 1048576.0, sl_stream_pass_bytes(s) / 1048576.0,
-                sl_stream_mem_bytes(s) / 1048576.0);
+                "buffers %.1f MiB\n", st.backend, st.stream_pieces_per_pass, st.stream_max_piece / 1048576.0,
+                st.stream_pass_bytes / 1048576.0, st.stream_buffer_bytes / 1048576.0);
         fprintf(stderr, "sluice: stream: read %.1f MiB in %" PRIu64 " reads (%.2f GB/s over the run), "
                 "compute on streamed pieces %.3f s, blocked on I/O %.3f s, %" PRIu64 " embedding rows\n",
-                st.io.bytes_read / 1048576.0, st.io.reads_issued, io_s > 0 ? st.io.bytes_read / io_s / 1e9 : 0,
-                st.compute_ns / 1e9, st.wait_ns / 1e9, st.embd_rows);
+                st.stream_bytes_read / 1048576.0, st.stream_reads, io_s > 0 ? st.stream_bytes_read / io_s / 1e9 : 0,
+                st.stream_compute_s, st.stream_wait_s, st.stream_embd_rows);
     }
     uint64_t res, fsz;
-    if (sl_page_cache_bytes(m->path, &res, &fsz) == 0)
+    if (sluice_page_cache(r->M, &res, &fsz) == 0)
         fprintf(stderr, "sluice: page cache: %.2f MiB of the model file (%.2f%%) resident at exit\n", res / 1048576.0,
                 fsz ? 100.0 * res / fsz : 0);
 }
 
-/* One JSON object with every figure a benchmark needs.  Sorting lat is harmless (stats use it sorted). */
-static void write_stats_json(const char *path, const sl_model *m, sl_stream *s, const sl_plan *plan, const sl_plan_req *req,
-                             int64_t n_prompt, uint64_t prompt_ns, int64_t n_dec, uint64_t dec_ns, uint64_t *lat,
-                             uint64_t run_ns, int status)
+static const char *kv_name(int kv, bool spilled)
 {
+    return spilled ? "spill" : kv == SLUICE_KV_Q8_0 ? "q8_0" : kv == SLUICE_KV_F32 ? "f32" : "f16";
+}
+
+/* One JSON object with every figure a benchmark needs.  Sorting lat is harmless (stats use it sorted).
+ * false after printing why the file could not be written. */
+static bool write_stats_json(run_state *r, int status)
+{
+    const char *path = r->o.stats_json;
     FILE *f = fopen(path, "w");
-    if (!f) { cli_err("--stats-json: cannot write %s", path); return; }
+    if (!f) { cli_err("--stats-json: cannot write %s: %s", path, strerror(errno)); return false; }
+    int64_t n_dec = n_decoded(r);
+    uint64_t prompt_ns = r->t_prompt - r->t_load, dec_ns = decode_ns(r), run_ns = r->t_end - r->t_load, *lat = r->lat;
     if (n_dec > 0) qsort(lat, (size_t)n_dec, sizeof *lat, cmp_u64);
     uint64_t res = 0, fsz = 0;
-    sl_page_cache_bytes(m->path, &res, &fsz);
+    sluice_page_cache(r->M, &res, &fsz);
     fprintf(f, "{\"status\":%d,\"model_bytes\":%" PRIu64 ",\"n_prompt\":%" PRId64 ",\"prompt_s\":%.6f,\"prompt_tok_s\":%.4f,"
             "\"n_decode\":%" PRId64 ",\"decode_s\":%.6f,\"decode_tok_s\":%.4f,\"lat_median_ms\":%.3f,\"lat_p90_ms\":%.3f,"
-            "\"peak_rss\":%" PRIu64 ",\"page_cache_at_exit\":%" PRIu64,
-            status, fsz, n_prompt, prompt_ns / 1e9, prompt_ns ? n_prompt / (prompt_ns / 1e9) : 0, n_dec, dec_ns / 1e9,
-            dec_ns ? n_dec / (dec_ns / 1e9) : 0, n_dec ? lat[n_dec / 2] / 1e6 : 0,
-            n_dec ? lat[(n_dec * 9) / 10 < n_dec ? (n_dec * 9) / 10 : n_dec - 1] / 1e6 : 0, peak_rss_bytes(), res);
-    if (plan)
+            "\"peak_rss\":%" PRIu64 ",\"page_cache_at_exit\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"n_ctx\":%ld",
+            status, fsz, r->n_evaluated, prompt_ns / 1e9, prompt_ns ? r->n_evaluated / (prompt_ns / 1e9) : 0, n_dec,
+            dec_ns / 1e9, dec_ns ? n_dec / (dec_ns / 1e9) : 0, n_dec ? lat[n_dec / 2] / 1e6 : 0,
+            n_dec ? lat[(n_dec * 9) / 10 < n_dec ? (n_dec * 9) / 10 : n_dec - 1] / 1e6 : 0, peak_rss_bytes(), res,
+            r->o.g.sp.seed, r->n_ctx);
+    sluice_plan_info pi;
+    sluice_model_get_plan(r->M, &pi);
+    if (pi.planned)
         fprintf(f, ",\"budget\":%" PRIu64 ",\"planned_bytes\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_io_s\":%.4f,"
                 "\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"blocks_resident\":%d,"
                 "\"lm_head_resident\":%s,\"kv\":\"%s\",\"n_batch\":%d,\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d",
-                req->budget, plan->total_bytes, plan->pred_tok_s, plan->pred_io_s, plan->pred_compute_s, req->disk_bw,
-                req->compute_bw, plan->n_layers_resident,
-                plan->lm_head_resident ? "true" : "false",
-                plan->kv == SL_PLAN_KV_F16 ? "f16" : plan->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill", plan->n_batch,
-                plan->chunk_bytes, plan->prefetch);
-    if (s) {
-        sl_stream_stats st;
-        sl_stream_get_stats(s, &st);
+                pi.budget, pi.planned_bytes, pi.pred_tok_s, pi.pred_io_s, pi.pred_compute_s, pi.disk_bw, pi.compute_bw,
+                pi.plan_layers_resident, pi.plan_lm_head_resident ? "true" : "false",
+                kv_name(pi.plan_kv_type, pi.plan_kv_spilled), pi.plan_n_batch, pi.plan_chunk_bytes, pi.plan_prefetch);
+    sluice_stats st;
+    sluice_get_stats(r->M, r->C, &st);
+    if (strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"%s\",\"bytes_read\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"pass_bytes\":%" PRIu64
                 ",\"wait_s\":%.6f,\"compute_s\":%.6f,\"read_gbs\":%.4f",
-                sl_stream_backend(s), st.io.bytes_read, st.io.reads_issued, sl_stream_pass_bytes(s), st.wait_ns / 1e9,
-                st.compute_ns / 1e9, run_ns ? st.io.bytes_read / (run_ns / 1e9) / 1e9 : 0);
-    } else {
+                st.backend, st.stream_bytes_read, st.stream_reads, st.stream_pass_bytes, st.stream_wait_s,
+                st.stream_compute_s, run_ns ? st.stream_bytes_read / (run_ns / 1e9) / 1e9 : 0);
+    else
         fprintf(f, ",\"backend\":\"resident\",\"bytes_read\":0");
-    }
     fprintf(f, "}\n");
-    fclose(f);
+    bool ok = !ferror(f);
+    if (fclose(f) || !ok) { cli_err("--stats-json: writing %s failed: %s", path, strerror(errno)); return false; }
+    return true;
 }
-
-/* Log lines from the library: warnings always, the plan line unless --json/--quiet, notes unless --json. */
-typedef struct log_ctx { bool json, quiet; sl_progress *bar; } log_ctx;
 
 static void cli_log(void *user, int level, const char *msg)
 {
@@ -201,191 +262,322 @@ static void cli_progress(void *user, const char *stage, uint64_t done, uint64_t 
     sl_progress_update(lc->bar, stage, done, total);
 }
 
-/* Save the session; false (after a warning) when that failed. */
+/* Save the session; false (after the error) when that failed. */
 static bool save_session(sluice_ctx *C, const char *path, sluice_session_stats *st)
 {
-    char err[SL_ERRLEN];
+    char err[SLUICE_ERRLEN];
     if (sluice_session_save(C, path, NULL, 0, st, err, sizeof err)) {
-        fprintf(stderr, "sluice: warning: %s\n", err);
+        cli_err("%s", err);
         return false;
     }
     return true;
 }
 
+/* Open the model and a context; false after printing why. */
+static bool run_open(run_state *r)
+{
+    char err[SLUICE_ERRLEN] = "";
+    sluice_params sp;
+    r->o.g.n_ctx = gen_default_ctx(&r->o.g);
+    if (!gen_opts_params(&r->o.g, &sp)) return false;
+    sp.log = cli_log;
+    sp.progress = cli_progress;
+    sp.user = &r->lc;
+    if (sluice_open(r->o.g.model, &sp, &r->M, err, sizeof err)) { sl_progress_clear(&r->bar); cli_err("%s", err); return false; }
+    if (sluice_ctx_new(r->M, &r->C, err, sizeof err)) { cli_err("%s", err); return false; }
+    if (!gen_check_kv(&r->o.g, r->M, r->C)) return false;
+    g_ctx = r->C;
+    if (g_interrupted) sluice_cancel(r->C);   /* a signal during loading stops the first evaluation */
+    r->n_ctx = sluice_n_ctx(r->C);
+    sluice_model_info mi;
+    sluice_model_get_info(r->M, &mi);
+    r->n_vocab = mi.n_vocab;
+    r->n_predict = r->o.g.n_predict < 0 || r->o.g.n_predict > r->n_ctx ? r->n_ctx : r->o.g.n_predict;
+    return true;
+}
+
+/* Tokenize the prompt into r->toks (with room for the tokens to generate); false after printing why. */
+static bool run_tokenize(run_state *r)
+{
+    int flags = SLUICE_TOK_ADD_SPECIAL | (r->o.g.special ? SLUICE_TOK_PARSE_SPECIAL : 0);
+    int64_t nt = sluice_tokenize(r->M, r->ptext, (ptrdiff_t)r->plen, flags, NULL, 0);
+    if (nt < 0) { cli_err("tokenizing the prompt failed: %s", strerror((int)-nt)); return false; }
+    if (nt == 0) { cli_err("the prompt is empty and the model adds no BOS token: nothing to evaluate"); return false; }
+    if (nt > r->n_ctx) {
+        cli_err("the prompt has %" PRId64 " tokens, more than the context of %ld (raise -c)", nt, r->n_ctx);
+        return false;
+    }
+    r->nt = nt;
+    r->toks = malloc((size_t)(nt + r->n_predict + 1) * sizeof *r->toks);
+    r->lat = malloc((size_t)(r->n_predict + 1) * sizeof *r->lat);
+    if (!r->toks || !r->lat) { cli_err("out of memory"); return false; }
+    sluice_tokenize(r->M, r->ptext, (ptrdiff_t)r->plen, flags, r->toks, (int)nt);
+    r->smp = sluice_sampler_new(r->M, &r->o.g.sp);
+    if (!r->smp) { cli_err("out of memory"); return false; }
+    return true;
+}
+
+static void run_load_session(run_state *r)
+{
+    char err[SLUICE_ERRLEN] = "";
+    if (!r->o.g.session) return;
+    int rc = sluice_session_load(r->C, r->o.g.session, NULL, NULL, &r->ss_load, err, sizeof err);
+    if (rc == 0) { r->sess_loaded = true; return; }
+    if (rc == -ENOENT) return;
+    /* not a session of this model and KV type (or not a session at all): keep the file as it is
+     * unless --session-overwrite says it may be replaced */
+    r->keep_session = !r->o.g.session_overwrite;
+    fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch%s\n", err,
+            r->keep_session ? " and keeping the file as it is (--session-overwrite replaces it)" : "");
+}
+
+/* Remember the end of the generated text (for -r). */
+static void keep_tail(run_state *r, const char *s, size_t n)
+{
+    if (!r->o.g.n_reverse) return;
+    if (n >= sizeof r->tail) { s += n - sizeof r->tail; n = sizeof r->tail; }
+    if (r->tail_len + n > sizeof r->tail) {
+        size_t drop = r->tail_len + n - sizeof r->tail;
+        memmove(r->tail, r->tail + drop, r->tail_len - drop);
+        r->tail_len -= drop;
+    }
+    memcpy(r->tail + r->tail_len, s, n);
+    r->tail_len += n;
+}
+
+/* Write to stdout; a failure (a full disk, a closed descriptor) is remembered and ends the run. */
+static void out_write(run_state *r, const char *s, size_t n)
+{
+    if (n && !r->out_errno && fwrite(s, 1, n, stdout) != n) r->out_errno = errno ? errno : EIO;
+}
+
+static void out_flush(run_state *r)
+{
+    if (!r->out_errno && (fflush(stdout) || ferror(stdout))) r->out_errno = errno ? errno : EIO;
+}
+
+/* Text of one token on stdout, whole UTF-8 characters only; generated text also feeds -r. */
+static void emit_piece(run_state *r, int32_t id, bool generated)
+{
+    char piece[512], outb[512 + 8];
+    int pl = sluice_token_piece(r->M, id, false, piece, sizeof piece);
+    if (pl > (int)sizeof piece) pl = sizeof piece;
+    if (pl <= 0) return;
+    size_t n = sl_utf8_stream_feed(&r->us, piece, (size_t)pl, outb);
+    out_write(r, outb, n);
+    if (generated) keep_tail(r, outb, n);
+}
+
+/* Echo the prompt as the model sees it (detokenized), so the output reads as one text; then
+ * evaluate what the session does not already hold, and save the session.  false: stop (status set). */
+static void echo_prompt(run_state *r)
+{
+    if (r->o.g.quiet || r->o.json) return;
+    for (int64_t i = 0; i < r->nt; i++) emit_piece(r, r->toks[i], false);
+    out_flush(r);
+}
+
+static bool run_prompt(run_state *r, int *status)
+{
+    /* A progress bar owns the terminal's last line while the prompt is evaluated: the prompt is
+     * echoed once the bar is gone, so the bar never erases it.  Without a bar it comes first. */
+    bool bar = r->bar.on;
+    if (!bar) echo_prompt(r);
+    int rc = sluice_prefill(r->C, r->toks, (int)r->nt);
+    sl_progress_clear(&r->bar);
+    if (bar) echo_prompt(r);
+    if (rc >= 0) { r->n_evaluated = rc; rc = 0; }
+    r->rc = rc;
+    r->t_prompt = sl_now_ns();
+    if (rc == 0 && r->o.g.session && !r->keep_session && (r->n_evaluated > 0 || !r->sess_loaded)) {
+        r->sess_saved = save_session(r->C, r->o.g.session, &r->ss_save);
+        if (!r->sess_saved) { *status = 1; return false; }   /* an unwritable --session is an error */
+    }
+    r->t_saved = sl_now_ns();
+    return true;
+}
+
+/* One generated token as a JSON line. */
+static void emit_json(run_state *r, int32_t id)
+{
+    char piece[512];
+    int pl = sluice_token_piece(r->M, id, false, piece, sizeof piece);
+    if (pl > (int)sizeof piece) pl = sizeof piece;
+    if (pl < 0) pl = 0;
+    printf("{\"id\":%d,\"text\":", id);
+    json_str(stdout, piece, (size_t)pl);
+    if (!cli_utf8_valid(piece, (size_t)pl)) {   /* a piece of a character: its bytes, to join with the next */
+        fputs(",\"bytes\":[", stdout);
+        for (int i = 0; i < pl; i++) printf("%s%u", i ? "," : "", (unsigned char)piece[i]);
+        fputc(']', stdout);
+    }
+    if (r->o.top_logits) json_top(stdout, sluice_sampler_logits(r->smp), r->n_vocab, (int)r->o.top_logits);
+    printf("}\n");
+}
+
+/* Sample, print and evaluate until -n, end of generation, a full context or an error. */
+static void run_generate(run_state *r)
+{
+    r->n_at_save = sluice_n_past(r->C);
+    while (r->rc == 0 && r->n_gen < r->n_predict && !r->out_errno) {
+        int32_t next = sluice_sample(r->smp, r->C);
+        if (r->o.json) emit_json(r, next);
+        r->toks[r->nt + r->n_gen++] = next;
+        if (sluice_token_is_eog(r->M, next)) break;
+        if (!r->o.json) emit_piece(r, next, true);
+        out_flush(r);
+        if (r->o.g.n_reverse && gen_reverse_hit(&r->o.g, r->tail, r->tail_len)) { r->reverse_hit = true; break; }
+        if (r->n_gen == r->n_predict) break;
+        if (sluice_n_past(r->C) >= r->n_ctx) { r->ctx_full = true; break; }
+        if (r->n_gen == 1) r->t_first = sl_now_ns();
+        uint64_t ts = sl_now_ns();
+        r->rc = sluice_eval(r->C, &next, 1);
+        r->lat[r->n_gen - 1] = sl_now_ns() - ts;
+    }
+    if (!r->o.json) {
+        char outb[16];
+        out_write(r, outb, sl_utf8_stream_flush(&r->us, outb));
+        out_write(r, "\n", 1);
+    }
+    out_flush(r);
+    r->t_end = sl_now_ns();
+    /* the whole context used is a normal end, said plainly (not an error) */
+    if (r->ctx_full && !r->o.g.quiet && !r->o.json)
+        fprintf(stderr, "sluice: reached the end of the context (%ld tokens; -c sets it)\n", r->n_ctx);
+}
+
+/* The exit status of the generation (an interruption or an error is reported here). */
+static int run_status(run_state *r)
+{
+    if (r->out_errno) { cli_err("writing the output failed: %s", strerror(r->out_errno)); return 1; }
+    if (r->rc == -ECANCELED) {
+        fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", r->n_gen);
+        return 128 + (g_interrupted ? g_interrupted : SIGINT);
+    }
+    if (r->rc) { cli_err("%s", sluice_ctx_error(r->C)); return 1; }
+    return 0;
+}
+
+/* At exit the session also keeps the generated tokens (all but the last, which was never evaluated).
+ * false when that save failed. */
+static bool run_save_final(run_state *r)
+{
+    int n = sluice_n_past(r->C);
+    if (r->o.g.session && !r->keep_session && n > 0 && (n != r->n_at_save || (!r->sess_saved && !r->sess_loaded))) {
+        bool ok = save_session(r->C, r->o.g.session, &r->ss_save);
+        r->sess_saved = ok || r->sess_saved;
+        return ok;
+    }
+    return true;
+}
+
+static void print_session_stats(const run_state *r)
+{
+    const sluice_session_stats *l = &r->ss_load, *s = &r->ss_save;
+    if (r->sess_loaded)
+        fprintf(stderr, "sluice: session: loaded %d tokens (%.2f MiB, %.2f MiB uncompressed) in %.3f s; reused %"
+                PRId64 " of %" PRId64 " prompt tokens\n", l->n_tokens, l->file_bytes / 1048576.0,
+                l->raw_bytes / 1048576.0, l->seconds, r->nt - r->n_evaluated, r->nt);
+    if (r->sess_saved)
+        fprintf(stderr, "sluice: session: saved %d tokens, %.2f MiB (%.2f MiB uncompressed, ratio %.2f) in %.3f s "
+                "(after the prompt: %.3f s)\n", s->n_tokens, s->file_bytes / 1048576.0, s->raw_bytes / 1048576.0,
+                s->file_bytes ? (double)s->raw_bytes / (double)s->file_bytes : 0, s->seconds,
+                (r->t_saved - r->t_prompt) / 1e9);
+}
+
+/* --stats: load, prompt and decode rates, peak RSS, the stream and the plan against the budget. */
+static void print_stats(run_state *r)
+{
+    double load_s = (r->t_load - r->t0) / 1e9, pp_s = (r->t_prompt - r->t_load) / 1e9, dec_s = decode_ns(r) / 1e9;
+    int64_t n_dec = n_decoded(r);
+    fprintf(stderr, "sluice: load %.3f s | prompt %" PRId64 " tok in %.3f s (%.2f tok/s) | decode %" PRId64
+            " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
+            load_s, r->n_evaluated, pp_s, pp_s > 0 ? r->n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
+            peak_rss_bytes() / 1048576.0);
+    if (r->o.g.sp.temp > 0)
+        fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", r->o.g.sp.seed,
+                r->o.g.seed_given ? "" : " (chosen at random; --seed with it repeats this run)");
+    print_stream_stats(r);
+    sluice_plan_info pi;
+    sluice_model_get_plan(r->M, &pi);
+    if (pi.planned) {
+        fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
+                pi.budget / 1048576.0, pi.planned_bytes / 1048576.0, pi.pred_tok_s, peak_rss_bytes() / 1048576.0);
+        fprintf(stderr, "sluice: prediction rates: disk %s; compute %s\n", pi.disk_how, pi.compute_how);
+    }
+    if (r->o.g.session) print_session_stats(r);
+}
+
+/* Longest prompt file read: no token of a vocabulary sluice knows is longer than 64 bytes on average
+ * over a context, and a margin covers the rest; more cannot fit the context anyway. */
+static size_t prompt_cap(long n_ctx) { return (size_t)n_ctx * 64 + (1u << 20); }
+
+/* The prompt text: -f FILE (opened already), -p TEXT or empty (the BOS token alone).  false after
+ * printing why. */
+static bool run_read_prompt(run_state *r)
+{
+    if (r->prompt_f) {
+        bool cut;
+        size_t cap = prompt_cap(r->n_ctx);
+        r->ptext = read_bounded(r->prompt_f, r->o.prompt_file, cap, &r->plen, &cut);
+        fclose(r->prompt_f);
+        r->prompt_f = NULL;
+        if (cut)
+            fprintf(stderr, "sluice: note: -f %s: read the first %.1f MiB only (a context of %ld tokens cannot hold more)\n",
+                    r->o.prompt_file, cap / 1048576.0, r->n_ctx);
+        return r->ptext != NULL;
+    }
+    const char *p = r->o.prompt ? r->o.prompt : "";
+    r->plen = strlen(p);
+    r->ptext = strdup(p);
+    if (!r->ptext) cli_err("out of memory");
+    return r->ptext != NULL;
+}
+
+static void run_free(run_state *r)
+{
+    g_ctx = NULL;
+    if (r->prompt_f) fclose(r->prompt_f);
+    free(r->lat);
+    free(r->toks);
+    sluice_sampler_free(r->smp);
+    sluice_ctx_free(r->C);
+    sluice_close(r->M);
+    free(r->ptext);
+}
+
 int cmd_run(int argc, char **argv)
 {
-    run_opts o;
-    int pr = parse_args(argc, argv, &o);
-    if (pr) return pr > 0 ? 0 : 2;
-    if (!o.g.model) o.g.model = cli_default_model();
-    size_t plen = 0;
-    char *ptext = NULL;
-    if (o.prompt_file) {
-        if (!(ptext = read_file(o.prompt_file, &plen))) return 1;
-    } else {
-        const char *p = o.prompt ? o.prompt : "";
-        plen = strlen(p);
-        ptext = strdup(p);
-    }
-    char err[SL_ERRLEN] = "";
+    run_state *r = calloc(1, sizeof *r);
+    if (!r) { cli_err("out of memory"); return 1; }
+    int pr = parse_args(argc, argv, &r->o);
+    if (pr) { free(r); return pr > 0 ? 0 : 2; }
+    if (!r->o.g.model) r->o.g.model = cli_default_model();
     int status = 1;
-    sluice_model *M = NULL;
-    sluice_ctx *C = NULL;
-    sluice_sampler *smp = NULL;
-    int32_t *toks = NULL;
-    uint64_t *lat = NULL;   /* per-token decode latency */
-    sluice_session_stats ss_load = { 0 }, ss_save = { 0 };
-    bool sess_loaded = false, sess_saved = false;
-    int64_t n_evaluated = 0;
-    uint64_t t0 = sl_now_ns();
-    sl_progress bar;
-    sl_progress_init(&bar, sl_progress_tty() && !o.g.quiet && !o.json);
-    log_ctx lc = { o.json, o.g.quiet, &bar };
-
+    r->t0 = sl_now_ns();
+    sl_progress_init(&r->bar, sl_progress_tty() && !r->o.g.quiet && !r->o.json);
+    r->lc = (log_ctx){ r->o.json, r->o.g.quiet, &r->bar };
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
-    sluice_params sp;
-    if (!gen_opts_params(&o.g, &sp)) goto done;
-    sp.log = cli_log;
-    sp.progress = cli_progress;
-    sp.user = &lc;
-    if (sluice_open(o.g.model, &sp, &M, err, sizeof err)) { sl_progress_clear(&bar); cli_err("%s", err); goto done; }
-    if (sluice_ctx_new(M, &C, err, sizeof err)) { cli_err("%s", err); goto done; }
-    g_ctx = C;
-    if (g_interrupted) sluice_cancel(C);   /* a signal during loading stops the first evaluation */
-    long n_ctx = sluice_n_ctx(C);
-
-    int flags = SLUICE_TOK_ADD_SPECIAL | (o.g.special ? SLUICE_TOK_PARSE_SPECIAL : 0);
-    int64_t nt = sluice_tokenize(M, ptext, (ptrdiff_t)plen, flags, NULL, 0);
-    if (nt < 0) { cli_err("tokenizing the prompt failed: %s", strerror((int)-nt)); goto done; }
-    if (nt == 0) { cli_err("the prompt is empty and the model adds no BOS token: nothing to evaluate"); goto done; }
-    if (nt + o.g.n_predict > n_ctx && nt > n_ctx) {
-        cli_err("the prompt has %" PRId64 " tokens, more than the context of %ld (raise -c)", nt, n_ctx);
+    if (r->o.prompt_file && !(r->prompt_f = fopen(r->o.prompt_file, "rb"))) {
+        cli_err("cannot open prompt file %s: %s", r->o.prompt_file, strerror(errno));
         goto done;
     }
-    toks = malloc((size_t)(nt + o.g.n_predict + 1) * sizeof *toks);
-    lat = malloc((size_t)(o.g.n_predict + 1) * sizeof *lat);
-    if (!toks || !lat) { cli_err("out of memory"); goto done; }
-    sluice_tokenize(M, ptext, (ptrdiff_t)plen, flags, toks, (int)nt);
-    smp = sluice_sampler_new(M, &o.g.sp);
-    if (!smp) { cli_err("out of memory"); goto done; }
-    if (o.g.session) {
-        int r = sluice_session_load(C, o.g.session, NULL, NULL, &ss_load, err, sizeof err);
-        if (r == 0) sess_loaded = true;
-        else if (r != -ENOENT) fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch\n", err);
-    }
-    uint64_t t_load = sl_now_ns();
-
-    sl_utf8_stream us = { 0 };
-    char piece[512], outb[512 + 8];
-    if (!o.g.quiet && !o.json) {
-        /* echo the prompt as the model sees it (detokenized), so output reads as one text */
-        for (int64_t i = 0; i < nt; i++) {
-            int pl = sluice_token_piece(M, toks[i], false, piece, sizeof piece);
-            if (pl > (int)sizeof piece) pl = sizeof piece;
-            if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
-        }
-        fflush(stdout);
-    }
-    /* Only the tokens past what the session already holds are evaluated. */
-    int rc = sluice_prefill(C, toks, (int)nt);
-    sl_progress_clear(&bar);
-    if (rc >= 0) { n_evaluated = rc; rc = 0; }
-    uint64_t t_prompt = sl_now_ns();
-    if (rc == 0 && o.g.session && (n_evaluated > 0 || !sess_loaded)) {
-        sess_saved = save_session(C, o.g.session, &ss_save);
-        if (!sess_saved && o.g.n_predict == 0) { status = 1; goto done; }
-    }
-    uint64_t t_saved = sl_now_ns();
-    int64_t n_gen = 0, n_at_save = sluice_n_past(C);
-    uint64_t t_first = 0;
-    while (rc == 0 && n_gen < o.g.n_predict) {
-        int32_t next = sluice_sample(smp, C);
-        if (o.json) {
-            int pl = sluice_token_piece(M, next, false, piece, sizeof piece);
-            if (pl > (int)sizeof piece) pl = sizeof piece;
-            if (pl < 0) pl = 0;
-            printf("{\"id\":%d,\"text\":", next);
-            json_str(stdout, piece, (size_t)pl);
-            if (o.top_logits) json_top(stdout, sluice_sampler_logits(smp), M->m->cfg.vocab, (int)o.top_logits);
-            printf("}\n");
-        }
-        toks[nt + n_gen++] = next;
-        if (sluice_token_is_eog(M, next)) break;
-        if (!o.json) {
-            int pl = sluice_token_piece(M, next, false, piece, sizeof piece);
-            if (pl > (int)sizeof piece) pl = sizeof piece;
-            if (pl > 0) fwrite(outb, 1, sl_utf8_stream_feed(&us, piece, (size_t)pl, outb), stdout);
-        }
-        fflush(stdout);
-        if (n_gen == o.g.n_predict) break;
-        if (sluice_n_past(C) >= n_ctx) { fprintf(stderr, "\nsluice: context full (-c %ld)\n", n_ctx); break; }
-        if (n_gen == 1) t_first = sl_now_ns();
-        uint64_t ts = sl_now_ns();
-        rc = sluice_eval(C, &next, 1);
-        lat[n_gen - 1] = sl_now_ns() - ts;
-    }
-    if (!o.json) {
-        fwrite(outb, 1, sl_utf8_stream_flush(&us, outb), stdout);
-        printf("\n");
-    }
-    fflush(stdout);
-    uint64_t t_end = sl_now_ns();
-    if (rc == -ECANCELED) {
-        fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", n_gen);
-        status = g_interrupted == SIGTERM ? 143 : 130;
-    } else if (rc) {
-        cli_err("%s", sluice_ctx_error(C));
-        status = 1;
-    } else {
-        status = 0;
-    }
-    /* at exit the session also keeps the generated tokens (all but the last, which was never evaluated) */
-    if (o.g.session && sluice_n_past(C) > 0 && (sluice_n_past(C) != n_at_save || (!sess_saved && !sess_loaded)))
-        sess_saved = save_session(C, o.g.session, &ss_save) || sess_saved;
-    const sl_plan *plan = M->planned ? M->plan : NULL;
-    if (o.stats_json) {
-        int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
-        write_stats_json(o.stats_json, M->m, M->stream, plan, &M->req, n_evaluated, t_prompt - t_load, n_dec,
-                         t_first && n_dec ? t_end - t_first : 0, lat, t_end - t_load, status);
-    }
-    if (o.g.stats) {
-        double load_s = (t_load - t0) / 1e9, pp_s = (t_prompt - t_load) / 1e9;
-        int64_t n_dec = n_gen > 1 ? n_gen - 1 : 0;
-        double dec_s = t_first && n_dec ? (t_end - t_first) / 1e9 : 0;
-        fprintf(stderr, "sluice: load %.3f s | prompt %" PRId64 " tok in %.3f s (%.2f tok/s) | decode %" PRId64
-                " tok in %.3f s (%.2f tok/s) | peak RSS %.1f MiB\n",
-                load_s, n_evaluated, pp_s, pp_s > 0 ? n_evaluated / pp_s : 0, n_dec, dec_s, dec_s > 0 ? n_dec / dec_s : 0,
-                peak_rss_bytes() / 1048576.0);
-        print_stream_stats(M->stream, M->m, lat, n_dec, t_end - t_load);
-        if (plan) {
-            fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
-                    M->req.budget / 1048576.0, plan->total_bytes / 1048576.0, plan->pred_tok_s, peak_rss_bytes() / 1048576.0);
-            fprintf(stderr, "sluice: prediction rates: disk %s; compute %s\n", M->req.disk_how, M->req.compute_how);
-        }
-        if (o.g.session) {
-            if (sess_loaded)
-                fprintf(stderr, "sluice: session: loaded %d tokens (%.2f MiB, %.2f MiB uncompressed) in %.3f s; reused %"
-                        PRId64 " of %" PRId64 " prompt tokens\n", ss_load.n_tokens, ss_load.file_bytes / 1048576.0,
-                        ss_load.raw_bytes / 1048576.0, ss_load.seconds, nt - n_evaluated, nt);
-            if (sess_saved)
-                fprintf(stderr, "sluice: session: saved %d tokens, %.2f MiB (%.2f MiB uncompressed, ratio %.2f) in %.3f s "
-                        "(after the prompt: %.3f s)\n", ss_save.n_tokens, ss_save.file_bytes / 1048576.0,
-                        ss_save.raw_bytes / 1048576.0,
-                        ss_save.file_bytes ? (double)ss_save.raw_bytes / (double)ss_save.file_bytes : 0, ss_save.seconds,
-                        (t_saved - t_prompt) / 1e9);
-        }
-    }
+    if (!run_open(r) || !run_read_prompt(r) || !run_tokenize(r)) goto done;
+    run_load_session(r);
+    r->t_load = sl_now_ns();
+    if (!run_prompt(r, &status)) goto done;
+    run_generate(r);
+    status = run_status(r);
+    if (!run_save_final(r) && status == 0) status = 1;
+    if (r->o.stats_json && !write_stats_json(r, status) && status == 0) status = 1;
+    if (r->o.g.stats) print_stats(r);
 done:
-    g_ctx = NULL;
-    free(lat);
-    free(toks);
-    sluice_sampler_free(smp);
-    sluice_ctx_free(C);
-    sluice_close(M);
-    free(ptext);
+    run_free(r);
+    free(r);
     return status;
 }

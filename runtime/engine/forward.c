@@ -31,11 +31,19 @@ static size_t att_scratch_floats(const sl_config *cf, int n_ctx)
     return (size_t)(cf->n_heads / cf->n_kv_heads) * (size_t)n_ctx + (size_t)cf->head_dim;
 }
 
+/* Rows of logits a context keeps: the last logits_max positions of a batch (at least 1, at most a
+ * batch). */
+static size_t logit_rows(const sl_ctx_params *p)
+{
+    int n = p->logits_max > 1 ? p->logits_max : 1;
+    return (size_t)(n < p->n_batch ? n : p->n_batch > 0 ? p->n_batch : 1);
+}
+
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
     size_t B = (size_t)p->n_batch, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
-               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + (p->logits_all ? B : 1) * (size_t)c->vocab;
+               (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + logit_rows(p) * (size_t)c->vocab;
     return sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL) + f * sizeof(float);
 }
 
@@ -64,7 +72,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
     c->kv_type = p->kv_type;
-    c->logits_all = p->logits_all;
+    c->logits_max = (int)logit_rows(p);
     int rc = sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
     if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
@@ -78,7 +86,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->hb = malloc(B * cf->ffn_dim * sizeof(float));
     c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
     c->att = malloc((size_t)nt * att_scratch_floats(cf, c->n_ctx) * sizeof(float));
-    c->logits = calloc((c->logits_all ? B : 1) * (size_t)cf->vocab, sizeof(float));
+    c->logits = calloc((size_t)c->logits_max * (size_t)cf->vocab, sizeof(float));
     if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits) {
         snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
                  sl_ctx_bytes(cf, p, nt) >> 20, c->n_batch);
@@ -259,12 +267,12 @@ static int ffn_block(sl_ctx *c, int l, int nb)
 }
 
 /* logits = W_out rmsnorm(x) * output_norm: for the last position only (all generation needs), or for
- * every position of the batch when the context keeps all logits (verifying drafted tokens). */
+ * the last logits_max positions of the batch (verifying drafted tokens). */
 static int lm_head(sl_ctx *c, int nb, int p0)
 {
     sl_model *m = c->m;
     const sl_config *cf = &m->cfg;
-    const int first = c->logits_all ? 0 : nb - 1, n_out = nb - first;
+    const int n_out = nb < c->logits_max ? nb : c->logits_max, first = nb - n_out;
     for (int b = 0; b < n_out; b++)
         sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)(first + b) * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
     int rc = wmat(c, &m->output, c->xb, n_out, c->logits, cf->vocab);

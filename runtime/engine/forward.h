@@ -33,7 +33,8 @@ typedef struct sl_ctx_params {
     int n_batch;            /* max positions per forward batch */
     int kv_type;            /* enum sl_kv_type (runtime/engine/kvcache.h) */
     const char *kv_spill_dir;   /* non-NULL: spill the KV cache to a file in this directory */
-    bool logits_all;        /* keep the logits of every position of a batch, not only the last */
+    int  logits_max;        /* keep the logits of the last logits_max positions of a batch (0, 1: the
+                             * last only); verifying k drafted tokens needs k + 1 */
 } sl_ctx_params;
 
 typedef struct sl_ctx {
@@ -51,14 +52,20 @@ typedef struct sl_ctx {
     float *att_out;         /* (n_batch, n_heads*head_dim) */
     float *hb, *hb2;        /* (n_batch, ffn_dim) */
     float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
-    float *logits;          /* (n_logits, vocab): the last evaluated position, or with logits_all every
-                             * position of the last batch (row b = position n_past - n_logits + b) */
+    float *logits;          /* (n_logits, vocab): the last n_logits positions of the last batch, row b
+                             * = position n_past - n_logits + b (n_logits = 1: the last position) */
     int n_logits;           /* rows in logits after the last evaluation */
-    bool logits_all;
+    int logits_max;
     size_t mem_bytes;       /* heap held by this context (KV + scratch) */
     volatile sig_atomic_t *cancel;   /* when set to non-zero, evaluation stops with -ECANCELED */
     char err[256];
 } sl_ctx;
+
+/* The logits after the last evaluated token (the last of the n_logits rows). */
+static inline float *sl_ctx_last_logits(const sl_ctx *c)
+{
+    return c->logits + (size_t)(c->n_logits > 0 ? c->n_logits - 1 : 0) * (size_t)c->m->cfg.vocab;
+}
 
 /* Bytes a context with these parameters will allocate (for planning). */
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads);
@@ -68,8 +75,8 @@ void sl_ctx_free(sl_ctx *c);
 void sl_ctx_reset(sl_ctx *c);   /* forget the cache (n_past = 0) */
 
 /* Run tokens[0..n) at positions n_past.. through the model, in batches of n_batch.  On success
- * c->logits holds the logits after the last token (with logits_all: after each token of the last
- * batch, n_logits rows; a row's bits do not depend on the batch it was computed in) and n_past
+ * c->logits holds the logits after the last token (with logits_max > 1: after each of the last
+ * n_logits tokens of the last batch; a row's bits do not depend on the batch it was computed in) and n_past
  * advances by n.  0 or -errno, with the
  * message in c->err (-ENOSPC: context full; -ECANCELED: *cancel was set; I/O errors from the source). */
 int  sl_eval(sl_ctx *c, const int32_t *tokens, int n);

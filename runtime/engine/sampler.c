@@ -63,23 +63,28 @@ static int cmp_desc(const void *a, const void *b)
     return x->id - y->id;
 }
 
-int32_t sl_sample(sl_sampler *s, float *logits, const int32_t *hist, int n_hist)
+/* The repetition penalty over the last repeat_last_n tokens of hist, in place. */
+static void penalize(const sl_sampler *s, float *logits, const int32_t *hist, int n_hist)
 {
     const sl_sampler_params *p = &s->p;
-    if (p->repeat_penalty != 1.0f && hist) {
-        int from = n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
-        /* each distinct token is penalized once, as llama.cpp does */
-        for (int i = from; i < n_hist; i++) {
-            int32_t t = hist[i];
-            if (t < 0 || t >= s->n_vocab) continue;
-            int seen = 0;
-            for (int j = from; j < i; j++) if (hist[j] == t) { seen = 1; break; }
-            if (seen) continue;
-            logits[t] = logits[t] > 0 ? logits[t] / p->repeat_penalty : logits[t] * p->repeat_penalty;
-        }
+    if (p->repeat_penalty == 1.0f || !hist) return;
+    int from = n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
+    /* each distinct token is penalized once, as llama.cpp does */
+    for (int i = from; i < n_hist; i++) {
+        int32_t t = hist[i];
+        if (t < 0 || t >= s->n_vocab) continue;
+        int seen = 0;
+        for (int j = from; j < i; j++) if (hist[j] == t) { seen = 1; break; }
+        if (seen) continue;
+        logits[t] = logits[t] > 0 ? logits[t] / p->repeat_penalty : logits[t] * p->repeat_penalty;
     }
-    if (p->temp <= 0) return sl_argmax(logits, s->n_vocab);
+}
 
+/* The candidates a draw chooses from (temp > 0): s->c[0..n) sorted by logit, after top-k, top-p and
+ * min-p; *mx is the best logit.  Candidate i has weight exp((logit_i - mx) / temp). */
+static int candidates(sl_sampler *s, const float *logits, double *mx_out)
+{
+    const sl_sampler_params *p = &s->p;
     int n = s->n_vocab;
     for (int i = 0; i < n; i++) { s->c[i].logit = logits[i]; s->c[i].id = i; }
     qsort(s->c, (size_t)n, sizeof *s->c, cmp_desc);
@@ -101,12 +106,60 @@ int32_t sl_sample(sl_sampler *s, float *logits, const int32_t *hist, int n_hist)
         while (k < n && s->c[k].logit >= lim) k++;
         n = k;
     }
+    *mx_out = mx;
+    return n;
+}
+
+/* A draw from candidates 0..n) by weight, skipping id `skip` (-1: none). */
+static int32_t draw(sl_sampler *s, int n, double mx, int32_t skip)
+{
+    const double t = s->p.temp;
     double z = 0;
-    for (int i = 0; i < n; i++) z += exp((s->c[i].logit - mx) / p->temp);
+    for (int i = 0; i < n; i++) if (s->c[i].id != skip) z += exp((s->c[i].logit - mx) / t);
     double r = next_uniform(&s->rng) * z, acc = 0;
+    int last = -1;
     for (int i = 0; i < n; i++) {
-        acc += exp((s->c[i].logit - mx) / p->temp);
+        if (s->c[i].id == skip) continue;
+        acc += exp((s->c[i].logit - mx) / t);
+        last = i;
         if (r < acc) return s->c[i].id;
     }
-    return s->c[n - 1].id;
+    return last >= 0 ? s->c[last].id : s->c[0].id;
+}
+
+int32_t sl_sample(sl_sampler *s, float *logits, const int32_t *hist, int n_hist)
+{
+    penalize(s, logits, hist, n_hist);
+    if (s->p.temp <= 0) return sl_argmax(logits, s->n_vocab);
+    double mx;
+    int n = candidates(s, logits, &mx);
+    return draw(s, n, mx, -1);
+}
+
+/* Contract: see sampler.h.  Sampling: the draft d is accepted with probability p(d), the chance the
+ * target itself would draw it; rejected, the token is drawn from p without d (renormalized).  So
+ * P(d) = p(d) and P(x) = (1 - p(d)) p(x) / (1 - p(d)) = p(x) for x != d: the target's distribution,
+ * for a drafter that proposes one token (as the n-gram drafter does). */
+int32_t sl_sample_verify(sl_sampler *s, float *logits, const int32_t *hist, int n_hist, int32_t draft, bool *accepted)
+{
+    penalize(s, logits, hist, n_hist);
+    if (s->p.temp <= 0) {
+        int32_t t = sl_argmax(logits, s->n_vocab);
+        *accepted = t == draft;
+        return t;
+    }
+    double mx;
+    int n = candidates(s, logits, &mx);
+    double z = 0, wd = 0;
+    for (int i = 0; i < n; i++) {
+        double w = exp((s->c[i].logit - mx) / s->p.temp);
+        z += w;
+        if (s->c[i].id == draft) wd = w;
+    }
+    if (wd > 0 && next_uniform(&s->rng) * z < wd) {
+        *accepted = true;
+        return draft;
+    }
+    *accepted = false;
+    return draw(s, n, mx, wd > 0 && wd < z ? draft : -1);
 }

@@ -7,6 +7,7 @@
 #ifndef SL_RUNTIME_SAMPLER_H
 #define SL_RUNTIME_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct sl_sampler_params {
@@ -26,6 +27,12 @@ sl_sampler *sl_sampler_create(const sl_sampler_params *p, int n_vocab);
 void        sl_sampler_free(sl_sampler *s);
 /* Picks a token; `logits` (n_vocab) may be modified.  `hist` holds the n_hist previous tokens. */
 int32_t     sl_sample(sl_sampler *s, float *logits, const int32_t *hist, int n_hist);
+/* Verifying a drafted token: the token the target picks at this position, and whether it is the
+ * draft.  Greedy: the argmax (the same token sl_sample returns).  Sampling: speculative rejection
+ * sampling, so the token follows exactly sl_sample's distribution (a different random stream).
+ * `logits` may be modified, as in sl_sample. */
+int32_t     sl_sample_verify(sl_sampler *s, float *logits, const int32_t *hist, int n_hist, int32_t draft,
+                             bool *accepted);
 /* Greedy argmax with ties to the lowest id. */
 int32_t     sl_argmax(const float *logits, int n);
 

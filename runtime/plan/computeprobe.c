@@ -4,14 +4,11 @@
  * of 4096 columns (the activation is quantized per call, as in the forward pass), split over a
  * pool of n threads.  Before every timed pass the matrix is flushed from all cache levels, because
  * in a real token the weights come from DRAM: a model worth streaming is far bigger than the
- * last-level cache, and a streamed piece arrives by DMA.  The matrix is 64 MiB (twice this
- * machine's L3), not smaller: measured on the development machine (2-core EPYC VM, 32 MiB L3,
- * 4 KiB pages), a flushed 16 MiB Q4_K matrix ran at 12-14 GB/s where a flushed 64 MiB one and an
- * unflushed 128 MiB one both ran at 10.7-11.9 GB/s, close to the ~10.8 GB/s at which the resident
- * llama3-8b decodes (2.33 tok/s x 4.6 GB of matrices); page-table walks over the larger span are
- * the likely difference, and a real token pays them.  The figure kept is the median pass, so a pass that another process preempted does
- * not count more than its share.  On this shared VM repeated probes still differ by +-15% (other
- * tenants of the host share its memory bandwidth and L3).
+ * last-level cache, and a streamed piece arrives by DMA.  The matrix is 64 MiB, not smaller: a
+ * flushed 16 MiB matrix ran faster than the resident model decodes, a 64 MiB one at that rate
+ * (page-table walks over the larger span are the likely difference, and a real token pays them;
+ * the measurement is in docs/planner.md).  The figure kept is the median pass, so a pass that
+ * another process preempted does not count more than its share.
  *
  * Results are cached per key (kernel path, exact mode, sanitizer/unoptimized build, threads, type)
  * next to the disk probe's, so a sanitizer test run cannot leave its slow figure for release runs.
@@ -59,7 +56,7 @@ static void cache_path(int type, int n_threads, char *buf, size_t len)
 {
     char dir[3800];
     sl_probe_cache_dir(dir, sizeof dir);
-    snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels()->name, sl_kernels_exact() ? "-exact" : "",
+    snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels_for_type(type)->name, sl_kernels_exact() ? "-exact" : "",
              BUILD_FLAVOUR, n_threads, sl_type_name(type));
 }
 
@@ -231,14 +228,14 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         /* a smaller matrix runs faster than a model's do: good enough for this run, not for the cache */
         *src = SRC_MEASURED_UNCACHED;
         snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, %.0f MiB probe to fit the budget; not cached)",
-                 bw / 1e9, sl_kernels()->name, n_threads, n_threads == 1 ? "" : "s", probe_bytes / 1048576.0);
+                 bw / 1e9, sl_kernels_for_type(type)->name, n_threads, n_threads == 1 ? "" : "s", probe_bytes / 1048576.0);
         return bw;
     }
     *src = SRC_MEASURED;
     sl_probe_cache_mkdirs(cp);
     f = fopen(cp, "w");
     if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
-    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels()->name,
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
              n_threads, n_threads == 1 ? "" : "s", cp);
     return bw;
 }

@@ -32,12 +32,11 @@ static void cache_path(dev_t dev, const sl_disk_probe *pr, char *buf, size_t len
  * through loader/io.c as configured; 0 if the probe cannot run.  `active` gets the backend in use
  * (io_uring may fall back to pread).
  * Why 1 GiB in 8 places: a run streams the whole file every token, so it meets every part of the
- * disk's behaviour: this VM's disk stalls for 0.2-0.7 s now and then, and reads parts the host has
- * cached faster than others.  A 256 MiB read from one place (the first version) took ~0.2 s and
- * caught one stall or none: on llama2-13b its figure was 0.5-2x the rate the run then saw.
+ * disk's behaviour: a VM's disk stalls now and then and reads parts the host has cached faster than
+ * others; one short read from one place catches one stall or none.
  * Why each region at a random place in its eighth of the file: probes at fixed places warm exactly
- * those places in the host's cache, so every later probe read faster than the run it preceded
- * (llama2-13b: probes 0.6-1.1 GB/s before runs that read 0.55-0.66). */
+ * those places in the host's cache, so every later probe reads faster than the run it precedes.
+ * (The measurements behind both choices are in docs/planner.md.) */
 static double measure(const char *path, uint64_t size, const sl_disk_probe *pr, const char **active)
 {
     const uint64_t piece = pr->piece;

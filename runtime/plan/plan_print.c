@@ -82,7 +82,8 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
             p->pred_compute_s > 0 ? compute_weight_bytes(pm) / p->pred_compute_s / 1e9 : req->compute_bw / 1e9);
     if (*req->disk_how) fprintf(f, "disk rate: %s\n", req->disk_how);
     if (*req->compute_how) fprintf(f, "compute rate: %s\n", req->compute_how);
-    fprintf(f, "minimum budget for this model at -c %d: %.1f MiB\n", req->n_ctx, p->min_budget / MiB);
+    fprintf(f, "minimum budget for this model at -c %d: %" PRIu64 " MiB (--ram-budget %" PRIu64 "M)\n", req->n_ctx,
+            sl_plan_min_mib(p->min_budget), sl_plan_min_mib(p->min_budget));
 }
 
 void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *fp)

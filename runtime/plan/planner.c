@@ -61,14 +61,17 @@ uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
     return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
 }
 
-static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
+static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req)
 {
+    const int n_ctx = req->n_ctx, threads = req->n_threads > 0 ? req->n_threads : 1;
+    /* logits rows: the last n_logits positions of a batch (forward.c logit_rows) */
+    const uint64_t logit_rows = (uint64_t)(req->n_logits > 1 ? (req->n_logits < B ? req->n_logits : B) : 1);
     const sl_config *c = &pm->cfg;
     uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
     /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
     uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
-    return ((uint64_t)B * per + (uint64_t)threads * att + (uint64_t)c->vocab) * 4 +     /* ctx scratch, logits */
+    return ((uint64_t)B * per + (uint64_t)threads * att + logit_rows * c->vocab) * 4 +  /* ctx scratch, logits */
            (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
            pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
 }
@@ -121,12 +124,8 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t c
  * rows), and the reader keeps prefetch + 1 pieces requested ahead of the one computing.  So reads
  * overlap compute only within that window: while a long run of resident weights computes (the LM
  * head and the first blocks, which follow each other from one token to the next), the disk reads
- * the window's few MiB and then idles.  max(I/O, compute) ignores that.  In bench/budget_bench.sh's
- * llama3-8b runs at 4 GiB (2026-11-30, uring: 27 blocks + head pinned, 1.08 s per token) compute
- * still waited 0.25 s per token for streamed pieces and computed on them 0.14 s, although the rest
- * of the token (~0.7 s, the pinned weights) was longer than all of the token's reading could have
- * taken (<= 0.39 s): the reads had not overlapped it.
- * The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
+ * the window's few MiB and then idles.  max(I/O, compute) ignores that (docs/planner.md has the
+ * llama3-8b measurement that showed it).  The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
  * forward order at the per-type rates.  Synchronous reads (the token's embedding row, the spilled
  * KV cache of each layer at full context: the worst case) hold up compute and the disk alike.
  * Not modelled: attention and the other per-token work outside matrix products (small at short
@@ -240,119 +239,103 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
 }
 
-int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+/* Stage 1: does everything fit?  Then the plan is plain resident mode (the embedding table too:
+ * resident mode reads nothing per token).  Returns true and fills p when it does. */
+static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, uint64_t weights,
+                              int B, sl_plan *p)
 {
-    const sl_config *c = &pm->cfg;
-    memset(p, 0, sizeof *p);
-    for (int l = 0; l < c->n_layers && l < SL_PLAN_MAX_LAYERS; l++)   /* a matrix the block lacks costs nothing */
-        for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
-    if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
-        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
-        return -EINVAL;
+    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+    if (tot > req->budget) return false;
+    const int L = pm->cfg.n_layers;
+    p->feasible = p->all_resident = true;
+    p->n_batch = B;
+    p->act_bytes = act_bytes(pm, B, req);
+    p->kv = SL_PLAN_KV_F16;
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
+    p->lm_head_resident = true;
+    p->n_layers_resident = L;
+    p->resident_bytes = weights;
+    p->total_bytes = tot;
+    predict(pm, req, p);
+    return true;
+}
+
+/* The minimum budget's explanation: what dominates it and what to try (one figure, rounded up to a
+ * MiB, for the message and the hint: sl_plan_min_mib). */
+static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, int kv_min,
+                            uint64_t min_stream, uint64_t min_chunk, uint64_t min_act, sl_plan *p)
+{
+    uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
+    const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
+    uint64_t min_mib = sl_plan_min_mib(p->min_budget);
+    int n = snprintf(p->why, sizeof p->why,
+                     "needs at least %" PRIu64 " MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers "
+                     "%.1f MiB (4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, "
+                     "runtime %.0f MiB", min_mib, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                     largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
+                     min_act / MiB, BASE_BYTES / MiB);
+    /* a smaller context is suggested only when one fits this budget: the largest power-of-two
+     * fraction of -c whose minimum does */
+    int fit_ctx = 0;
+    for (int ctx = req->n_ctx / 2; ctx >= 64 && !fit_ctx; ctx /= 2) {
+        sl_plan_req r = *req;
+        r.n_ctx = ctx;
+        if (fixed + act_bytes(pm, 1, &r) + kv_bytes(pm, ctx, kv_min) + min_stream <= req->budget) fit_ctx = ctx;
     }
-    const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
-    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
-    for (int l = 0; l < L; l++)
-        for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
+    if (fit_ctx)
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %" PRIu64 "M", fit_ctx, min_mib);
+    else
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %" PRIu64 "M", min_mib);
+}
 
-    p->base_bytes = BASE_BYTES;
-    p->meta_bytes = pm->meta_bytes;
-    p->vocab_bytes = pm->vocab_bytes;
-    p->norm_bytes = pm->norm_bytes;
-    const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
-    int B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
-
-    /* 2. Streaming.  The minimum: batch 1, the smallest KV (spilled), 1 MiB pieces, one piece in
-     *    flight, LM head in pieces of about 1 MiB. */
-    const uint64_t min_chunk = 1u << 20;
-    int min_head_rows = (int)(min_chunk / (pm->lm_head_row_bytes ? pm->lm_head_row_bytes : 1));
-    if (min_head_rows < 1) min_head_rows = 1;
-    if (min_head_rows > 1024) min_head_rows = 1024;
-    int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
-    p->lm_head_rows = min_head_rows;
-    /* 1 MiB pieces with 3 in flight: this disk needs several reads outstanding to approach its
-     * sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little even in a tight budget */
-    uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
-    uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
-    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
-    /* 1. Everything resident? (min_budget still reports the streaming minimum)  (the embedding table too: resident mode reads nothing per token) */
-    {
-        uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
-        if (tot <= req->budget) {
-            p->feasible = p->all_resident = true;
-            p->n_batch = B;
-            p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
-            p->kv = SL_PLAN_KV_F16;
-            p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
-            for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
-            p->lm_head_resident = true;
-            p->n_layers_resident = L;
-            p->resident_bytes = weights;
-            p->total_bytes = tot;
-            predict(pm, req, p);
-            return 0;
-        }
-    }
-
-    if (p->min_budget > req->budget) {
-        uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
-        const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
-        int n = snprintf(p->why, sizeof p->why,
-                         "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
-                         "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
-                         p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
-                         largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
-                         min_act / MiB, BASE_BYTES / MiB);
-        if (kvb > p->min_budget / 3 && req->n_ctx > 256)
-            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
-                     p->min_budget / MiB + 1.5);
-        else
-            snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %.0fM", p->min_budget / MiB + 1.5);
-        return -ENOSPC;
-    }
-
-    /* 3-6. The budget above the minimum flows down a fixed order of uses, each taking what it can
-     *    before the next gets anything: KV precision (spilled -> q8_0 -> f16), prompt batch (up to -b),
-     *    piece size and prefetch, then weights.  Because every stage's share only grows with the
-     *    budget and weights come last, a larger budget never pins fewer weights: bytes read per
-     *    token never increase (tests/test_planner.c checks this on a dense grid of budgets). */
-    uint64_t spare = req->budget - p->min_budget;
+/* Stage 3: KV precision, spilled -> q8_0 -> f16, as far as *spare allows. */
+static void grow_kv(const sl_plan_model *pm, const sl_plan_req *req, int kv_min, uint64_t *spare, sl_plan *p)
+{
     p->kv = kv_min;
     const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
     for (int k = 0; k < 2; k++) {
         if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
         uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv), nxt = kv_bytes(pm, req->n_ctx, up[k]);
         if (nxt <= cur) { p->kv = up[k]; continue; }
-        if (nxt - cur > spare) break;
-        spare -= nxt - cur;
+        if (nxt - cur > *spare) break;
+        *spare -= nxt - cur;
         p->kv = up[k];
     }
     p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
     if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+}
 
-    int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
-    B = 1;
+/* Stage 4: the prompt batch, doubling up to want_B. */
+static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int want_B, uint64_t *spare,
+                       sl_plan *p)
+{
+    int B = 1;
     while (B < want_B) {
         int nb = B * 2 < want_B ? B * 2 : want_B;
-        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads) - act_bytes(pm, B, req->n_ctx, threads);
-        if (d > spare) break;
-        spare -= d;
+        uint64_t d = act_bytes(pm, nb, req) - act_bytes(pm, B, req);
+        if (d > *spare) break;
+        *spare -= d;
         B = nb;
     }
     p->n_batch = B;
-    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    p->act_bytes = act_bytes(pm, B, req);
+}
 
-    uint64_t chunk = min_chunk;
+/* Stage 5: piece size and prefetch, up a fixed ladder (only once the batch is complete). */
+static void grow_pieces(const sl_plan_model *pm, bool batch_done, uint64_t min_chunk, uint64_t min_stream,
+                        uint64_t *spare, sl_plan *p)
+{
+    uint64_t chunk = min_chunk, buf = min_stream;
     int prefetch = 3;
-    uint64_t buf = min_stream;
-    if (B == want_B) {
+    if (batch_done) {
         static const uint64_t ladder[][2] = { { 2u << 20, 3 }, { 4u << 20, 3 }, { 8u << 20, 3 } };
         for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
             sl_plan t = *p;
             t.lm_head_rows = 1024;
             uint64_t nb = stream_buf(pm, &t, ladder[i][0], (int)ladder[i][1]);
-            if (nb > buf && nb - buf > spare) break;
-            if (nb > buf) spare -= nb - buf;
+            if (nb > buf && nb - buf > *spare) break;
+            if (nb > buf) *spare -= nb - buf;
             buf = nb > buf ? nb : buf;
             chunk = ladder[i][0];
             prefetch = (int)ladder[i][1];
@@ -362,31 +345,92 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->chunk_bytes = chunk;
     p->prefetch = prefetch;
     p->stream_buf_bytes = buf;   /* sized with nothing pinned: pinning only shrinks the largest piece */
+}
 
-    /* Weights, only once the earlier stages are complete: first fit over (LM head, block 0's tensors,
-     * block 1's, ...): each unit is pinned if it fits in what is left. */
+/* Stage 6: weights, first fit over (LM head, block 0's tensors, block 1's, ...): each unit is pinned
+ * if it fits in what is left.  Returns the bytes pinned. */
+static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
+{
     uint64_t res = 0;
-    bool stages_done = B == want_B && chunk == (8u << 20);
-    if (stages_done) {
-        uint64_t avail = spare;
-        if (!pm->tied && pm->lm_head_bytes <= avail) {
-            p->lm_head_resident = true;
-            avail -= pm->lm_head_bytes;
-            res += pm->lm_head_bytes;
-        }
-        for (int l = 0; l < L; l++) {
-            int pinned = 0;
-            for (int i = 0; i < SL_BLOCK_MATS; i++) {
-                if (pm->tensor_bytes[l][i] <= avail) {   /* an absent matrix (0 bytes) always "fits" */
-                    p->layer_resident[l][i] = true;
-                    avail -= pm->tensor_bytes[l][i];
-                    res += pm->tensor_bytes[l][i];
-                    pinned++;
-                }
-            }
-            if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;
-        }
+    if (!pm->tied && pm->lm_head_bytes <= avail) {
+        p->lm_head_resident = true;
+        avail -= pm->lm_head_bytes;
+        res += pm->lm_head_bytes;
     }
+    for (int l = 0; l < pm->cfg.n_layers; l++) {
+        int pinned = 0;
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            if (pm->tensor_bytes[l][i] <= avail) {   /* an absent matrix (0 bytes) always "fits" */
+                p->layer_resident[l][i] = true;
+                avail -= pm->tensor_bytes[l][i];
+                res += pm->tensor_bytes[l][i];
+                pinned++;
+            }
+        }
+        if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;
+    }
+    return res;
+}
+
+/* Stages, in the order the budget reaches them:
+ *   1. everything resident, if it fits;
+ *   2. the streaming minimum (batch 1, the smallest KV, 1 MiB pieces, LM head in ~1 MiB pieces), or a
+ *      refusal that says what it needs;
+ *   3-6. what is above the minimum flows down a fixed order of uses, each taking what it can before the
+ *      next gets anything: KV precision, prompt batch (up to -b), piece size and prefetch, then
+ *      weights.  Because every stage's share only grows with the budget and weights come last, a
+ *      larger budget never pins fewer weights: bytes read per token never increase
+ *      (tests/test_planner.c checks this on a dense grid of budgets);
+ *   7. the prediction (predict()). */
+int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const sl_config *c = &pm->cfg;
+    memset(p, 0, sizeof *p);
+    if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
+        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
+        return -EINVAL;
+    }
+    for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
+        for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
+    const int L = c->n_layers;
+    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
+
+    p->base_bytes = BASE_BYTES;
+    p->meta_bytes = pm->meta_bytes;
+    p->vocab_bytes = pm->vocab_bytes;
+    p->norm_bytes = pm->norm_bytes;
+    const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
+    const int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
+
+    /* 2. The streaming minimum.  1 MiB pieces with 3 in flight: this disk needs several reads
+     *    outstanding to approach its sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little
+     *    even in a tight budget.  (Computed before stage 1: an all-resident plan still reports it.) */
+    const uint64_t min_chunk = 1u << 20;
+    int min_head_rows = (int)(min_chunk / (pm->lm_head_row_bytes ? pm->lm_head_row_bytes : 1));
+    if (min_head_rows < 1) min_head_rows = 1;
+    if (min_head_rows > 1024) min_head_rows = 1024;
+    const int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
+    p->lm_head_rows = min_head_rows;
+    const uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
+    const uint64_t min_act = act_bytes(pm, 1, req);
+    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+
+    /* 1. */
+    if (plan_all_resident(pm, req, fixed, weights, want_B, p)) return 0;
+    if (p->min_budget > req->budget) {
+        explain_minimum(pm, req, fixed, kv_min, min_stream, min_chunk, min_act, p);
+        return -ENOSPC;
+    }
+
+    /* 3-6. */
+    uint64_t spare = req->budget - p->min_budget;
+    grow_kv(pm, req, kv_min, &spare, p);
+    grow_batch(pm, req, want_B, &spare, p);
+    grow_pieces(pm, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
+    const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
+    const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;
     p->resident_bytes = res;
     /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply) */
     p->stream_bytes = weights - pm->embd_bytes - res + (pm->tied ? pm->lm_head_bytes : 0);
@@ -397,7 +441,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         return -ENOSPC;
     }
 
-    /* 7. Prediction (see predict()). */
+    /* 7. */
     uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
     p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
     predict(pm, req, p);

@@ -40,6 +40,8 @@ typedef struct sl_plan_req {
     uint64_t budget;          /* bytes the process may hold: RSS + page cache it creates */
     int      n_ctx;
     int      n_batch;         /* requested max batch; the plan may lower it */
+    int      n_logits;        /* logits rows kept per batch (speculative decoding verifies n_logits - 1
+                               * drafts in a pass); 0 or 1: the last position only */
     int      n_threads;
     double   disk_bw;         /* bytes/s, O_DIRECT sequential (0: unknown, reads cost no time) */
     double   compute_bw;      /* bytes of weights per second the kernels process (decode), for any
@@ -87,6 +89,10 @@ typedef struct sl_plan {
     double   pred_token_s;    /* one decode token, reads overlapping compute as the reader allows */
     double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
 } sl_plan;
+
+/* The minimum budget as one whole number of MiB, rounded up: the figure `sluice plan`, the
+ * infeasible-budget error and its "try --ram-budget" hint all give (that many MiB always suffice). */
+static inline uint64_t sl_plan_min_mib(uint64_t min_budget) { return (min_budget + (1u << 20) - 1) >> 20; }
 
 /* Fill pm from an opened model (only the table; no I/O). */
 void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes);

@@ -1,0 +1,95 @@
+/* runtime/engine/draft.c — n-gram drafting and the draft length (see draft.h). */
+#include "runtime/engine/draft.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The latest start i < limit with a[i..i+n) == key[0..n) whose continuation a[i+n] exists, or -1. */
+static int find_last(const int32_t *a, int len, int limit, const int32_t *key, int n)
+{
+    for (int i = (limit < len - n ? limit : len - n - 1); i >= 0; i--)
+        if (!memcmp(a + i, key, (size_t)n * sizeof *key)) return i;
+    return -1;
+}
+
+/* Contract: see draft.h.  The suffix's own place in hist does not count (it has no continuation). */
+int sl_draft_ngram(const int32_t *hist, int n_hist, const int32_t *lookup, int n_lookup, int k, int32_t *out)
+{
+    if (k < 1 || n_hist < 1) return 0;
+    for (int n = n_hist - 1 < SL_DRAFT_NGRAM_MAX ? n_hist - 1 : SL_DRAFT_NGRAM_MAX; n >= SL_DRAFT_NGRAM_MIN; n--) {
+        const int32_t *key = hist + n_hist - n;
+        int at = find_last(hist, n_hist, n_hist - n - 1, key, n);
+        const int32_t *src = hist;
+        int src_len = n_hist;
+        if (at < 0 && lookup && n_lookup > n) {
+            at = find_last(lookup, n_lookup, n_lookup - n - 1, key, n);
+            src = lookup;
+            src_len = n_lookup;
+        }
+        if (at < 0) continue;
+        int m = 0;
+        for (int j = at + n; j < src_len && m < k; j++) out[m++] = src[j];
+        return m;
+    }
+    if (lookup && n_lookup > 0 && n_hist >= 1) {   /* a one-token key that only the lookup text has */
+        int at = find_last(lookup, n_lookup, n_lookup - 2, hist + n_hist - 1, 1);
+        if (at >= 0) {
+            int m = 0;
+            for (int j = at + 1; j < n_lookup && m < k; j++) out[m++] = lookup[j];
+            return m;
+        }
+    }
+    return 0;
+}
+
+/* Contract: see draft.h. */
+int sl_draft_best_k(double a, double t1, double t_tok, int k_max)
+{
+    if (k_max < 1 || !(t1 > 0)) return k_max > 0 ? 1 : 0;
+    if (!(a >= 0)) a = 0;
+    if (a > 0.999) a = 0.999;
+    if (!(t_tok >= 0)) t_tok = 0;
+    int best = 0;
+    double best_rate = 1.0 / t1, ak = a;   /* k = 0: one token per pass */
+    for (int k = 1; k <= k_max; k++) {
+        ak *= a;   /* a^(k+1) */
+        double tokens = (1.0 - ak) / (1.0 - a);
+        double rate = tokens / (t1 + k * t_tok);
+        if (rate > best_rate * (1 + 1e-9)) { best_rate = rate; best = k; }
+    }
+    return best;
+}
+
+void sl_draft_stats_init(sl_draft_stats *s)
+{
+    /* optimistic start: drafts are tried until the passes say they do not pay */
+    *s = (sl_draft_stats){ .accept = 0.5 };
+}
+
+/* Acceptance: an exponential moving average (recent passes count most: how predictable the text
+ * is changes as it is written).  Time: a decayed least-squares fit of secs = t1 + x * t_tok over the
+ * passes (x = drafts in the pass), with a weak prior t_tok = t1 / 20 (a streamed pass is mostly
+ * reads; a drafted token adds one token of compute) that matters only while x has not varied. */
+void sl_draft_stats_update(sl_draft_stats *s, int n, double secs, int drafted, int accepted)
+{
+    const double w = 0.2, decay = 0.9;
+    if (drafted > 0) s->accept = (1 - w) * s->accept + w * ((double)accepted / drafted);
+    double x = n > 1 ? n - 1 : 0;
+    s->s0 = decay * s->s0 + 1;
+    s->sx = decay * s->sx + x;
+    s->sy = decay * s->sy + secs;
+    s->sxx = decay * s->sxx + x * x;
+    s->sxy = decay * s->sxy + x * secs;
+    s->n_obs++;
+    double det = s->s0 * s->sxx - s->sx * s->sx;
+    double mean_x = s->sx / s->s0, mean_y = s->sy / s->s0;
+    double slope = det > 1e-9 * s->s0 * s->s0 ? (s->s0 * s->sxy - s->sx * s->sy) / det : -1;
+    if (slope >= 0) {
+        s->t_tok = slope;
+        s->t1 = mean_y - slope * mean_x;
+    } else {   /* x never varied (or a noisy fit): the prior ratio */
+        s->t1 = mean_y / (1 + mean_x / 20);
+        s->t_tok = s->t1 / 20;
+    }
+    if (!(s->t1 > 0)) s->t1 = mean_y > 0 ? mean_y : 1e-3;
+}

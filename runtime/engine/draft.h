@@ -1,0 +1,39 @@
+/* runtime/engine/draft.h — drafting tokens for speculative decoding, and choosing how many.
+ *
+ * Under streaming a token costs a pass over the weights; verifying k drafted tokens in the same
+ * pass costs the same reads plus k tokens of compute.  The drafter here needs no model: it looks the
+ * last few tokens up in the context so far (prompt lookup) and in a text the user gives (the
+ * document being edited or quoted), and proposes what followed there.
+ */
+#ifndef SL_RUNTIME_DRAFT_H
+#define SL_RUNTIME_DRAFT_H
+
+#include <stdint.h>
+
+#define SL_DRAFT_NGRAM_MAX 4   /* longest suffix looked up */
+#define SL_DRAFT_NGRAM_MIN 1   /* shortest */
+
+/* Up to k tokens that followed the longest suffix of hist[0..n_hist) (SL_DRAFT_NGRAM_MAX down to
+ * _MIN tokens) at its most recent earlier occurrence in hist, else in lookup[0..n_lookup); 0 when
+ * the suffix occurs nowhere.  Writes out[0..return). */
+int sl_draft_ngram(const int32_t *hist, int n_hist, const int32_t *lookup, int n_lookup, int k, int32_t *out);
+
+/* The draft length that maximizes expected tokens per second: a pass that verifies k drafts takes
+ * t1 + k * t_tok seconds and yields (1 - a^(k+1)) / (1 - a) tokens when each draft is accepted with
+ * probability a (independently; the last pass position always yields one).  0 <= result <= k_max. */
+int sl_draft_best_k(double a, double t1, double t_tok, int k_max);
+
+/* Running estimates for sl_draft_best_k, from what the passes measured. */
+typedef struct sl_draft_stats {
+    double accept;          /* acceptance rate estimate */
+    double t1;              /* seconds per pass with no drafts */
+    double t_tok;           /* extra seconds per drafted token in a pass */
+    int    n_obs;           /* passes observed */
+    double s0, sx, sy, sxx, sxy;   /* decayed sums for the fit secs = t1 + drafts * t_tok */
+} sl_draft_stats;
+
+void sl_draft_stats_init(sl_draft_stats *s);
+/* One pass of n tokens (1 + drafts) took `secs`; `drafted` tokens were checked, `accepted` kept. */
+void sl_draft_stats_update(sl_draft_stats *s, int n, double secs, int drafted, int accepted);
+
+#endif
