@@ -5,8 +5,9 @@
  * Tolerances (../shared/README.md "llama.cpp vs float64" and "How close should an implementation
  * be?"; logit std ~2 on every model):
  *  exact mode (f32 activations, the file's own dequantized weights):
- *    f32 KV cache vs f64ref: 0.003 (the README's bound for an exact f32 implementation; only
- *      summation order and f32 rounding differ), rms a quarter of it;
+ *    f32 KV cache vs f64ref: 1e-4 (the README's float32 run of the same math is within 6e-6; ours
+ *      differs from it only in summation order and in f32 vs double accumulations: measured
+ *      1.7e-6 .. 4.9e-6, gemma2's 26 blocks the largest), rms a quarter of it;
  *    f16 KV cache vs f64ref: 0.01 (README: "≈ 0.01 with an F16 KV cache like llama.cpp's"),
  *      gemma2 0.015 (26 blocks deep: README suggests 0.015);
  *    vs llama.cpp: llama.cpp's own all-step max to f64ref (table, per model) + our f16-KV bound.
@@ -166,14 +167,14 @@ static void exact_case(const arch_case *k)
             float *l32 = run_model(path, &gs.g, steps, &o32, &V);
             cr_assert_eq((long)steps * V, gs.n);
             float *l16 = run_model(path, &gs.g, steps, &o16, &V);
-            stats s32 = compare(what, l32, gs.f64, steps, V, 0.003);
+            stats s32 = compare(what, l32, gs.f64, steps, V, 1e-4);
             stats s16 = compare(what, l16, gs.f64, steps, V, k->kv16_tol);
             const double ll_tol = (ti ? k->ll_q8 : k->ll_f16) + k->kv16_tol;
             stats sll = compare(what, l16, gs.ll, steps, V, ll_tol);
             fprintf(stderr, "exact %-26s f32 KV vs f64 max %.2e rms %.1e | f16 KV vs f64 max %.5f rms %.6f | vs "
                     "llama.cpp max %.4f\n", what, s32.max, rms(&s32), s16.max, rms(&s16), sll.max);
-            cr_assert_leq(s32.max, 0.003, "%s: f32 KV max |sluice - f64ref| = %g", what, s32.max);
-            cr_assert_leq(rms(&s32), 0.003 / 4, "%s: f32 KV rms = %g", what, rms(&s32));
+            cr_assert_leq(s32.max, 1e-4, "%s: f32 KV max |sluice - f64ref| = %g", what, s32.max);
+            cr_assert_leq(rms(&s32), 1e-4 / 4, "%s: f32 KV rms = %g", what, rms(&s32));
             cr_assert_leq(s16.max, k->kv16_tol, "%s: f16 KV max |sluice - f64ref| = %g", what, s16.max);
             cr_assert_leq(rms(&s16), k->kv16_tol / 4, "%s: f16 KV rms = %g", what, rms(&s16));
             cr_assert_leq(sll.max, ll_tol, "%s: max |sluice - llama.cpp| = %g", what, sll.max);
