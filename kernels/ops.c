@@ -58,6 +58,13 @@ void sl_swiglu(float *gate, const float *up, int n)
 void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
                    float scale, float *att, float *tmp, float *out)
 {
+    sl_attn_heads_capped(q, nq, k, v, type, stride, n, hd, scale, 0.0f, att, tmp, out);
+}
+
+/* Contract: see ops.h.  One body for capped and plain attention (a zero cap skips the one step). */
+void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                          float scale, float softcap, float *att, float *tmp, float *out)
+{
     const sl_kernel_set *ks = sl_kernels();
     const unsigned char *kb = k, *vb = v;
     for (int t = 0; t < n; t++) {
@@ -71,6 +78,7 @@ void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int typ
             att[(size_t)h * n + t] = s * scale;
         }
     }
+    if (softcap > 0) sl_softcap(att, nq * n, softcap);
     for (int h = 0; h < nq; h++) sl_softmax(att + (size_t)h * n, n);
     memset(out, 0, (size_t)nq * hd * sizeof *out);
     for (int t = 0; t < n; t++) {
@@ -83,4 +91,37 @@ void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int typ
             else ks->axpy_f32(o, a, type == SL_TYPE_F32 ? (const float *)row : tmp, hd);
         }
     }
+}
+
+void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, float base, float pos_scale,
+                 const float *freq_div, bool neox)
+{
+    const int half = rot_dim / 2;
+    for (int i = 0; i < half; i++) {
+        double theta = (double)pos * pos_scale * pow((double)base, -2.0 * i / rot_dim);
+        if (freq_div) theta /= freq_div[i];
+        float c = (float)cos(theta), s = (float)sin(theta);
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)h * head_dim;
+            float a = v[i0], b = v[i1];
+            v[i0] = a * c - b * s;
+            v[i1] = a * s + b * c;
+        }
+    }
+}
+
+void sl_geglu(float *gate, const float *up, int n)
+{
+    const float sqrt_2_over_pi = 0.79788456080286535588f, coef_a = 0.044715f;
+    for (int i = 0; i < n; i++) {
+        float u = gate[i];
+        gate[i] = 0.5f * u * (1.0f + tanhf(sqrt_2_over_pi * u * (1.0f + coef_a * u * u))) * up[i];
+    }
+}
+
+void sl_softcap(float *x, int n, float cap)
+{
+    const float inv = 1.0f / cap;
+    for (int i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
 }

@@ -67,4 +67,27 @@ void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols
 void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int64_t rows, size_t row_bytes,
                         float *out, int64_t out_stride);
 
+/* ---- beyond llama (runtime/engine/arch.h) ---------------------------------------------------- */
+
+/* Rotary embedding of either layout, with optional per-pair angle divisors:
+ *   theta_i = pos * pos_scale * base^(-2i/rot_dim) / (freq_div ? freq_div[i] : 1),  i < rot_dim/2,
+ * rotating (x[2i], x[2i+1]) when neox is false (as sl_rope) or (x[i], x[i + rot_dim/2]) when true
+ * (GGML "neox": the two halves of the rotated part of each head).  Dims past rot_dim are left alone.
+ * With neox false and freq_div NULL the results are sl_rope's, bit for bit. */
+void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, float base, float pos_scale,
+                 const float *freq_div, bool neox);
+
+/* gate[i] = gelu(gate[i]) * up[i], gelu in its tanh form 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))),
+ * evaluated in f32 (ggml evaluates it through an f16 table; see ../shared/README.md "gemma2"). */
+void sl_geglu(float *gate, const float *up, int n);
+
+/* x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft-capping), computed as ggml does: the
+ * division as a product with 1/cap. */
+void sl_softcap(float *x, int n, float cap);
+
+/* sl_attn_heads with the scores soft-capped before the softmax (softcap 0: none, exactly
+ * sl_attn_heads): att_h[t] = softcap * tanh(scale * (q_h . K[t]) / softcap). */
+void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                          float scale, float softcap, float *att, float *tmp, float *out);
+
 #endif

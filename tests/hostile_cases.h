@@ -225,6 +225,36 @@ static void b_vocab_rows_mismatch(gc_file *f)
     T(f, "token_embd.weight")->ne[1] -= 1;
     T(f, "output.weight")->ne[1] -= 1;
 }
+/* ---- hyperparameters and tensors llama.cpp reads (issue 20 item 4) ---- */
+static void b_rope_base_inf(gc_file *f) { base(f); set_f32(K(f, "llama.rope.freq_base"), INFINITY); }
+static void b_rope_factor_no_type(gc_file *f) { base(f); gc_kv_f32(f, "llama.rope.scaling.factor", 4.0f); }
+static void b_rope_scale_linear_legacy(gc_file *f) { base(f); gc_kv_f32(f, "llama.rope.scale_linear", 2.0f); }
+static void b_rope_factor_zero(gc_file *f) { base(f); gc_kv_f32(f, "llama.rope.scaling.factor", 0.0f); }
+static void b_rope_factor_negative(gc_file *f) { base(f); gc_kv_f32(f, "llama.rope.scaling.factor", -2.0f); }
+static void b_rope_factor_nan(gc_file *f) { base(f); gc_kv_f32(f, "llama.rope.scaling.factor", NAN); }
+static void b_rope_factor_string(gc_file *f) { base(f); gc_kv_str(f, "llama.rope.scaling.factor", "4"); }
+static void b_rope_type_u32(gc_file *f) { base(f); gc_kv_u32(f, "llama.rope.scaling.type", 1); }
+static void b_rope_type_yarn(gc_file *f)
+{
+    base(f);
+    gc_kv_str(f, "llama.rope.scaling.type", "yarn");
+    gc_kv_f32(f, "llama.rope.scaling.factor", 4.0f);
+}
+static void b_rope_dims_short(gc_file *f) { base(f); set_u32(K(f, "llama.rope.dimension_count"), 8); }
+static void b_expert_count(gc_file *f) { base(f); gc_kv_u32(f, "llama.expert_count", 8); }
+static void b_extra_block(gc_file *f)
+{
+    base(f);   /* block 1's attention norm in a file whose block_count is 1 */
+    gc_tensor_add(f, "blk.1.attn_norm.weight", 0, 1, (uint64_t[]){ 32 }, 1.0f, 0.1f);
+}
+static void b_unused_bias(gc_file *f) { base(f); gc_tensor_add(f, "blk.0.attn_q.bias", 0, 1, (uint64_t[]){ 32 }, 0, 0.5f); }
+static void b_rope_freqs_zero(gc_file *f)
+{
+    base(f);   /* head_dim 16: 8 factors, one of them 0 (a division by zero in every angle it scales) */
+    gc_tensor *t = gc_tensor_add(f, "rope_freqs.weight", 0, 1, (uint64_t[]){ 8 }, 1.0f, 0.0f);
+    gc_tensor_set_f32(t, 5, 0.0f);
+}
+static void b_rope_freqs_short(gc_file *f) { base(f); gc_tensor_add(f, "rope_freqs.weight", 0, 1, (uint64_t[]){ 7 }, 1.0f, 0.0f); }
 /* ---- tokenizer ---- */
 static void b_tok_missing_tokens(gc_file *f) { base(f); gc_del_kv(f, "tokenizer.ggml.tokens"); }
 static void b_tok_missing_model(gc_file *f) { base(f); gc_del_kv(f, "tokenizer.ggml.model"); }
@@ -346,6 +376,21 @@ static const hcase g_cases[] = {
     { "wrong_shape",         "attn_q is 32 x 16, not 32 x 32", b_wrong_shape, NULL, H_MODEL, E(EINVAL), "shape", NULL },
     { "tensor_3d",           "attn_q folded to 32 x 16 x 2", b_3d_tensor, NULL, H_MODEL, E(EINVAL), "shape", NULL },
     { "unsupported_q2k",     "ffn_down stored as Q2_K", b_unsupported_q2k, NULL, H_MODEL, E(ENOTSUP), "not support", NULL },
+    { "rope_base_inf",       "rope freq_base +Inf", b_rope_base_inf, NULL, H_MODEL, E(EINVAL), "out of range", NULL },
+    { "rope_factor_no_type", "rope.scaling.factor 4 without rope.scaling.type (linear, as llama.cpp reads it)", b_rope_factor_no_type, NULL, H_OK, 0, NULL, NULL },
+    { "rope_scale_linear_legacy","legacy rope.scale_linear 2 (linear)", b_rope_scale_linear_legacy, NULL, H_OK, 0, NULL, NULL },
+    { "rope_factor_zero",    "rope.scaling.factor 0", b_rope_factor_zero, NULL, H_MODEL, E(EINVAL), "must be > 0", NULL },
+    { "rope_factor_negative","rope.scaling.factor -2", b_rope_factor_negative, NULL, H_MODEL, E(EINVAL), "must be > 0", NULL },
+    { "rope_factor_nan",     "rope.scaling.factor NaN", b_rope_factor_nan, NULL, H_MODEL, E(EINVAL), "not a finite number", NULL },
+    { "rope_factor_string",  "rope.scaling.factor is a string", b_rope_factor_string, NULL, H_MODEL, E(EINVAL), "must be a float", NULL },
+    { "rope_type_u32",       "rope.scaling.type is a u32", b_rope_type_u32, NULL, H_MODEL, E(EINVAL), "must be a string", NULL },
+    { "rope_type_yarn",      "rope.scaling.type yarn (not implemented)", b_rope_type_yarn, NULL, H_MODEL, E(ENOTSUP), "supported: none, linear", NULL },
+    { "rope_dims_short",     "rope.dimension_count 8 with head_dim 16 (llama rotates whole heads)", b_rope_dims_short, NULL, H_MODEL, E(EINVAL), "differs from the head size", NULL },
+    { "expert_count",        "llama.expert_count 8 (a mixture of experts)", b_expert_count, NULL, H_MODEL, E(ENOTSUP), "mixture-of-experts", NULL },
+    { "extra_block",         "a blk.1 tensor with block_count 1", b_extra_block, NULL, H_MODEL, E(ENOTSUP), "block_count is 1", NULL },
+    { "unused_tensor",       "blk.0.attn_q.bias in a llama file (a tensor nothing uses)", b_unused_bias, NULL, H_MODEL, E(ENOTSUP), "not part of a llama model", NULL },
+    { "rope_freqs_zero",     "rope_freqs.weight with a 0 factor", b_rope_freqs_zero, NULL, H_MODEL, E(EINVAL), "rope factors must be > 0", NULL },
+    { "rope_freqs_short",    "rope_freqs.weight of 7 factors for 8 rotated pairs", b_rope_freqs_short, NULL, H_MODEL, E(EINVAL), "shape", NULL },
     { "vocab_rows_mismatch", "embedding/output have one row fewer than the vocabulary", b_vocab_rows_mismatch, NULL, H_RUN, 0, "vocabulary has", NULL },
     { "tok_missing_tokens",  "no tokenizer.ggml.tokens", b_tok_missing_tokens, NULL, H_VOCAB, E(EINVAL), "tokenizer.ggml.tokens", NULL },
     { "tok_missing_model",   "no tokenizer.ggml.model", b_tok_missing_model, NULL, H_VOCAB, E(EINVAL), "tokenizer.ggml.model", NULL },

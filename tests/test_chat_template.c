@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader/gguf.h"
 #include "runtime/text/chat_template.h"
 
 static const sl_chat_msg two_turns[] = {
@@ -53,6 +54,11 @@ static const ref two_turn_refs[] = {
                "<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n"
                "<start_of_turn>model\n" },
     { "plain", "You are a helpful assistant\n\nUser: Hello\nAssistant: Hi there \nUser: Who are you\nAssistant:" },
+    { "phi3", "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\n Hi there <|end|>\n"
+              "<|user|>\nWho are you<|end|>\n<|assistant|>\n" },
+    { "phi4", "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello<|im_end|>"
+              "<|im_start|>assistant<|im_sep|> Hi there <|im_end|><|im_start|>user<|im_sep|>Who are you<|im_end|>"
+              "<|im_start|>assistant<|im_sep|>" },
 };
 
 static void expect_render(const char *name, const sl_chat_msg *m, int n, const char *want)
@@ -112,6 +118,13 @@ static const ref llamacpp_refs[] = {
                            "am an assistant   </s>[INST]Another question[/INST]" },
     { "mistral-v7", "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] "
                     "Who are you[/INST]    I am an assistant   </s>[INST] Another question[/INST]" },
+    { "phi3", "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
+              "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\nAnother question"
+              "<|end|>\n<|assistant|>\n" },
+    { "phi4", "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello<|im_end|>"
+              "<|im_start|>assistant<|im_sep|>Hi there<|im_end|><|im_start|>user<|im_sep|>Who are you<|im_end|>"
+              "<|im_start|>assistant<|im_sep|>   I am an assistant   <|im_end|><|im_start|>user<|im_sep|>Another question"
+              "<|im_end|><|im_start|>assistant<|im_sep|>" },
 };
 
 Test(chat_template, llama_cpp_reference_outputs)
@@ -174,9 +187,10 @@ Test(chat_template, detect)
         /* names are accepted as templates too (llama.cpp's --chat-template convention) */
         { "llama3", SL_TMPL_LLAMA3 },
         { "gemma", SL_TMPL_GEMMA },
+        { "{{'<|user|>' + '\\n' + message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}", SL_TMPL_PHI3 },
+        { "{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}", SL_TMPL_PHI4 },
         /* other families must not be mistaken for a supported one */
-        { "{{'<|user|>' + '\\n' + message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}", SL_TMPL_UNKNOWN },
-        { "{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}", SL_TMPL_UNKNOWN },
+        { "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<end_of_utterance>\\n'}}", SL_TMPL_UNKNOWN },
         { "{{ 'Human: ' + message['content'] + '\\n\\nAssistant: ' + eos_token }}", SL_TMPL_UNKNOWN },
         { "", SL_TMPL_UNKNOWN },
     };
@@ -194,10 +208,27 @@ Test(chat_template, stop_markers)
     cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_LLAMA3), "<|eot_id|>");
     cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_GEMMA), "<end_of_turn>");
     cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_ZEPHYR), "<|endoftext|>");
+    cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_PHI3), "<|end|>");
+    cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_PHI4), "<|im_end|>");
     cr_expect_null(sl_chat_template_end_token(SL_TMPL_LLAMA2));
     cr_expect_str_eq(sl_chat_template_stop_text(SL_TMPL_PLAIN), "\nUser:");
     cr_expect_null(sl_chat_template_stop_text(SL_TMPL_CHATML));
     /* the list in help texts names every template */
     for (int t = 0; t < SL_TMPL_COUNT; t++)
         cr_expect(strstr(sl_chat_template_names(), sl_chat_template_name(t)), "%s missing from the list", sl_chat_template_name(t));
+}
+
+/* The Qwen tokenizer's own template (../shared vocab/ggml-vocab-qwen2.rebuilt.gguf: Qwen3's
+ * tokenizer_config.json template, tool calls and <think> blocks around ChatML turns) is ChatML. */
+Test(chat_template, qwen_vocab_template_is_chatml)
+{
+    char err[256];
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open(SL_SHARED_DIR "/vocab/ggml-vocab-qwen2.rebuilt.gguf", &g, err, sizeof err), 0, "%s", err);
+    sl_str t;
+    cr_assert(sl_gguf_get_str(g, "tokenizer.chat_template", &t));
+    char *s = strndup(t.ptr, t.len);
+    cr_expect_eq(sl_chat_template_detect(s), SL_TMPL_CHATML);
+    free(s);
+    sl_gguf_close(g);
 }

@@ -82,6 +82,7 @@ TSV_TEST(starcoder, "ggml-vocab-starcoder", "vocab/ggml-vocab-starcoder.gguf")
 TSV_TEST(refact, "ggml-vocab-refact", "vocab/ggml-vocab-refact.gguf")
 TSV_TEST(deepseek_coder, "ggml-vocab-deepseek-coder", "vocab/ggml-vocab-deepseek-coder.gguf")
 TSV_TEST(deepseek_llm, "ggml-vocab-deepseek-llm", "vocab/ggml-vocab-deepseek-llm.gguf")
+TSV_TEST(qwen2, "ggml-vocab-qwen2.rebuilt", "vocab/ggml-vocab-qwen2.rebuilt.gguf")
 
 /* Family and pre-tokenizer as the metadata says (gpt-neox has no tokenizer.ggml.pre). */
 Test(tokenizer_golden, families)

@@ -24,6 +24,7 @@
  */
 #include "loader/gguf.h"
 #include "loader/gguf_write.h"
+#include "tools/sluice-gen/gen.h"
 #include "kernels/types.h"
 #include "kernels/f16.h"
 
@@ -83,38 +84,6 @@ static const char *vocab_dir(void) { return vocab_dir_for("ggml-vocab-llama-spm.
 #define NSLOT       6
 #define MAX_THREADS 16
 
-/* ---- shapes ------------------------------------------------------------------------------- */
-
-typedef struct shape {
-    const char *name;
-    int dim, layers, heads, kv_heads, ffn, vocab, ctx;
-    float theta;
-    const char *vocab_file;
-    double ref_q4km;         /* bytes of the public llama.cpp Q4_K_M file, for the size check */
-} shape;
-
-/* Hyperparameters from the models' config.json (Mistral: v0.2, rope_theta 1e6, 32k context). */
-static const shape SHAPES[] = {
-    { "tinyllama-1.1b", 2048, 22, 32,  4,  5632,  32000,  2048, 1e4f, "ggml-vocab-llama-spm.gguf",       0.668e9 },
-    { "llama2-7b",      4096, 32, 32, 32, 11008,  32000,  4096, 1e4f, "ggml-vocab-llama-spm.gguf",       4.08e9 },
-    { "llama3-8b",      4096, 32, 32,  8, 14336, 128256,  8192, 5e5f, "ggml-vocab-llama-bpe.rebuilt.gguf", 4.92e9 },
-    { "mistral-7b",     4096, 32, 32,  8, 14336,  32000, 32768, 1e6f, "ggml-vocab-llama-spm.gguf",       4.37e9 },
-    { "llama2-13b",     5120, 40, 40, 40, 13824,  32000,  4096, 1e4f, "ggml-vocab-llama-spm.gguf",       7.87e9 },
-};
-#define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
-
-/* File types: llama.cpp's LLAMA_FTYPE numbers go into general.file_type. */
-enum ftype { FT_F16 = 1, FT_Q4_0 = 2, FT_Q8_0 = 7, FT_Q4_K_M = 15 };
-
-typedef struct opts {
-    shape s;
-    bool custom, tied, quiet, dry_run;
-    int ftype, threads;
-    uint64_t seed;
-    const char *out, *vocab, *ftype_name;
-    int vocab_size_arg;
-} opts;
-
 /* ---- usage -------------------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -123,7 +92,9 @@ static void usage(FILE *f)
 "usage: sluice-gen --shape NAME|custom --type Q4_K_M|Q8_0|Q4_0|F16 --out FILE [options]\n"
 "  Writes a synthetic llama GGUF: real shapes, tensor order, llama.cpp type mix and file size,\n"
 "  the real tokenizer, random weights (no language ability).\n"
-"shapes: tinyllama-1.1b llama2-7b llama3-8b mistral-7b llama2-13b, or custom (needs --dim\n"
+"shapes: tinyllama-1.1b llama2-7b llama3-8b mistral-7b llama2-13b llama3.1-8b qwen2.5-7b qwen3-8b\n"
+"  gemma2-9b phi3-medium-14b mistral-nemo-12b (their architectures' tensor sets; vocabularies\n"
+"  without a file here are a real one padded to the real size), or custom (a llama; needs --dim\n"
 "  --layers --heads --ffn); the options below override a named shape's values.\n"
 "  --seed N          weights are a pure function of (seed, tensor, block)      [1]\n"
 "  --vocab FILE      GGUF whose tokenizer.* keys are copied; the model's vocab size is its token\n"
@@ -143,7 +114,8 @@ static void usage(FILE *f)
 "  does not matter.\n"
 "type mix (llama.cpp llama_tensor_get_type): Q4_K_M: Q4_K, with Q6_K for output (and a tied\n"
 "  token_embd) and for attn_v/ffn_down of layers i < L/8, i >= 7L/8, (i - L/8) %% 3 == 2;\n"
-"  Q4_0: Q4_0, output Q6_K; Q8_0: all Q8_0; F16: all F16; norms always F32.\n",
+"  Q5_K for a fused attn_qkv (phi3); Q4_0: Q4_0, output Q6_K; Q8_0: all Q8_0; F16: all F16;\n"
+"  1-D tensors (norms, biases, rope factors) always F32.\n",
             vocab_dir(), MAX_THREADS);
 }
 
@@ -214,12 +186,13 @@ static void parse_args(int argc, char **argv, opts *o)
     if (!strcmp(shape_name, "custom")) {
         if (dim < 0 || layers < 0 || heads < 0 || ffn < 0) bad_args("--shape custom needs --dim, --layers, --heads and --ffn");
         o->custom = true;
-        o->s = (shape){ "custom", dim, layers, heads, heads, ffn, 0, 2048, 1e4f, "ggml-vocab-llama-spm.gguf", 0 };
+        o->s = (shape){ "custom", GA_LLAMA, dim, layers, heads, heads, ffn, 0, 2048, 1e4f, "ggml-vocab-llama-spm.gguf", 0, .head_dim = 0 };
     } else {
         int k = 0;
-        while (k < N_SHAPES && strcmp(SHAPES[k].name, shape_name)) k++;
-        if (k == N_SHAPES) bad_args("unknown shape '%s'", shape_name);
-        o->s = SHAPES[k];
+        while (k < GEN_N_SHAPES && strcmp(GEN_SHAPES[k].name, shape_name)) k++;
+        if (k == GEN_N_SHAPES) bad_args("unknown shape '%s'", shape_name);
+        o->s = GEN_SHAPES[k];
+        o->tied = o->tied || o->s.tied;
         if (dim > 0 || layers > 0 || heads > 0 || kv > 0 || ffn > 0) o->custom = true;   /* no size reference */
     }
     if (dim > 0) o->s.dim = dim;
@@ -239,117 +212,14 @@ static void parse_args(int argc, char **argv, opts *o)
 
     const shape *s = &o->s;
     if (s->dim % s->heads) bad_args("dim %d is not a multiple of heads %d", s->dim, s->heads);
-    if ((s->dim / s->heads) % 2) bad_args("head dim %d must be even (RoPE rotates pairs)", s->dim / s->heads);
+    if (gen_head_dim(s) % 2) bad_args("head dim %d must be even (RoPE rotates pairs)", gen_head_dim(s));
     if (s->heads % s->kv_heads) bad_args("heads %d is not a multiple of kv-heads %d", s->heads, s->kv_heads);
     /* Row lengths are dim and ffn: each must split into whole blocks of every type used.  llama.cpp
      * would fall back to Q5_0/Q5_1/Q8_0 for odd shapes; sluice-gen generates no such fallbacks. */
     int need = o->ftype == FT_Q4_K_M ? 256 : o->ftype == FT_F16 ? 1 : 32;
-    if (s->dim % need || s->ffn % need)
-        bad_args("--type %s needs dim and ffn to be multiples of %d (got %d, %d)", t, need, s->dim, s->ffn);
-}
-
-/* ---- tensor plan -------------------------------------------------------------------------- */
-
-enum kind { K_EMBD, K_OUT_NORM, K_OUTPUT, K_ATTN_NORM, K_Q, K_K, K_V, K_O, K_FFN_NORM, K_GATE, K_UP, K_DOWN };
-
-typedef struct tplan {
-    char name[64];
-    enum kind kind;
-    int type, layer;
-    int64_t ne[2];
-    int n_dims;
-    float sigma;             /* target element std (norms: noise std around 1) */
-    uint64_t nbytes, unit_bytes, n_units, key;
-    float d0;                /* quantized types: base super-block scale */
-} tplan;
-
-/* llama.cpp's use_more_bits(): the layers that Q4_K_M gives Q6_K for attn_v and ffn_down. */
-static bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
-
-/* Type of one tensor under the file type, as llama.cpp's llama_tensor_get_type picks it. */
-static int pick_type(const opts *o, enum kind k, int layer)
-{
-    if (k == K_OUT_NORM || k == K_ATTN_NORM || k == K_FFN_NORM) return SL_TYPE_F32;   /* 1-D: never quantized */
-    bool out_like = k == K_OUTPUT || (o->tied && k == K_EMBD);
-    switch (o->ftype) {
-    case FT_F16:  return SL_TYPE_F16;
-    case FT_Q8_0: return SL_TYPE_Q8_0;
-    case FT_Q4_0: return out_like ? (o->s.dim % 256 == 0 ? SL_TYPE_Q6_K : SL_TYPE_Q8_0) : SL_TYPE_Q4_0;
-    default:
-        if (out_like) return SL_TYPE_Q6_K;
-        if ((k == K_V || k == K_DOWN) && more_bits(layer, o->s.layers)) return SL_TYPE_Q6_K;
-        return SL_TYPE_Q4_K;
-    }
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1)
-{
-    tplan *t = &p[(*n)++];
-    memset(t, 0, sizeof *t);
-    if (layer >= 0) snprintf(t->name, sizeof t->name, "blk.%d.%s.weight", layer, name);
-    else snprintf(t->name, sizeof t->name, "%s.weight", name);
-    t->kind = k;
-    t->layer = layer;
-    t->type = pick_type(o, k, layer);
-    t->ne[0] = ne0;
-    t->ne[1] = ne1;
-    t->n_dims = ne1 > 0 ? 2 : 1;
-    if (k == K_OUT_NORM || k == K_ATTN_NORM || k == K_FFN_NORM) t->sigma = 0.1f;
-    else if (k == K_EMBD) t->sigma = 1.0f;
-    else if (k == K_OUTPUT) t->sigma = 1.0f / sqrtf((float)o->s.dim);
-    else t->sigma = 1.0f / sqrtf((float)ne0);
-    t->key = fnv1a(t->name);
-}
-
-/* Layer tensors in the order of `order` (kinds), each with its shape. */
-static void add_layer(tplan *p, int *n, const opts *o, int l, const enum kind *order)
-{
-    const shape *s = &o->s;
-    int64_t kvd = (int64_t)s->dim / s->heads * s->kv_heads;
-    for (int j = 0; j < 9; j++) {
-        switch (order[j]) {
-        case K_ATTN_NORM: add_plan(p, n, o, K_ATTN_NORM, l, "attn_norm", s->dim, 0); break;
-        case K_Q:         add_plan(p, n, o, K_Q, l, "attn_q", s->dim, s->dim); break;
-        case K_K:         add_plan(p, n, o, K_K, l, "attn_k", s->dim, kvd); break;
-        case K_V:         add_plan(p, n, o, K_V, l, "attn_v", s->dim, kvd); break;
-        case K_O:         add_plan(p, n, o, K_O, l, "attn_output", s->dim, s->dim); break;
-        case K_FFN_NORM:  add_plan(p, n, o, K_FFN_NORM, l, "ffn_norm", s->dim, 0); break;
-        case K_GATE:      add_plan(p, n, o, K_GATE, l, "ffn_gate", s->dim, s->ffn); break;
-        case K_UP:        add_plan(p, n, o, K_UP, l, "ffn_up", s->dim, s->ffn); break;
-        case K_DOWN:      add_plan(p, n, o, K_DOWN, l, "ffn_down", s->ffn, s->dim); break;
-        default: break;
-        }
-    }
-}
-
-/* The tensor list in file order.  Quantized files use llama-quantize's order (its weights map is
- * sorted by layer, then name: output, output_norm, token_embd, then each block's tensors by name),
- * F16 files the converter's (token_embd, blocks, output_norm, output) — as in shared/models. */
-static int build_plan(const opts *o, int64_t vocab, tplan *p)
-{
-    static const enum kind conv[9] = { K_ATTN_NORM, K_Q, K_K, K_V, K_O, K_FFN_NORM, K_GATE, K_UP, K_DOWN };
-    static const enum kind sorted[9] = { K_K, K_ATTN_NORM, K_O, K_Q, K_V, K_DOWN, K_GATE, K_FFN_NORM, K_UP };
-    int n = 0;
-    int dim = o->s.dim;
-    if (o->ftype == FT_F16) {
-        add_plan(p, &n, o, K_EMBD, -1, "token_embd", dim, vocab);
-        for (int l = 0; l < o->s.layers; l++) add_layer(p, &n, o, l, conv);
-        add_plan(p, &n, o, K_OUT_NORM, -1, "output_norm", dim, 0);
-        if (!o->tied) add_plan(p, &n, o, K_OUTPUT, -1, "output", dim, vocab);
-    } else {
-        if (!o->tied) add_plan(p, &n, o, K_OUTPUT, -1, "output", dim, vocab);
-        add_plan(p, &n, o, K_OUT_NORM, -1, "output_norm", dim, 0);
-        add_plan(p, &n, o, K_EMBD, -1, "token_embd", dim, vocab);
-        for (int l = 0; l < o->s.layers; l++) add_layer(p, &n, o, l, sorted);
-    }
-    return n;
+    if (s->dim % need || s->ffn % need || (gen_head_dim(s) * s->heads) % need)
+        bad_args("--type %s needs dim, ffn and heads x head_dim to be multiples of %d (got %d, %d, %d)", t, need, s->dim,
+                 s->ffn, gen_head_dim(s) * s->heads);
 }
 
 /* ---- random numbers and quant tables ------------------------------------------------------ */
@@ -364,9 +234,9 @@ static inline uint64_t mix64(uint64_t z)
 static inline uint64_t next64(uint64_t *s) { return mix64(*s += 0x9e3779b97f4a7c15ull); }
 
 static float gauss_tab[65536];            /* Φ⁻¹((i + 0.5) / 65536): symmetric, tails ±4.17 */
-static uint8_t q4k_tab[65536], q6k_tab[65536], q40_tab[65536];
+static uint8_t q4k_tab[65536], q5k_tab[65536], q6k_tab[65536], q40_tab[65536];
 static int8_t q80_tab[65536];
-static double q4k_std, q6k_std, q40_std, q80_std;
+static double q4k_std, q5k_std, q6k_std, q40_std, q80_std;
 
 /* Inverse normal CDF by bisection on erfc: slow but obviously right; runs once (≈ 30 ms). */
 static void init_tables(void)
@@ -380,7 +250,7 @@ static void init_tables(void)
         gauss_tab[i] = (float)(0.5 * (lo + hi));
         gauss_tab[65535 - i] = -gauss_tab[i];
     }
-    double s4k = 0, s6k = 0, s40 = 0, s80 = 0;
+    double s4k = 0, s5k = 0, s6k = 0, s40 = 0, s80 = 0;
     for (int i = 0; i < 65536; i++) {
         double z = gauss_tab[i];
         /* floor(8 + 3.6z) and floor(8 - 3.6z) sum to 15: the Q4_K table is symmetric about 7.5. */
@@ -389,8 +259,13 @@ static void init_tables(void)
         int c = (int)lrint(3.7 * z); c = c < -7 ? -7 : c > 7 ? 7 : c;         /* Q4_0: q - 8 */
         int e = (int)lrint(55 * z); e = e < -127 ? -127 : e > 127 ? 127 : e;  /* Q8_0 */
         q4k_tab[i] = (uint8_t)a; q6k_tab[i] = (uint8_t)(b + 32); q40_tab[i] = (uint8_t)(c + 8); q80_tab[i] = (int8_t)e;
+        /* Q5_K: floor(16 + 7.2z) clipped to 0..31, symmetric about 15.5 like Q4_K's about 7.5 */
+        int f5 = (int)floor(16 + 7.2 * z); f5 = f5 < 0 ? 0 : f5 > 31 ? 31 : f5;
+        q5k_tab[i] = (uint8_t)f5;
+        s5k += (f5 - 15.5) * (f5 - 15.5);
         s4k += (a - 7.5) * (a - 7.5); s6k += b * b; s40 += c * c; s80 += e * e;
     }
+    q5k_std = sqrt(s5k / 65536);
     q4k_std = sqrt(s4k / 65536); q6k_std = sqrt(s6k / 65536); q40_std = sqrt(s40 / 65536); q80_std = sqrt(s80 / 65536);
 }
 
@@ -415,6 +290,7 @@ static void plan_units(tplan *t)
     double denom = 1;
     switch (t->type) {
     case SL_TYPE_Q4_K: denom = JIT_RMS * rms_uniform_int(32, 63) * q4k_std; break;
+    case SL_TYPE_Q5_K: denom = JIT_RMS * rms_uniform_int(32, 63) * q5k_std; break;
     case SL_TYPE_Q6_K: denom = JIT_RMS * rms_uniform_int(64, 127) * q6k_std; break;
     case SL_TYPE_Q4_0: denom = JIT_RMS * q40_std; break;
     case SL_TYPE_Q8_0: denom = JIT_RMS * q80_std; break;
@@ -423,9 +299,49 @@ static void plan_units(tplan *t)
     t->d0 = (float)(t->sigma / denom);
 }
 
+static float g_theta;   /* rope base, for rope_freqs.weight */
+
 /* ---- block synthesis ---------------------------------------------------------------------- */
 
 static inline void put_f16(uint8_t *p, float v) { uint16_t h = sl_f32_to_f16(v); memcpy(p, &h, 2); }
+
+/* The K-quant super-block header of Q4_K and Q5_K: f16 d, f16 dmin = mid * d, and 8 sub-block
+ * scales 32..63 from r, each used as its own min, so every sub-block is centred on the quant
+ * table's midpoint `mid`; packed as ggml packs them (low 6 bits, high 2 bits of 4..7 on top). */
+static void k_header(uint8_t *dst, float d, float mid, uint64_t r)
+{
+    uint8_t sc[8], *sb = dst + 4;
+    for (int j = 0; j < 8; j++, r >>= 5) sc[j] = (uint8_t)(32 + (r & 31));
+    uint16_t dh = sl_f32_to_f16(d);
+    uint16_t mh = sl_f32_to_f16(mid * sl_f16_to_f32(dh));
+    memcpy(dst, &dh, 2);
+    memcpy(dst + 2, &mh, 2);
+    for (int j = 0; j < 4; j++) {
+        sb[j]     = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        sb[j + 4] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        sb[j + 8] = (uint8_t)((sc[j + 4] & 15) | (sc[j + 4] & 15) << 4);
+    }
+}
+
+/* One Q5_K block: the header (midpoint 15.5), qh[32], qs[128].  Element e: sub-block pair
+ * p = e / 64; low nibble of qs[32p + l] (high nibble for the pair's second sub-block), fifth bit
+ * in bit 2p (2p + 1) of qh[l], l = e % 32 (ggml's dequantize_row_q5_K layout). */
+static void gen_q5_k(uint8_t *dst, float d, uint64_t *s)
+{
+    uint8_t *qh = dst + 16, *qs = dst + 48;
+    k_header(dst, d, 15.5f, next64(s));
+    memset(qh, 0, 32);
+    memset(qs, 0, 128);
+    for (int e = 0; e < 256; e += 4) {
+        uint64_t r = next64(s);
+        for (int k = 0; k < 4; k++, r >>= 16) {
+            const int x = e + k, pr = x / 64, hi = (x % 64) >= 32, l = x % 32;
+            const uint8_t q = q5k_tab[r & 0xffff];
+            qs[32 * pr + l] |= (uint8_t)((q & 15) << (4 * hi));
+            qh[l] |= (uint8_t)((q >> 4) << (2 * pr + hi));
+        }
+    }
+}
 
 /* Fill `dst` with units [first, first + n) of tensor t.  Pure function of (seed, t, unit). */
 static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n, uint8_t *dst)
@@ -434,12 +350,19 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
         uint64_t s = mix64(seed ^ mix64(t->key + mix64(u + 0x632be59bd9b4e019ull)));
         uint64_t r = next64(&s);
         float d = t->d0 * (0.8f + 0.4f * (float)(r >> 40) * 0x1p-24f);
+        if (t->kind == K_ROPE_FREQS) {   /* not random: the factors a converter writes (one row) */
+            float *f = malloc((size_t)t->ne[0] * 2 * sizeof *f);
+            if (f) gen_rope_freqs((int)t->ne[0] * 2, g_theta, f);
+            for (int64_t i = 0; i < t->ne[0]; i++) memcpy(dst + 4 * i, f ? &f[i] : &(float){ 1.0f }, 4);
+            free(f);
+            continue;
+        }
         switch (t->type) {
         case SL_TYPE_F32:
             for (int64_t i = 0; i < t->ne[0]; i += 4) {
                 r = next64(&s);
                 for (int k = 0; k < 4 && i + k < t->ne[0]; k++, r >>= 16) {
-                    float v = 1.0f + t->sigma * gauss_tab[r & 0xffff];
+                    float v = t->center + t->sigma * gauss_tab[r & 0xffff];
                     memcpy(dst + 4 * (i + k), &v, 4);
                 }
             }
@@ -467,19 +390,7 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
             }
             break;
         case SL_TYPE_Q4_K: { /* f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles */
-            uint8_t sc[8], *sb = dst + 4;
-            r = next64(&s);
-            for (int j = 0; j < 8; j++, r >>= 5) sc[j] = (uint8_t)(32 + (r & 31));
-            uint16_t dh = sl_f32_to_f16(d);
-            /* min = scale, dmin = 7.5 d: every sub-block is centred on the table's midpoint 7.5. */
-            uint16_t mh = sl_f32_to_f16(7.5f * sl_f16_to_f32(dh));
-            memcpy(dst, &dh, 2);
-            memcpy(dst + 2, &mh, 2);
-            for (int j = 0; j < 4; j++) {   /* ggml's packing: low 6 bits, high 2 bits of 4..7 on top */
-                sb[j]     = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 4] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                sb[j + 8] = (uint8_t)((sc[j + 4] & 15) | (sc[j + 4] & 15) << 4);
-            }
+            k_header(dst, d, 7.5f, next64(&s));
             uint8_t *qs = dst + 16;
             for (int i = 0; i < 128; i += 2) {   /* elements are i.i.d.: nibble placement is free */
                 r = next64(&s);
@@ -488,6 +399,9 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
             }
             break;
         }
+        case SL_TYPE_Q5_K:
+            gen_q5_k(dst, d, &s);
+            break;
         case SL_TYPE_Q6_K: { /* ql[128], qh[64], int8 scales[16], f16 d; x = d * sc * (q - 32) */
             uint8_t *ql = dst, *qh = dst + 128;
             int8_t *sc = (int8_t *)(dst + 192);
@@ -639,38 +553,6 @@ out:
     return rc;
 }
 
-/* ---- metadata ----------------------------------------------------------------------------- */
-
-/* Key/values in the order llama-quantize leaves them: general, llama.*, tokenizer.*, then
- * quantization_version and file_type.  Types match llama.cpp's loader (u32 / f32 / string). */
-static int write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t vocab)
-{
-    const shape *s = &o->s;
-    char desc[256];
-    snprintf(desc, sizeof desc, "SYNTHETIC random weights (sluice-gen --shape %s --type %s --seed %" PRIu64
-             "): real shapes and sizes, no language ability", s->name, o->ftype_name, o->seed);
-    sl_gguf_writer_kv_str(w, "general.architecture", "llama");
-    sl_gguf_writer_kv_str(w, "general.name", s->name);
-    sl_gguf_writer_kv_str(w, "general.description", desc);
-    sl_gguf_writer_kv_u32(w, "general.alignment", 32);
-    sl_gguf_writer_kv_u32(w, "llama.context_length", (uint32_t)s->ctx);
-    sl_gguf_writer_kv_u32(w, "llama.embedding_length", (uint32_t)s->dim);
-    sl_gguf_writer_kv_u32(w, "llama.block_count", (uint32_t)s->layers);
-    sl_gguf_writer_kv_u32(w, "llama.feed_forward_length", (uint32_t)s->ffn);
-    sl_gguf_writer_kv_u32(w, "llama.rope.dimension_count", (uint32_t)(s->dim / s->heads));
-    sl_gguf_writer_kv_u32(w, "llama.attention.head_count", (uint32_t)s->heads);
-    sl_gguf_writer_kv_u32(w, "llama.attention.head_count_kv", (uint32_t)s->kv_heads);
-    sl_gguf_writer_kv_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    sl_gguf_writer_kv_f32(w, "llama.rope.freq_base", s->theta);
-    sl_gguf_writer_kv_u32(w, "llama.vocab_size", (uint32_t)vocab);
-    for (int64_t i = 0; i < sl_gguf_n_kv(voc); i++) {
-        sl_str k = sl_gguf_key(voc, i);
-        if (k.len > 10 && !memcmp(k.ptr, "tokenizer.", 10)) sl_gguf_writer_copy_kv(w, voc, i);
-    }
-    sl_gguf_writer_kv_u32(w, "general.quantization_version", 2);
-    return sl_gguf_writer_kv_u32(w, "general.file_type", (uint32_t)o->ftype);
-}
-
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const char *volatile g_tmp;   /* temp file to unlink if we are interrupted */
@@ -714,12 +596,14 @@ int main(int argc, char **argv)
         sl_gguf_close(voc);
         bad_args("--vocab-size %d disagrees with the %" PRIu64 " tokens of %s", o.vocab_size_arg, vocab, vpath);
     }
+    /* a named shape's vocabulary larger than the file's: pad the file's to it (gen_write_meta) */
+    if (o.s.vocab && !o.vocab && (uint64_t)o.s.vocab > vocab) vocab = (uint64_t)o.s.vocab;
     if (o.s.vocab && (uint64_t)o.s.vocab != vocab) o.custom = true;   /* not the real shape: no size reference */
 
     /* gen_units() writes ggml's block layouts byte by byte: make sure the kernels agree on them. */
-    static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 },
+    static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 }, { SL_TYPE_Q5_K, 256, 176 },
                                      { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 } };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         const sl_type_info *ti = sl_type_get(layout[i][0]);
         if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {
             fprintf(stderr, "sluice-gen: internal error: block layout of type %d disagrees with kernels/types.c\n", layout[i][0]);
@@ -728,9 +612,10 @@ int main(int argc, char **argv)
         }
     }
     init_tables();
-    tplan *plan = calloc((size_t)o.s.layers * 9 + 3, sizeof *plan);
+    g_theta = o.s.theta;
+    tplan *plan = calloc((size_t)gen_max_tensors(&o), sizeof *plan);
     if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); sl_gguf_close(voc); return 1; }
-    int n = build_plan(&o, (int64_t)vocab, plan);
+    int n = gen_build_plan(&o, (int64_t)vocab, plan);
     for (int i = 0; i < n; i++) plan_units(&plan[i]);
 
     double t0 = now_s();
@@ -745,7 +630,7 @@ int main(int argc, char **argv)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
-    write_meta(w, &o, voc, (int64_t)vocab);
+    gen_write_meta(w, &o, voc, (int64_t)vocab);
     for (int i = 0; i < n; i++) sl_gguf_writer_add_tensor(w, plan[i].name, plan[i].type, plan[i].n_dims, plan[i].ne, NULL);
     sl_gguf_close(voc);
     uint64_t size = sl_gguf_writer_total_size(w);
@@ -779,7 +664,7 @@ int main(int argc, char **argv)
         printf("sluice-gen: wrote %s: %s %s, %d layers, dim %d, vocab %" PRIu64 ", %d tensors (%d Q6_K), "
                "%" PRIu64 " bytes (%.3f GB) in %.1f s (%.0f MB/s)\n", o.out, o.s.name, o.ftype_name,
                o.s.layers, o.s.dim, vocab, n, n6, size, size / 1e9, dt, size / 1e6 / dt);
-        if (!o.custom && !o.tied && o.ftype == FT_Q4_K_M && o.s.ref_q4km > 0)
+        if (!o.custom && o.tied == o.s.tied && o.ftype == FT_Q4_K_M && o.s.ref_q4km > 0)
             printf("sluice-gen: llama.cpp's %s Q4_K_M file is about %.3f GB: %+.2f%%\n", o.s.name,
                    o.s.ref_q4km / 1e9, 100.0 * ((double)size - o.s.ref_q4km) / o.s.ref_q4km);
     }

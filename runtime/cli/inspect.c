@@ -63,6 +63,9 @@ static void print_model_text(const sl_model *m)
            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->ffn_dim, c->vocab);
     printf("             rope base %g, rope dims %d, rms eps %g, trained context %d, output %s\n",
            c->rope_base, c->rope_dim, c->rms_eps, c->ctx_train, m->tied ? "tied to token_embd" : "output.weight");
+    char features[320];
+    sl_arch_features(m, features, sizeof features);
+    printf("             %s\n", features);
     uint64_t blk = c->n_layers ? sl_layer_bytes(m, 0) : 0, blk_max = 0;
     for (int l = 0; l < c->n_layers; l++) if (sl_layer_bytes(m, l) > blk_max) blk_max = sl_layer_bytes(m, l);
     printf("sizes        block 0 %.2f MiB (largest block %.2f MiB), token_embd %.2f MiB (%.1f KiB per row), "

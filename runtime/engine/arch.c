@@ -1,8 +1,16 @@
 /* runtime/engine/arch.c — the table of architecture descriptions (see arch.h). */
 #include "runtime/engine/arch.h"
 
+#include <stdio.h>
+
+#include "runtime/engine/model.h"
+
 static const sl_arch *const g_archs[] = {
     &sl_arch_llama,
+    &sl_arch_qwen2,
+    &sl_arch_qwen3,
+    &sl_arch_phi3,
+    &sl_arch_gemma2,
 };
 
 #define N_ARCHS (sizeof g_archs / sizeof *g_archs)
@@ -29,4 +37,28 @@ const char *sl_arch_supported(void)
         buf[at] = 0;
     }
     return buf;
+}
+
+/* Contract (arch.h): what the model's forward pass adds to llama's, for `inspect`. */
+void sl_arch_features(const struct sl_model *m, char *buf, size_t len)
+{
+    const sl_config *c = &m->cfg;
+    const sl_layer *L = m->layers;
+    size_t at = 0;
+#define ADD(...) do { if (at < len) at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__); } while (0)
+    ADD("%s rope", m->arch->rope == SL_ROPE_NEOX ? "neox" : "normal");
+    if (m->rope_freqs) ADD(", rope_freqs factors");
+    if (c->rope_scale != 1.0f) ADD(", linear rope scaling x%g", 1.0 / c->rope_scale);
+    ADD(", %s FFN", m->arch->act == SL_ACT_GELU_TANH ? "GELU(tanh)" : "SwiGLU");
+    for (int i = 0; i < m->arch->n_mats; i++)
+        if (m->arch->mats[i].fused) ADD(", fused %s", m->arch->mats[i].fused == SL_FUSED_QKV ? "qkv" : "gate|up");
+    if (L && L->vec[SL_VEC_Q_BIAS]) ADD(", q/k/v biases");
+    if (L && L->vec[SL_VEC_Q_NORM]) ADD(", per-head q/k norms");
+    if (L && L->vec[SL_VEC_POST_ATTN_NORM]) ADD(", post-attention/FFN norms");
+    if (c->embd_scale) ADD(", embedding x%g", c->embd_scale);
+    if (c->n_swa && c->swa_layers != SL_SWA_NONE)
+        ADD(", sliding window %d (%s)", c->n_swa, c->swa_layers == SL_SWA_ALL ? "every block" : "even blocks");
+    if (c->attn_softcap) ADD(", attention softcap %g", c->attn_softcap);
+    if (c->final_softcap) ADD(", final softcap %g", c->final_softcap);
+#undef ADD
 }

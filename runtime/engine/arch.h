@@ -12,25 +12,38 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "loader/gguf.h"
 
 #define SL_MAX_LAYERS 1024   /* blocks a model may have (llama.cpp's converters write up to ~200) */
 
 /* The matrices of a block, in the order the forward pass uses them (so also the order the stream
- * reads them).  An architecture has a subset: fused tensors (phi3's attn_qkv, its gate+up ffn_up)
- * take the place of the separate ones.  Every table sized by block matrices uses these indices. */
+ * reads them).  Every table sized by block matrices uses these indices.
+ *
+ * A fused tensor (phi3's attn_qkv = q|k|v rows, its ffn_up = gate|up rows) is bound as row-range
+ * views into the separate slots: a view is an ordinary weight whose file offset is the first byte
+ * of its rows, so the stream schedule cuts it in row-chunks like any matrix (no piece spans two
+ * parts), the planner counts each part's bytes once, and the forward pass needs no split step and
+ * no scratch for the fused product.  Row r of a view is row (first + r) of the file's tensor, and
+ * every row is computed the same whatever the row range of the call (kernels/ops.h sl_matmul), so
+ * the results are those of the fused product. */
 enum sl_block_mat {
-    SL_MAT_QKV,      /* fused q|k|v rows: (dim -> q_dim + 2 kv_dim) */
     SL_MAT_Q,        /* (dim -> n_heads * head_dim) */
     SL_MAT_K,        /* (dim -> n_kv_heads * head_dim) */
     SL_MAT_V,        /* (dim -> n_kv_heads * head_dim) */
     SL_MAT_O,        /* (n_heads * head_dim -> dim) */
-    SL_MAT_GATE_UP,  /* fused gate|up rows: (dim -> 2 ffn_dim) */
     SL_MAT_GATE,     /* (dim -> ffn_dim) */
     SL_MAT_UP,       /* (dim -> ffn_dim) */
     SL_MAT_DOWN,     /* (ffn_dim -> dim) */
     SL_BLOCK_MATS
+};
+
+/* How one file tensor fills the matrix slots (sl_arch_tensor.fused). */
+enum sl_fused {
+    SL_FUSED_NONE,      /* the tensor is the matrix of its slot */
+    SL_FUSED_QKV,       /* rows [0, q_dim) -> SL_MAT_Q, then kv_dim -> SL_MAT_K, kv_dim -> SL_MAT_V */
+    SL_FUSED_GATE_UP    /* rows [0, ffn) -> SL_MAT_GATE, [ffn, 2 ffn) -> SL_MAT_UP */
 };
 
 /* The vectors of a block: always resident, held as f32. */
@@ -66,9 +79,24 @@ enum sl_ffn_act { SL_ACT_SILU, SL_ACT_GELU_TANH };
 typedef struct sl_arch_tensor {
     const char *name;
     int  slot;               /* enum sl_block_mat, or enum sl_block_vec in the vector table */
-    int  cols, rows;         /* enum sl_dim: ne[0], ne[1] */
+    int  cols, rows;         /* enum sl_dim: ne[0], ne[1] (a fused tensor: all its rows) */
     bool required;
+    int  fused;              /* enum sl_fused (matrices only; slot is then ignored) */
 } sl_arch_tensor;
+
+/* Whether the LM head is its own tensor (output.weight) or the embedding table. */
+enum sl_output_kind {
+    SL_OUTPUT_OPTIONAL,  /* output.weight if present, else tied to token_embd (llama, qwen2, qwen3) */
+    SL_OUTPUT_REQUIRED,  /* output.weight must be present (phi3) */
+    SL_OUTPUT_TIED       /* always token_embd; an output.weight is a tensor nothing uses (gemma2) */
+};
+
+/* Which blocks attend through a sliding window of <arch>.attention.sliding_window positions. */
+enum sl_swa_layers {
+    SL_SWA_NONE,     /* plain causal attention everywhere */
+    SL_SWA_ALL,      /* every block (phi3; a window of 0 in the file means none) */
+    SL_SWA_EVEN      /* blocks 0, 2, 4, ... (gemma2) */
+};
 
 struct sl_config;
 
@@ -80,6 +108,9 @@ typedef struct sl_arch {
     int n_vecs;
     int rope;                /* enum sl_rope_kind */
     int act;                 /* enum sl_ffn_act */
+    bool rope_freqs;         /* may carry rope_freqs.weight (Llama 3.1 per-pair angle divisors) */
+    bool rope_full;          /* rope.dimension_count must equal head_dim (llama.cpp asserts it) */
+    int output;              /* enum sl_output_kind */
     /* The architecture's own hyperparameters, read after the common ones (NULL: none).  0 or
      * -errno with one line in err. */
     int (*read_hparams)(const sl_gguf *g, struct sl_config *c, char *err, size_t errlen);
@@ -92,5 +123,18 @@ const char *sl_arch_supported(void);
 
 /* The descriptions (one per runtime/engine/arch_<name>.c). */
 extern const sl_arch sl_arch_llama;
+extern const sl_arch sl_arch_qwen2;
+extern const sl_arch sl_arch_qwen3;
+extern const sl_arch sl_arch_phi3;
+extern const sl_arch sl_arch_gemma2;
+
+/* One line naming what model m's forward pass adds to plain llama ("neox rope, q/k/v biases, ..."). */
+struct sl_model;
+void sl_arch_features(const struct sl_model *m, char *buf, size_t len);
+
+/* Helpers for read_hparams hooks (model.c): optional "<arch>.<key>" as a finite float / a u32
+ * (left as is when absent; -EINVAL with a message when present with another type or non-finite). */
+int sl_arch_get_f32(const sl_gguf *g, const char *arch, const char *key, float *out, char *err, size_t errlen);
+int sl_arch_get_u32(const sl_gguf *g, const char *arch, const char *key, uint32_t *out, char *err, size_t errlen);
 
 #endif

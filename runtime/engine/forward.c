@@ -1,13 +1,16 @@
-/* runtime/engine/forward.c — the llama forward pass, block-major over a batch of positions.
+/* runtime/engine/forward.c — the forward pass, block-major over a batch of positions.
  *
- * Per block l, for the nb positions p = n_past .. n_past+nb-1 of the batch:
+ * Per block l, for the nb positions p = n_past .. n_past+nb-1 of the batch (brackets: steps only
+ * some architectures have, runtime/engine/arch.h; each is on when its tensor or hyperparameter is):
+ *   x = embd[token] [* embd_scale]
  *   xb = rmsnorm(x) * attn_norm
- *   q, k, v = Wq xb, Wk xb, Wv xb;  rope(q, k) at p;  append k, v to the cache at p
- *   att_out = softmax(q k^T / sqrt(head_dim), causal) v   (GQA: heads share kv heads)
- *   x += Wo att_out
+ *   q, k, v = Wq xb [+ bq], Wk xb [+ bk], Wv xb [+ bv];  [q, k = per-head rmsnorm * q_norm, k_norm]
+ *   rope(q, k) at p (adjacent pairs or neox halves, [/ rope_freqs]);  append k, v to the cache at p
+ *   att_out = softmax([softcap](attn_scale q k^T), causal [, sliding window]) v   (GQA)
+ *   x += Wo att_out [rmsnorm * post_attn_norm]
  *   xb = rmsnorm(x) * ffn_norm
- *   x += W_down (silu(W_gate xb) * W_up xb)
- * then logits = W_out rmsnorm(x_last) * output_norm.
+ *   x += W_down (act(W_gate xb) * W_up xb) [rmsnorm * post_ffn_norm],  act = silu or gelu(tanh)
+ * then logits = W_out rmsnorm(x_last) * output_norm [softcap].
  */
 #include "runtime/engine/forward.h"
 
@@ -152,8 +155,8 @@ static void attention_worker(void *arg, int ith, int nth)
     const att_job *j = arg;
     sl_ctx *c = j->c;
     const sl_config *cf = &c->m->cfg;
-    const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads, window = sl_config_window(cf, j->layer);
+    const float scale = cf->attn_scale;
     float *att = c->att + (size_t)ith * att_scratch_floats(cf, c->n_ctx);
     float *tmp = att + (size_t)grp * c->n_ctx;
     const int units = j->nb * cf->n_kv_heads;
@@ -165,7 +168,12 @@ static void attention_worker(void *arg, int ith, int nth)
         const void *k = sl_kv_k_head(bp->kv, j->layer, kh, &type, &stride);
         const void *v = sl_kv_v_head(bp->kv, j->layer, kh, &type, &stride);
         size_t off = (size_t)b * cf->n_heads * hd + (size_t)kh * grp * hd;
-        sl_attn_heads(c->q + off, grp, k, v, type, stride, bp->pos + 1, hd, scale, att, tmp, c->att_out + off);
+        /* causal: positions [0, p]; a sliding window keeps the last `window` of them */
+        int n = bp->pos + 1, first = window && n > window ? n - window : 0;
+        k = (const unsigned char *)k + (size_t)first * stride;
+        v = (const unsigned char *)v + (size_t)first * stride;
+        sl_attn_heads_capped(c->q + off, grp, k, v, type, stride, n - first, hd, scale, cf->attn_softcap, att, tmp,
+                             c->att_out + off);
     }
 }
 
@@ -202,14 +210,33 @@ static void norm_batch(sl_ctx *c, const float *w, int nb)
         sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)b * cf->dim, w, cf->dim, cf->rms_eps);
 }
 
-/* x += W xb (through xb's twin: the product lands in xb, which is free by then). */
-static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int nb)
+/* x += W xb [rmsnorm * post_norm] (through xb's twin: the product lands in xb, which is free by then). */
+static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int nb, const float *post_norm)
 {
-    const int dim = c->m->cfg.dim;
+    const sl_config *cf = &c->m->cfg;
+    const int dim = cf->dim;
     int rc = wmat(c, w, in, nb, c->xb, dim);
     if (rc) return rc;
+    if (post_norm)
+        for (int b = 0; b < nb; b++) sl_rmsnorm(c->xb + (size_t)b * dim, c->xb + (size_t)b * dim, post_norm, dim, cf->rms_eps);
     for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
     return 0;
+}
+
+/* rows[b] += bias for the nb rows of n floats (no-op without a bias). */
+static void add_bias(float *rows, const float *bias, int nb, int n)
+{
+    if (!bias) return;
+    for (int b = 0; b < nb; b++)
+        for (int i = 0; i < n; i++) rows[(size_t)b * n + i] += bias[i];
+}
+
+/* Each head_dim-long head of the nb rows of n_heads heads: rmsnorm * w (qwen3's q/k norms). */
+static void head_norm(const sl_config *cf, float *rows, const float *w, int nb, int n_heads)
+{
+    if (!w) return;
+    for (size_t h = 0; h < (size_t)nb * n_heads; h++)
+        sl_rmsnorm(rows + h * cf->head_dim, rows + h * cf->head_dim, w, cf->head_dim, cf->rms_eps);
 }
 
 /* Attention sub-block of block l: x += Wo attention(rope(Wq xb), rope(Wk xb), Wv xb). */
@@ -224,17 +251,23 @@ static int attention_block(sl_ctx *c, int l, int nb)
     if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
         (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
         return rc;
+    add_bias(c->q, L->vec[SL_VEC_Q_BIAS], nb, qd);
+    add_bias(c->k, L->vec[SL_VEC_K_BIAS], nb, kvd);
+    add_bias(c->v, L->vec[SL_VEC_V_BIAS], nb, kvd);
+    head_norm(cf, c->q, L->vec[SL_VEC_Q_NORM], nb, cf->n_heads);
+    head_norm(cf, c->k, L->vec[SL_VEC_K_NORM], nb, cf->n_kv_heads);
+    const bool neox = c->m->arch->rope == SL_ROPE_NEOX;
     for (int b = 0; b < nb; b++) {
         int pos = c->bpos[b].pos;
         float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
-        sl_rope(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
-        sl_rope(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale);
+        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->m->rope_freqs, neox);
+        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->m->rope_freqs, neox);
         sl_kv_store(c->bpos[b].kv, l, pos, k, v);
     }
     att_job aj = { c, l, nb };
     sl_pool_run(c->pool, attention_worker, &aj);
     if ((rc = for_each_seq(c, nb, l, sl_kv_layer_end))) return rc;
-    return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb);
+    return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb, L->vec[SL_VEC_POST_ATTN_NORM]);
 }
 
 /* FFN sub-block of block l: x += W_down (act(W_gate xb) * W_up xb). */
@@ -247,8 +280,9 @@ static int ffn_block(sl_ctx *c, int l, int nb)
     if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
         (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
         return rc;
-    sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
-    return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb);
+    if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, nb * cf->ffn_dim);
+    else sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
+    return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb, L->vec[SL_VEC_POST_FFN_NORM]);
 }
 
 /* logits = W_out rmsnorm(x) * output_norm for the positions marked in c->bpos: the last one only (all
@@ -273,6 +307,8 @@ static int lm_head(sl_ctx *c, int nb)
                      "weights contain NaN/Inf or the activations overflowed", (int)(i / cf->vocab), (int)(i % cf->vocab));
             return -EDOM;
         }
+    /* after the check: tanh would turn an overflow (inf) into a plausible cap value */
+    if (cf->final_softcap > 0) sl_softcap(c->logits, n_out * cf->vocab, cf->final_softcap);
     return 0;
 }
 
@@ -283,6 +319,8 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
     int rc;
     for (int b = 0; b < nb; b++)
         if ((rc = embed(c, tokens[b], c->x + (size_t)b * cf->dim))) return rc;
+    if (cf->embd_scale)
+        for (size_t i = 0; i < (size_t)nb * cf->dim; i++) c->x[i] *= cf->embd_scale;
     for (int l = 0; l < cf->n_layers; l++) {
         if (c->cancel && *c->cancel) return -ECANCELED;
         if ((rc = attention_block(c, l, nb)) || (rc = ffn_block(c, l, nb))) return rc;

@@ -41,9 +41,10 @@ static int get_hp(const sl_gguf *g, const char *arch, const char *key, int *out,
     return 0;
 }
 
-/* Find tensor `name`, check its shape is (cols, rows) and its type computable; fill w. */
+/* Find tensor `name`, check its shape is (cols, rows) and its type computable; fill w and mark the
+ * tensor used (used[i] for the file's tensor i; NULL: not tracked).  1 when optional and absent. */
 static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, int64_t rows, bool required,
-                char *err, size_t errlen)
+                bool *used, char *err, size_t errlen)
 {
     const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
     memset(w, 0, sizeof *w);
@@ -51,6 +52,7 @@ static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, 
         if (required) snprintf(err, errlen, "model: tensor %s is missing", name);
         return required ? -EINVAL : 1;
     }
+    if (used) used[t - sl_gguf_tensor_at(g, 0)] = true;
     if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
         snprintf(err, errlen, "model: tensor %s has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                  "], expected [%" PRId64 ", %" PRId64 "]", name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], cols, rows);
@@ -127,6 +129,7 @@ void sl_model_free(sl_model *m)
     free_weight(&m->tok_embd);
     if (!m->tied) free_weight(&m->output);
     free(m->output_norm);
+    free(m->rope_freqs);
     free(m->resident);
     free(m->path);
     sl_gguf_close(m->gguf);
@@ -185,57 +188,107 @@ static int read_shape(const sl_gguf *g, const char *a, sl_config *c, char *err, 
     return 0;
 }
 
-/* Optional float "<arch>.<key>" into *out (left as is when absent); must be a float when present. */
-static int get_f32_opt(const sl_gguf *g, const char *a, const char *key, float *out, char *err, size_t errlen)
+/* Contract (arch.h): optional float "<arch>.<key>"; present means a finite f32/f64. */
+int sl_arch_get_f32(const sl_gguf *g, const char *a, const char *key, float *out, char *err, size_t errlen)
 {
     char full[96];
     snprintf(full, sizeof full, "%s.%s", a, key);
-    if (sl_gguf_find_key(g, full) >= 0 && !sl_gguf_get_f32(g, full, out)) {
+    if (sl_gguf_find_key(g, full) < 0) return 0;
+    float v;
+    if (!sl_gguf_get_f32(g, full, &v)) {
         snprintf(err, errlen, "model: %s must be a float", full);
+        return -EINVAL;
+    }
+    if (!isfinite(v)) {
+        snprintf(err, errlen, "model: %s = %g is out of range (not a finite number)", full, v);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Contract (arch.h): optional unsigned integer "<arch>.<key>" that fits 32 bits. */
+int sl_arch_get_u32(const sl_gguf *g, const char *a, const char *key, uint32_t *out, char *err, size_t errlen)
+{
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", a, key);
+    if (sl_gguf_find_key(g, full) >= 0 && !sl_gguf_get_u32(g, full, out)) {
+        snprintf(err, errlen, "model: %s has the wrong type or an out-of-range value", full);
         return -EINVAL;
     }
     return 0;
 }
 
-/* RoPE base and scaling, RMSNorm epsilon. */
-static int read_rope_norm(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+/* Rope scaling as llama.cpp reads it (llama_model::load_hparams): the type defaults to "linear";
+ * the factor is <arch>.rope.scaling.factor, else the legacy <arch>.rope.scale_linear; type "none"
+ * never scales.  Types that change the angles otherwise (yarn, longrope) are refused: running them
+ * as linear would silently change every logit. */
+static int read_rope_scaling(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
 {
+    char key[96];
+    c->rope_scale = 1.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    sl_str st = { "linear", 6 };
+    if (sl_gguf_find_key(g, key) >= 0 && !sl_gguf_get_str(g, key, &st)) {
+        snprintf(err, errlen, "model: %s must be a string (none, linear)", key);
+        return -EINVAL;
+    }
+    bool none = sl_str_eq(st, "none");
+    if (!none && !sl_str_eq(st, "linear")) {
+        sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (supported: none, linear)",
+                (int)(st.len > 20 ? 20 : st.len), st.ptr);
+        return -ENOTSUP;
+    }
+    float f = 0;
+    const char *fkey = "rope.scaling.factor";
+    snprintf(key, sizeof key, "%s.%s", a, fkey);
+    if (sl_gguf_find_key(g, key) < 0) fkey = "rope.scale_linear";
+    snprintf(key, sizeof key, "%s.%s", a, fkey);
+    if (sl_gguf_find_key(g, key) < 0) return 0;
+    int rc = sl_arch_get_f32(g, a, fkey, &f, err, errlen);
+    if (rc) return rc;
+    if (!(f > 0)) {
+        snprintf(err, errlen, "model: %s = %g: a rope scaling factor must be > 0", key, f);
+        return -EINVAL;
+    }
+    if (!none) c->rope_scale = 1.0f / f;
+    return 0;
+}
+
+/* RoPE base and scaling, RMSNorm epsilon, attention scale; refusals for what no description runs. */
+static int read_rope_norm(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
+{
+    const char *a = arch->name;
     int rc;
     c->rope_base = 10000.0f;
     c->rms_eps = 1e-5f;
-    if ((rc = get_f32_opt(g, a, "rope.freq_base", &c->rope_base, err, errlen)) ||
-        (rc = get_f32_opt(g, a, "attention.layer_norm_rms_epsilon", &c->rms_eps, err, errlen)))
+    if ((rc = sl_arch_get_f32(g, a, "rope.freq_base", &c->rope_base, err, errlen)) ||
+        (rc = sl_arch_get_f32(g, a, "attention.layer_norm_rms_epsilon", &c->rms_eps, err, errlen)))
         return rc;
     if (!(c->rope_base > 0) || !(c->rms_eps > 0) || c->rms_eps > 1) {
         snprintf(err, errlen, "model: rope.freq_base %g or rms epsilon %g out of range", c->rope_base, c->rms_eps);
         return -EINVAL;
     }
-    /* Rope scaling: linear is a position multiplier; anything else would silently change every
-     * logit, so refuse it rather than run it wrongly. */
-    c->rope_scale = 1.0f;
-    char key[96];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
-    sl_str st;
-    if (sl_gguf_get_str(g, key, &st) && !sl_str_eq(st, "none")) {
-        if (!sl_str_eq(st, "linear")) {
-            sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (only linear)", (int)(st.len > 20 ? 20 : st.len), st.ptr);
-            return -ENOTSUP;
-        }
-        float f;
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
-        if (sl_gguf_get_f32(g, key, &f) && f > 0) c->rope_scale = 1.0f / f;
+    if ((rc = read_rope_scaling(g, a, c, err, errlen))) return rc;
+    if (arch->rope_full && c->rope_dim != c->head_dim) {
+        snprintf(err, errlen, "model: %s.rope.dimension_count %d differs from the head size %d (%s rotates whole heads)",
+                 a, c->rope_dim, c->head_dim, a);
+        return -EINVAL;
     }
-    if (sl_gguf_find_tensor(g, "rope_freqs.weight")) {
-        snprintf(err, errlen, "model: rope_freqs.weight (Llama 3.1 long-context rope factors) is not supported yet");
+    uint32_t experts = 0;
+    if ((rc = sl_arch_get_u32(g, a, "expert_count", &experts, err, errlen))) return rc;
+    if (experts > 0) {
+        snprintf(err, errlen, "model: %s.expert_count = %u: mixture-of-experts models are not supported", a, experts);
         return -ENOTSUP;
     }
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     return 0;
 }
 
 static int read_config(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch->name, c, err, errlen)))
+    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch, c, err, errlen)))
         return rc;
     return arch->read_hparams ? arch->read_hparams(g, c, err, errlen) : 0;
 }
@@ -256,8 +309,41 @@ static int64_t dim_of(const sl_config *c, int d)
     }
 }
 
+/* The parts of a fused tensor, in row order (arch.h enum sl_fused). */
+static const struct fused_part { int slot, rows; const char *tag; } k_fused[][3] = {
+    [SL_FUSED_QKV] = { { SL_MAT_Q, SL_DIM_Q, "q" }, { SL_MAT_K, SL_DIM_KV, "k" }, { SL_MAT_V, SL_DIM_KV, "v" } },
+    [SL_FUSED_GATE_UP] = { { SL_MAT_GATE, SL_DIM_FFN, "gate" }, { SL_MAT_UP, SL_DIM_FFN, "up" }, { 0, 0, NULL } },
+};
+
+/* Bind a fused tensor as row-range views into its parts' slots (see arch.h). */
+static int bind_fused(sl_model *m, sl_layer *L, const sl_arch_tensor *t, const char *name, bool *used,
+                      char *err, size_t errlen)
+{
+    const sl_config *c = &m->cfg;
+    sl_weight whole;
+    int rc = bind(m->gguf, &whole, name, dim_of(c, t->cols), dim_of(c, t->rows), t->required, used, err, errlen);
+    if (rc) return rc;
+    int64_t r0 = 0;
+    for (int k = 0; k < 3 && k_fused[t->fused][k].tag && !rc; k++) {
+        const struct fused_part *fp = &k_fused[t->fused][k];
+        sl_weight *w = &L->mat[fp->slot];
+        *w = whole;
+        size_t n = strlen(whole.name) + 8;
+        char *vn = malloc(n);
+        if (!vn) { w->name = NULL; rc = -ENOMEM; break; }
+        snprintf(vn, n, "%s[%s]", whole.name, fp->tag);
+        w->name = vn;
+        w->rows = dim_of(c, fp->rows);
+        w->offset = whole.offset + (uint64_t)r0 * whole.row_bytes;
+        w->nbytes = (uint64_t)w->rows * whole.row_bytes;
+        r0 += w->rows;
+    }
+    free_weight(&whole);
+    return rc;
+}
+
 /* Bind every block tensor the description lists; load the vectors.  fd is the open model file. */
-static int bind_blocks(sl_model *m, int fd, char *err, size_t errlen)
+static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen)
 {
     const sl_arch *a = m->arch;
     const sl_config *c = &m->cfg;
@@ -268,14 +354,16 @@ static int bind_blocks(sl_model *m, int fd, char *err, size_t errlen)
         for (int i = 0; i < a->n_mats; i++) {
             const sl_arch_tensor *t = &a->mats[i];
             snprintf(name, sizeof name, t->name, l);
-            rc = bind(m->gguf, &L->mat[t->slot], name, dim_of(c, t->cols), dim_of(c, t->rows), t->required, err, errlen);
+            rc = t->fused ? bind_fused(m, L, t, name, used, err, errlen)
+                          : bind(m->gguf, &L->mat[t->slot], name, dim_of(c, t->cols), dim_of(c, t->rows), t->required,
+                                 used, err, errlen);
             if (rc < 0) return rc;
         }
         for (int i = 0; i < a->n_vecs; i++) {
             const sl_arch_tensor *t = &a->vecs[i];
             sl_weight tmp;
             snprintf(name, sizeof name, t->name, l);
-            rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), 1, t->required, err, errlen);
+            rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), 1, t->required, used, err, errlen);
             if (rc < 0) return rc;
             if (rc == 1) continue;   /* optional and absent */
             rc = load_vec(fd, &tmp, &L->vec[t->slot], err, errlen);
@@ -283,6 +371,52 @@ static int bind_blocks(sl_model *m, int fd, char *err, size_t errlen)
             free_weight(&tmp);
             if (rc) return rc;
         }
+    }
+    return 0;
+}
+
+/* rope_freqs.weight (Llama 3.1/3.2): rope_dim/2 divisors of the pair angles, each finite and > 0. */
+static int bind_rope_freqs(sl_model *m, int fd, bool *used, char *err, size_t errlen)
+{
+    if (!m->arch->rope_freqs) return 0;   /* present anyway: refused as a tensor nothing uses */
+    sl_weight tmp;
+    int rc = bind(m->gguf, &tmp, "rope_freqs.weight", m->cfg.rope_dim / 2, 1, false, used, err, errlen);
+    if (rc) return rc == 1 ? 0 : rc;
+    rc = load_vec(fd, &tmp, &m->rope_freqs, err, errlen);
+    free_weight(&tmp);
+    if (rc) return rc;
+    m->norm_bytes += (size_t)(m->cfg.rope_dim / 2) * 4;
+    for (int i = 0; i < m->cfg.rope_dim / 2; i++)
+        if (!(m->rope_freqs[i] > 0)) {
+            snprintf(err, errlen, "model: rope_freqs.weight[%d] = %g: rope factors must be > 0", i, m->rope_freqs[i]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+/* Every tensor of the file must be one the description bound: llama.cpp refuses a file with tensors
+ * it does not create ("wrong number of tensors"), and running without one (an extra block, a bias,
+ * a norm sluice does not know) would answer wrong without a word. */
+static int check_all_used(const sl_model *m, const bool *used, char *err, size_t errlen)
+{
+    const sl_gguf *g = m->gguf;
+    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) {
+        if (used[i]) continue;
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+        int n = (int)(t->name.len > 64 ? 64 : t->name.len);
+        long blk = -1;
+        if (t->name.len > 4 && !memcmp(t->name.ptr, "blk.", 4)) {
+            blk = 0;
+            for (size_t k = 4; k < t->name.len && k < 12 && t->name.ptr[k] >= '0' && t->name.ptr[k] <= '9'; k++)
+                blk = blk * 10 + (t->name.ptr[k] - '0');
+        }
+        if (blk >= m->cfg.n_layers)
+            sl_errf(err, errlen, 0, "model: tensor %.*s belongs to block %ld but %s.block_count is %d "
+                    "(llama.cpp refuses this file too)", n, t->name.ptr, blk, m->arch->name, m->cfg.n_layers);
+        else
+            sl_errf(err, errlen, 0, "model: tensor %.*s is not part of a %s model (sluice would ignore it and answer "
+                    "wrong; llama.cpp refuses this file too)", n, t->name.ptr, m->arch->name);
+        return -ENOTSUP;
     }
     return 0;
 }
@@ -297,7 +431,8 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     const sl_gguf *g = m->gguf;
     sl_config *c = &m->cfg;
     int fd = -1;
-    if (!m->path) { rc = -ENOMEM; goto fail; }
+    bool *used = calloc((size_t)sl_gguf_n_tensors(g) + 1, sizeof *used);
+    if (!m->path || !used) { rc = -ENOMEM; goto fail; }
     if (sl_gguf_n_tensors(g) == 0) {   /* llama.cpp's ggml-vocab-*.gguf: metadata and tokenizer only */
         snprintf(err, errlen, "model: %s", sl_gguf_find_key(g, "tokenizer.ggml.tokens") >= 0
                  ? "a vocabulary-only file (no weights): it can tokenize, not run" : "the file holds no tensors");
@@ -310,8 +445,9 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     if (!te) { snprintf(err, errlen, "model: tensor token_embd.weight is missing"); rc = -EINVAL; goto fail; }
     if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) { snprintf(err, errlen, "model: token_embd.weight has %" PRId64 " rows", te->ne[1]); rc = -EINVAL; goto fail; }
     c->vocab = (int)te->ne[1];
-    if ((rc = bind(g, &m->tok_embd, "token_embd.weight", c->dim, c->vocab, true, err, errlen))) goto fail;
-    rc = bind(g, &m->output, "output.weight", c->dim, c->vocab, false, err, errlen);
+    if ((rc = bind(g, &m->tok_embd, "token_embd.weight", c->dim, c->vocab, true, used, err, errlen))) goto fail;
+    rc = m->arch->output == SL_OUTPUT_TIED ? 1
+       : bind(g, &m->output, "output.weight", c->dim, c->vocab, m->arch->output == SL_OUTPUT_REQUIRED, used, err, errlen);
     if (rc < 0) goto fail;
     if (rc == 1) { m->output = m->tok_embd; m->tied = true; }
 
@@ -319,21 +455,23 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     if (!m->layers) { rc = -ENOMEM; goto fail; }
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* never blocks, even if swapped for a FIFO */
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
-    if ((rc = bind_blocks(m, fd, err, errlen))) goto fail;
+    if ((rc = bind_blocks(m, fd, used, err, errlen)) || (rc = bind_rope_freqs(m, fd, used, err, errlen))) goto fail;
 
     sl_weight tmp;
-    if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, err, errlen))) goto fail;
+    if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, used, err, errlen))) goto fail;
     rc = load_vec(fd, &tmp, &m->output_norm, err, errlen);
     m->norm_bytes += (size_t)c->dim * 4;
     free_weight(&tmp);
-    if (rc) goto fail;
+    if (rc || (rc = check_all_used(m, used, err, errlen))) goto fail;
     for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) m->weight_bytes += sl_gguf_tensor_at(g, i)->nbytes;
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
+    free(used);
     *out = m;
     return 0;
 fail:
     if (fd >= 0) close(fd);
+    free(used);
     if (rc > 0) rc = -EINVAL;
     sl_model_free(m);
     return rc;

@@ -28,7 +28,21 @@ typedef struct sl_config {
     float rope_base;    /* <arch>.rope.freq_base */
     float rope_scale;   /* position multiplier (1 / linear scaling factor) */
     float rms_eps;
+    /* what the architecture's forward pass adds to llama's (runtime/engine/arch.h; 0: not used) */
+    float attn_scale;   /* q.k multiplier before the softmax: 1/sqrt(head_dim) unless the arch says */
+    float attn_softcap; /* scores = c * tanh(scores / c) before the softmax (gemma2) */
+    float final_softcap;/* logits = c * tanh(logits / c) (gemma2) */
+    float embd_scale;   /* embedding rows are multiplied by it (gemma2: sqrt(dim)) */
+    int   n_swa;        /* sliding window: a block in swa_layers sees the last n_swa positions */
+    int   swa_layers;   /* enum sl_swa_layers */
 } sl_config;
+
+/* The sliding window block l attends through, or 0 for plain causal attention. */
+static inline int sl_config_window(const sl_config *c, int l)
+{
+    if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE) return 0;
+    return c->swa_layers == SL_SWA_ALL || l % 2 == 0 ? c->n_swa : 0;
+}
 
 /* One weight matrix (or vector) as stored in the file. */
 typedef struct sl_weight {
@@ -59,12 +73,13 @@ typedef struct sl_model {
     sl_config  cfg;
     sl_weight  tok_embd;      /* (vocab, dim): one row per token */
     float     *output_norm;   /* (dim) */
+    float     *rope_freqs;    /* (rope_dim / 2) angle divisors from rope_freqs.weight, or NULL */
     sl_weight  output;        /* (vocab, dim); equals tok_embd when tied */
     bool       tied;          /* no output.weight: the embedding table is the LM head */
     sl_layer  *layers;        /* (n_layers) */
     void      *resident;      /* one allocation holding resident weights (sl_model_load_resident) */
     size_t     resident_bytes;
-    size_t     norm_bytes;    /* f32 norm vectors, always resident */
+    size_t     norm_bytes;    /* f32 vectors (norms, biases, rope factors), always resident */
     uint64_t   weight_bytes;  /* sum of all tensor bytes in the file */
 } sl_model;
 

@@ -16,7 +16,8 @@ static const char *const k_names[SL_TMPL_COUNT] = {
     [SL_TMPL_MISTRAL_V1] = "mistral-v1", [SL_TMPL_MISTRAL_V3] = "mistral-v3",
     [SL_TMPL_MISTRAL_V3_TEKKEN] = "mistral-v3-tekken", [SL_TMPL_MISTRAL_V7] = "mistral-v7",
     [SL_TMPL_LLAMA3] = "llama3",         [SL_TMPL_ZEPHYR] = "zephyr",
-    [SL_TMPL_GEMMA] = "gemma",
+    [SL_TMPL_GEMMA] = "gemma",           [SL_TMPL_PHI3] = "phi3",
+    [SL_TMPL_PHI4] = "phi4",
 };
 
 const char *sl_chat_template_name(int t) { return t >= 0 && t < SL_TMPL_COUNT ? k_names[t] : "unknown"; }
@@ -24,7 +25,7 @@ const char *sl_chat_template_name(int t) { return t >= 0 && t < SL_TMPL_COUNT ? 
 const char *sl_chat_template_names(void)
 {
     return "plain, chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3, "
-           "mistral-v3-tekken, mistral-v7, llama3, zephyr, gemma";
+           "mistral-v3-tekken, mistral-v7, llama3, zephyr, gemma, phi3, phi4";
 }
 
 int sl_chat_template_from_name(const char *name)
@@ -40,9 +41,11 @@ int sl_chat_template_detect(const char *s)
     int byname = sl_chat_template_from_name(s);
     if (byname != SL_TMPL_UNKNOWN) return byname;
 #define HAS(x) (strstr(s, x) != NULL)
-    if (HAS("<|im_start|>"))
+    if (HAS("<|im_start|>")) {
         /* Phi-4 (<|im_sep|>) and SmolVLM (<end_of_utterance>) reuse the marker with other formats */
-        return HAS("<|im_sep|>") || HAS("<end_of_utterance>") ? SL_TMPL_UNKNOWN : SL_TMPL_CHATML;
+        if (HAS("<|im_sep|>")) return SL_TMPL_PHI4;
+        return HAS("<end_of_utterance>") ? SL_TMPL_UNKNOWN : SL_TMPL_CHATML;
+    }
     if (!strncmp(s, "mistral", 7) || HAS("[INST]")) {
         if (HAS("[SYSTEM_PROMPT]")) return SL_TMPL_MISTRAL_V7;
         if (HAS("' [INST] ' + system_message") || HAS("[AVAILABLE_TOOLS]")) {
@@ -55,6 +58,7 @@ int sl_chat_template_detect(const char *s)
         if (HAS("<<SYS>>")) return SL_TMPL_LLAMA2_SYS;
         return SL_TMPL_LLAMA2;
     }
+    if (HAS("<|assistant|>") && HAS("<|end|>")) return SL_TMPL_PHI3;
     if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>")) return SL_TMPL_LLAMA3;
     if (HAS("<start_of_turn>")) return SL_TMPL_GEMMA;
     /* Zephyr: <|user|> turns closed by <|endoftext|> (or eos_token); Phi-3 closes them with <|end|>
@@ -71,6 +75,8 @@ const char *sl_chat_template_end_token(int t)
     case SL_TMPL_CHATML: return "<|im_end|>";
     case SL_TMPL_LLAMA3: return "<|eot_id|>";
     case SL_TMPL_GEMMA: return "<end_of_turn>";
+    case SL_TMPL_PHI3: return "<|end|>";
+    case SL_TMPL_PHI4: return "<|im_end|>";
     case SL_TMPL_ZEPHYR: return "<|endoftext|>";
     default: return NULL;   /* Llama 2 / Mistral end answers with </s>, the EOS token */
     }
@@ -182,6 +188,14 @@ char *sl_chat_render(int t, const sl_chat_msg *m, int n, bool add_ass, size_t *l
             put_trim(&b, m[i].content); put(&b, "<|eot_id|>");
         }
         if (add_ass) put(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case SL_TMPL_PHI3:
+        for (int i = 0; i < n; i++) { put(&b, "<|"); put(&b, m[i].role); put(&b, "|>\n"); put(&b, m[i].content); put(&b, "<|end|>\n"); }
+        if (add_ass) put(&b, "<|assistant|>\n");
+        break;
+    case SL_TMPL_PHI4:
+        for (int i = 0; i < n; i++) { put(&b, "<|im_start|>"); put(&b, m[i].role); put(&b, "<|im_sep|>"); put(&b, m[i].content); put(&b, "<|im_end|>"); }
+        if (add_ass) put(&b, "<|im_start|>assistant<|im_sep|>");
         break;
     case SL_TMPL_ZEPHYR:
         for (int i = 0; i < n; i++) { put(&b, "<|"); put(&b, m[i].role); put(&b, "|>\n"); put(&b, m[i].content); put(&b, "<|endoftext|>\n"); }

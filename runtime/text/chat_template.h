@@ -28,6 +28,8 @@ enum sl_chat_tmpl {
     SL_TMPL_LLAMA3,           /* <|start_header_id|>role<|end_header_id|>\n\n…<|eot_id|> */
     SL_TMPL_ZEPHYR,           /* <|role|>\n…<|endoftext|>\n */
     SL_TMPL_GEMMA,            /* <start_of_turn>user\n…<end_of_turn>\n, assistant is "model" */
+    SL_TMPL_PHI3,             /* <|role|>\n…<|end|>\n (Phi-3, Phi-3.5) */
+    SL_TMPL_PHI4,             /* <|im_start|>role<|im_sep|>…<|im_end|> (Phi-4) */
     SL_TMPL_COUNT
 };
 

@@ -41,6 +41,7 @@ static int pre_lookup(const char *name, sl_vocab *v)
         { "command-r", SL_PRE_STARCODER, 0, 0 }, { "smollm", SL_PRE_STARCODER, 0, 0 },
         { "codeshell", SL_PRE_STARCODER, 1, 0 }, { "exaone", SL_PRE_STARCODER, 1, 0 },
         { "minerva-7b", SL_PRE_STARCODER, 1, 0 },
+        { "qwen2", SL_PRE_QWEN2, 0, 0 }, { "deepseek-r1-qwen", SL_PRE_QWEN2, 0, 0 },
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (strcmp(map[i].name, name) != 0) continue;

@@ -45,6 +45,7 @@ enum sl_pre {
     SL_PRE_FALCON,
     SL_PRE_STARCODER,        /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b */
     SL_PRE_GPT2,             /* gpt-2, mpt, olmo, jais, phi-2, jina-*, gigachat, roberta-bpe */
+    SL_PRE_QWEN2,            /* qwen2, deepseek-r1-qwen: Llama 3's regex with single digits */
 };
 
 typedef struct sl_vstr {

@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum kind { K_GPT2, K_LLAMA3, K_RUN, K_ONE, K_WS_RUN, K_WS_TAIL, K_DIGIT3 };
+enum kind { K_GPT2, K_LLAMA3, K_QWEN2, K_RUN, K_ONE, K_WS_RUN, K_WS_TAIL, K_DIGIT3 };
 enum cls { C_NONE, C_CRLF, C_DSL_LETTER, C_DSL_PUNCT, C_CJK, C_N, C_L, C_P, C_FALCON, C_DEFAULT };
 typedef struct pass { unsigned char kind, cls; } pass;
 
@@ -32,6 +32,9 @@ static const pass passes_default[] = {
     { K_DIGIT3, 0 },         /* [0-9][0-9][0-9] */
 };
 static const pass passes_llama3[] = { { K_LLAMA3, 0 } };
+/* Qwen2: (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
+ *        | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ : Llama 3's with one digit per match */
+static const pass passes_qwen2[] = { { K_QWEN2, 0 } };
 static const pass passes_deepseek_llm[] = {
     { K_ONE, C_CRLF },           /* [\r\n] */
     { K_WS_RUN, C_DSL_LETTER },  /* \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+ */
@@ -201,9 +204,9 @@ static int split_gpt2(const uint32_t *cp, const uint16_t *fl, size_t s, size_t e
     return rc;
 }
 
-/* Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
- *          |\s*[\r\n]+|\s+(?!\S)|\s+ on [s, e). */
-static int split_llama3(const uint32_t *cp, const uint16_t *fl, size_t s, size_t e, sl_zvec *out)
+/* Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*
+ *          |\s*[\r\n]+|\s+(?!\S)|\s+ on [s, e); max_digits 3 (Llama 3) or 1 (Qwen2). */
+static int split_llama3(const uint32_t *cp, const uint16_t *fl, size_t s, size_t e, size_t max_digits, sl_zvec *out)
 {
     size_t pos = s, prev = s;
     int rc = 0;
@@ -231,10 +234,10 @@ static int split_llama3(const uint32_t *cp, const uint16_t *fl, size_t s, size_t
             rc = emit(out, &prev, pos);
             continue;
         }
-        if (f & SL_UC_NUMBER) {                                        /* \p{N}{1,3} */
+        if (f & SL_UC_NUMBER) {                                        /* \p{N}{1,max_digits} */
             size_t ini = pos;
             while ((FL(pos) & SL_UC_NUMBER) && rc == 0)
-                if (++pos - ini >= 3) { rc = emit(out, &prev, pos); ini = pos; }
+                if (++pos - ini >= max_digits) { rc = emit(out, &prev, pos); ini = pos; }
             if (rc == 0) rc = emit(out, &prev, pos);
             continue;
         }
@@ -345,6 +348,7 @@ int sl_pretokenize(int pre, const uint32_t *cpt, const uint16_t *fl, size_t n, s
     case SL_PRE_FALCON:         ps = passes_falcon; np = 3; break;
     case SL_PRE_STARCODER:      ps = passes_starcoder; np = 2; break;
     case SL_PRE_GPT2:           ps = passes_gpt2; np = 1; break;
+    case SL_PRE_QWEN2:          ps = passes_qwen2; np = 1; break;
     default:                    ps = passes_default; np = 4; break;
     }
     if (n == 0)
@@ -359,7 +363,8 @@ int sl_pretokenize(int pre, const uint32_t *cpt, const uint16_t *fl, size_t n, s
         for (size_t i = 0; i < cur->n && rc == 0; i++) {
             size_t e = start + cur->v[i];
             if (ps[k].kind == K_GPT2)        rc = split_gpt2(cpt, fl, start, e, nxt);
-            else if (ps[k].kind == K_LLAMA3) rc = split_llama3(cpt, fl, start, e, nxt);
+            else if (ps[k].kind == K_LLAMA3) rc = split_llama3(cpt, fl, start, e, 3, nxt);
+            else if (ps[k].kind == K_QWEN2)  rc = split_llama3(cpt, fl, start, e, 1, nxt);
             else                             rc = split_simple(&ps[k], cpt, fl, start, e, nxt);
             start = e;
         }

@@ -1,0 +1,155 @@
+/* tests/test_gen_arch.c — sluice-gen's architecture shapes (tools/sluice-gen/plan.c): the real
+ * Q4_K_M file sizes, and files sluice binds, runs, streams and plans.
+ *
+ * Full-size files are 5-9 GB: the sizes are checked by dry run (the tensor table is computed and
+ * the metadata measured), the engine on the same shapes with fewer, narrower blocks (the
+ * architecture's tensor set, type mix and padded vocabulary unchanged). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "include/sluice.h"
+#include "kernels/types.h"
+#include "runtime/engine/model.h"
+
+static const struct { const char *shape, *arch; double bytes; int vocab, n_tensors; } shapes[] = {
+    { "llama3.1-8b",      "llama",  4.92e9, 128256, 3 + 1 + 9 * 32 },
+    { "qwen2.5-7b",       "qwen2",  4.68e9, 152064, 3 + 12 * 28 },
+    { "qwen3-8b",         "qwen3",  5.03e9, 151936, 3 + 11 * 36 },
+    { "gemma2-9b",        "gemma2", 5.76e9, 256000, 2 + 11 * 42 },
+    { "phi3-medium-14b",  "phi3",   8.57e9,  32064, 3 + 6 * 40 },
+    { "mistral-nemo-12b", "llama",  7.48e9, 131072, 3 + 9 * 40 },
+};
+#define N_SHAPES (sizeof shapes / sizeof *shapes)
+
+static char tdir[256];
+
+static void setup(void)
+{
+    snprintf(tdir, sizeof tdir, "/tmp/sluice-test-gen-arch-XXXXXX");
+    cr_assert_not_null(mkdtemp(tdir));
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tdir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* Run sluice-gen with `args`; stdout into <tdir>/out.txt.  The exit status. */
+static int gen(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/sluice-gen' %s > '%s/out.txt' 2> '%s/err.txt'", SL_BINARY_DIR, args, tdir, tdir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(gen_arch, q4_k_m_sizes_and_tensor_sets, .init = setup, .fini = teardown)
+{
+    for (size_t i = 0; i < N_SHAPES; i++) {
+        char args[512], path[300];
+        snprintf(args, sizeof args, "--shape %s --type Q4_K_M --out '%s/x.gguf' --dry-run", shapes[i].shape, tdir);
+        cr_assert_eq(gen(args), 0, "%s", shapes[i].shape);
+        snprintf(path, sizeof path, "%s/out.txt", tdir);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f);
+        char line[256];
+        unsigned long long total = 0;
+        int rows = 0, q5k = 0, q6k = 0;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "total\t%llu", &total) == 1) break;
+            q5k += strstr(line, "\tQ5_K\t") != NULL;
+            q6k += strstr(line, "\tQ6_K\t") != NULL;
+            rows++;
+        }
+        fclose(f);
+        fprintf(stderr, "sluice-gen %-17s Q4_K_M %llu bytes (%+.2f%% vs the public file), %d tensors (%d Q5_K, %d Q6_K)\n",
+                shapes[i].shape, total, 100 * (total / shapes[i].bytes - 1), rows, q5k, q6k);
+        cr_assert_eq(rows, shapes[i].n_tensors, "%s tensor count", shapes[i].shape);
+        cr_assert(fabs(total / shapes[i].bytes - 1) < 0.01, "%s: %llu bytes vs %.0f", shapes[i].shape, total, shapes[i].bytes);
+        /* phi3's fused attn_qkv is Q5_K in llama.cpp's Q4_K_M; nothing else is */
+        cr_assert_eq(q5k, strcmp(shapes[i].arch, "phi3") ? 0 : 40, "%s Q5_K count", shapes[i].shape);
+    }
+}
+
+/* Resident, streamed and under a small budget: the same logits, bit for bit (C API). */
+static void logits_of(const char *path, uint64_t budget, bool stream, float *out, int n_vocab)
+{
+    sluice_params p;
+    sluice_params_default(&p);
+    p.planner = budget ? SLUICE_PLANNER_ON : SLUICE_PLANNER_OFF;
+    p.ram_budget = budget;
+    p.stream_all = stream;
+    p.n_ctx = 64;
+    p.n_threads = 2;
+    p.kv_type = SLUICE_KV_F16;
+    p.disk_bw = 1.0;
+    p.compute_bw = 1.0;
+    char err[512];
+    sluice_model *m;
+    sluice_ctx *c;
+    cr_assert_eq(sluice_open(path, &p, &m, err, sizeof err), 0, "%s: %s", path, err);
+    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+    if (budget) {
+        sluice_plan_info pi;
+        sluice_model_get_plan(m, &pi);
+        cr_assert(pi.planned && !pi.all_resident && pi.planned_bytes <= budget, "%s: budget %llu MiB does not stream", path,
+                  (unsigned long long)(budget >> 20));
+    }
+    int32_t ids[8];
+    int n = sluice_tokenize(m, "Hello world, once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, ids, 8);
+    cr_assert_gt(n, 1);
+    cr_assert_eq(sluice_eval(c, ids, n < 8 ? n : 8), 0);
+    memcpy(out, sluice_logits(c), (size_t)n_vocab * sizeof *out);
+    sluice_ctx_free(c);
+    sluice_close(m);
+}
+
+Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teardown)
+{
+    for (size_t i = 0; i < N_SHAPES; i++) {
+        char args[512], path[300], err[256];
+        snprintf(path, sizeof path, "%s/%s.gguf", tdir, shapes[i].shape);
+        snprintf(args, sizeof args, "--shape %s --type Q4_K_M --out '%s' --layers %d --dim 512 --heads 8 --kv-heads 2 "
+                 "--ffn 512 --quiet", shapes[i].shape, path, strcmp(shapes[i].arch, "gemma2") ? 2 : 26);
+        cr_assert_eq(gen(args), 0, "%s", shapes[i].shape);
+        sl_model *m;
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", shapes[i].shape, err);
+        cr_assert_str_eq(m->arch->name, shapes[i].arch);
+        cr_assert_eq(m->cfg.vocab, shapes[i].vocab, "%s: vocabulary padded to the real size", shapes[i].shape);
+        cr_assert_eq(m->rope_freqs != NULL, !strcmp(shapes[i].shape, "llama3.1-8b"));
+        if (!strcmp(shapes[i].arch, "phi3")) {
+            /* the synthesized Q5_K attn_qkv: mean 0, std 1/sqrt(ne0) like every matrix (sluice-gen --help) */
+            cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
+            const sl_weight *w = &m->layers[0].mat[SL_MAT_Q];
+            cr_assert_eq(w->type, SL_TYPE_Q5_K);
+            float *row = malloc((size_t)w->cols * sizeof *row);
+            double sum = 0, sum2 = 0;
+            for (int64_t r = 0; r < w->rows; r++) {
+                sl_type_get(w->type)->dequant((const unsigned char *)w->data + r * w->row_bytes, row, w->cols);
+                for (int64_t k = 0; k < w->cols; k++) { sum += row[k]; sum2 += (double)row[k] * row[k]; }
+            }
+            free(row);
+            const double n = (double)w->rows * w->cols, mean = sum / n, sd = sqrt(sum2 / n - mean * mean), want = 1 / sqrt(512.0);
+            fprintf(stderr, "sluice-gen Q5_K attn_qkv: mean %.2e std %.5f (target %.5f)\n", mean, sd, want);
+            cr_assert(fabs(sd / want - 1) < 0.05 && fabs(mean) < 0.05 * want, "Q5_K mean %g std %g, want 0 / %g", mean, sd, want);
+        }
+        const int V = m->cfg.vocab;
+        const uint64_t file = sl_gguf_file_size(m->gguf);
+        sl_model_free(m);
+        float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
+        logits_of(path, 0, false, a, V);
+        logits_of(path, 0, true, b, V);
+        logits_of(path, file / 3 + (24u << 20), false, c, V);
+        for (int k = 0; k < V; k++) cr_assert(isfinite(a[k]), "%s: logit %d not finite", shapes[i].shape, k);
+        cr_assert_eq(memcmp(a, b, (size_t)V * 4), 0, "%s: streamed logits differ from resident", shapes[i].shape);
+        cr_assert_eq(memcmp(a, c, (size_t)V * 4), 0, "%s: budgeted logits differ from resident", shapes[i].shape);
+        free(a); free(b); free(c);
+        unlink(path);
+    }
+}
