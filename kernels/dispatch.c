@@ -22,6 +22,11 @@ static const sl_kernel_set portable_set = {
     sl_axpy_f32, sl_axpy_f16,
     sl_adot_f32, sl_adot_f16,
     NULL, NULL, NULL, NULL, NULL,
+    .quantize_q8_1 = sl_quantize_act_q8_1,
+    .dot_q5_0_q8_0 = sl_qdot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_qdot_iq4_nl_q8_0,
+    .dot_q4_1_q8_1 = sl_qdot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_qdot_q5_1_q8_1,
+    .dot_q2_k_q8_k = sl_qdot_q2_k_q8_k, .dot_q3_k_q8_k = sl_qdot_q3_k_q8_k,
+    .dot_iq4_xs_q8_k = sl_qdot_iq4_xs_q8_k,
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

@@ -35,6 +35,16 @@
  *     sub-block j) exactly in int32; acc = acc + ((d * (float)S) - (dmin * (float)M)) with
  *     d = f16(w.d) * y.d, dmin = f16(w.dmin) * y.d.
  *   q6_K x q8_K: S = sum_s sc_s * (dot_s(q in 0..63) - 32 * bsums_s); acc = acc + d * (float)S.
+ *   q5_0 x q8_0, iq4_nl x q8_0: the q4_0 steps, with q = 5-bit value - 16 / kvalues[nibble].
+ *   q4_1/q5_1 x q8_1: the q4_0 lanes with q = the unsigned 4/5-bit value, plus one more f32
+ *     accumulator mn = mn + f16(w.m) * f16(y.s) per block (exact product); result =
+ *     (pairwise lane sum) + mn.
+ *   q2_K x q8_K: S = sum_j (sc_j & 15) * dot_j, M = sum_j (sc_j >> 4) * bsums_j over the 16
+ *     sub-blocks of 16; acc = acc + ((d * (float)S) - (dmin * (float)M)) as for q4_K.
+ *   q3_K x q8_K: S = sum_j (sc_j - 32) * (dot_j(u) - 4 * bsums_j), u = 2 low bits | hbit << 2
+ *     (the value + 4); acc = acc + d * (float)S, d = f16(w.d) * y.d.
+ *   iq4_xs x q8_K: S = sum_b (ls_b - 32) * dot_b(kvalues[q]) over 8 sub-blocks of 32;
+ *     acc = acc + d * (float)S.
  */
 #ifndef SL_KERNELS_SIMD_H
 #define SL_KERNELS_SIMD_H
@@ -76,11 +86,17 @@ typedef struct sl_kernel_set {
     /* 4-vector forms (NULL: callers use the single dot) */
     sl_qdot4_fn dot4_q4_0_q8_0, dot4_q8_0_q8_0;
     sl_qdot4_fn dot4_q4_k_q8_k, dot4_q5_k_q8_k, dot4_q6_k_q8_k;
+    /* Low-bit types (portable references in kernels/qdot_quants.c).  Q8_1 activations: Q8_0's
+     * d and q plus s = f16((amax/127) * sum q). */
+    sl_actq_fn quantize_q8_1;
+    sl_qdot_fn dot_q5_0_q8_0, dot_iq4_nl_q8_0, dot_q4_1_q8_1, dot_q5_1_q8_1;
+    sl_qdot_fn dot_q2_k_q8_k, dot_q3_k_q8_k, dot_iq4_xs_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
 #define SL_Q8_0_BYTES 34
 #define SL_Q8_K_BYTES 292
+#define SL_Q8_1_BYTES 36
 
 /* The kernel set of a path, or NULL when this CPU (or this build's architecture) cannot run it.
  * Tests use it to compare paths directly. */
@@ -113,6 +129,14 @@ float sl_qdot_q8_0_q8_0(const void *restrict w, const void *restrict y, int64_t 
 float sl_qdot_q4_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_q5_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_q6_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+void  sl_quantize_act_q8_1(const float *restrict x, void *restrict y, int64_t n);
+float sl_qdot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q4_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q5_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 /* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
  * other architectures). */
@@ -131,5 +155,15 @@ void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size
 void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q5_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q6_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+/* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own
+ * version is not faster. */
+void  sl_avx2_quantize_q8_1(const float *restrict x, void *restrict y, int64_t n);
+float sl_avx2_dot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q4_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q5_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 #endif

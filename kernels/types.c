@@ -9,18 +9,19 @@
 #include "kernels/types.h"
 
 #define KERNELS(sfx) sl_dequant_##sfx, sl_dot_##sfx, sl_quantize_##sfx
+#define KERNELS_NOQ(sfx) sl_dequant_##sfx, sl_dot_##sfx, NULL   /* no reference quantizer */
 
 static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_F32]     = { "F32",     1,   4,   KERNELS(f32) },
     [SL_TYPE_F16]     = { "F16",     1,   2,   KERNELS(f16) },
     [SL_TYPE_Q4_0]    = { "Q4_0",    32,  18,  KERNELS(q4_0) },
-    [SL_TYPE_Q4_1]    = { "Q4_1",    32,  20,  NULL, NULL, NULL },   /* f16 d, m; 16 */
-    [SL_TYPE_Q5_0]    = { "Q5_0",    32,  22,  NULL, NULL, NULL },   /* f16 d; u32 qh; 16 */
-    [SL_TYPE_Q5_1]    = { "Q5_1",    32,  24,  NULL, NULL, NULL },   /* f16 d, m; u32 qh; 16 */
+    [SL_TYPE_Q4_1]    = { "Q4_1",    32,  20,  KERNELS_NOQ(q4_1) },
+    [SL_TYPE_Q5_0]    = { "Q5_0",    32,  22,  KERNELS_NOQ(q5_0) },
+    [SL_TYPE_Q5_1]    = { "Q5_1",    32,  24,  KERNELS_NOQ(q5_1) },
     [SL_TYPE_Q8_0]    = { "Q8_0",    32,  34,  KERNELS(q8_0) },
     [SL_TYPE_Q8_1]    = { "Q8_1",    32,  36,  NULL, NULL, NULL },   /* f16 d, s; 32 */
-    [SL_TYPE_Q2_K]    = { "Q2_K",    256, 84,  NULL, NULL, NULL },   /* 16 + 64 + 2*f16 */
-    [SL_TYPE_Q3_K]    = { "Q3_K",    256, 110, NULL, NULL, NULL },   /* 32 + 64 + 12 + f16 */
+    [SL_TYPE_Q2_K]    = { "Q2_K",    256, 84,  KERNELS_NOQ(q2_k) },
+    [SL_TYPE_Q3_K]    = { "Q3_K",    256, 110, KERNELS_NOQ(q3_k) },
     [SL_TYPE_Q4_K]    = { "Q4_K",    256, 144, KERNELS(q4_k) },
     [SL_TYPE_Q5_K]    = { "Q5_K",    256, 176, KERNELS(q5_k) },
     [SL_TYPE_Q6_K]    = { "Q6_K",    256, 210, KERNELS(q6_k) },
@@ -29,10 +30,10 @@ static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_IQ2_XS]  = { "IQ2_XS",  256, 74,  NULL, NULL, NULL },   /* f16 + 32 × u16 + 8 */
     [SL_TYPE_IQ3_XXS] = { "IQ3_XXS", 256, 98,  NULL, NULL, NULL },   /* f16 + 96 */
     [SL_TYPE_IQ1_S]   = { "IQ1_S",   256, 50,  NULL, NULL, NULL },   /* f16 + 32 + 8 × u16 */
-    [SL_TYPE_IQ4_NL]  = { "IQ4_NL",  32,  18,  NULL, NULL, NULL },   /* f16 + 16 */
+    [SL_TYPE_IQ4_NL]  = { "IQ4_NL",  32,  18,  KERNELS_NOQ(iq4_nl) },
     [SL_TYPE_IQ3_S]   = { "IQ3_S",   256, 110, NULL, NULL, NULL },   /* f16 + 64 + 8 + 32 + 4 */
     [SL_TYPE_IQ2_S]   = { "IQ2_S",   256, 82,  NULL, NULL, NULL },   /* f16 + 64 + 16 */
-    [SL_TYPE_IQ4_XS]  = { "IQ4_XS",  256, 136, NULL, NULL, NULL },   /* f16 + u16 + 4 + 128 */
+    [SL_TYPE_IQ4_XS]  = { "IQ4_XS",  256, 136, KERNELS_NOQ(iq4_xs) },
     [SL_TYPE_I8]      = { "I8",      1,   1,   NULL, NULL, NULL },
     [SL_TYPE_I16]     = { "I16",     1,   2,   NULL, NULL, NULL },
     [SL_TYPE_I32]     = { "I32",     1,   4,   NULL, NULL, NULL },

@@ -82,4 +82,20 @@ void  sl_dequant_q6_k(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_q6_k(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_quantize_q6_k(const float *restrict src, void *restrict dst, int64_t n);
 
+/* Low-bit types (kernels/q4_1.c ... iq4_xs.c; block layouts in kernels/k_quants.h). */
+void  sl_dequant_q4_1(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q4_1(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q5_0(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q5_0(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q5_1(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q5_1(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q2_k(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q2_k(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q3_k(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q3_k(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq4_nl(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq4_nl(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_iq4_xs(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq4_xs(const void *restrict w, const float *restrict x, int64_t n);
+
 #endif
