@@ -489,8 +489,8 @@ Test(matmul, exact_mode_uses_reference_dot_and_fast_mode_is_close)
 /* ---- attention helper ------------------------------------------------------------------------ */
 
 /* sl_attn_heads against a float64 attention over the same (exactly decoded) K/V rows, for every
- * KV type and kernel path; and axpy on its own.  f32 dots of 64 terms and a softmax over <= 300
- * positions carry relative errors ~1e-6 on outputs of size ~1: 1e-4 leaves 100x margin, while a
+ * KV type and kernel path, and bit-identical to the portable path's output; and axpy on its own.
+ * f32 dots of 64 terms and a softmax over <= 300 positions carry relative errors ~1e-6 on outputs of size ~1: 1e-4 leaves 100x margin, while a
  * wrong row, stride or scale moves outputs by > 0.01. */
 Test(attn, head_matches_float64_every_type_and_path)
 {
@@ -505,7 +505,7 @@ Test(attn, head_matches_float64_every_type_and_path)
             const size_t rowb = sl_row_bytes(type, hd), stride = rowb + 64;   /* rows with a gap, as in a cache */
             unsigned char *K = malloc(stride * n), *V = malloc(stride * n);
             float *src = malloc(hd * sizeof *src), *kf = malloc((size_t)n * hd * sizeof *kf), *vf = malloc((size_t)n * hd * sizeof *vf);
-            float q[64], out[64], att[300], tmp[64];
+            float q[64], out[64], out_portable[64], att[300], tmp[64];
             for (int t = 0; t < n; t++) {
                 for (int i = 0; i < hd; i++) src[i] = (float)tk_gauss(&r);
                 sl_type_get(type)->quantize(src, K + t * stride, hd);
@@ -537,12 +537,17 @@ Test(attn, head_matches_float64_every_type_and_path)
                 for (int i = 0; i < hd; i++)
                     cr_assert_leq(fabs(out[i] - ref[i]), 1e-4, "%s %s n=%d out[%d] %g vs %g", sl_kpath_name(p),
                                   sl_type_name(type), n, i, out[i], ref[i]);
+                /* and the portable path's bits (p = 0 runs first): attention must not make logits
+                 * depend on the CPU (scores through the weight-row dots did, see ops.c) */
+                if (p == 0) memcpy(out_portable, out, sizeof out);
+                else cr_assert_eq(memcmp(out, out_portable, sizeof out), 0, "%s %s n=%d: head output differs from portable",
+                                  sl_kpath_name(p), sl_type_name(type), n);
                 checked++;
             }
             free(K); free(V); free(src); free(kf); free(vf);
         }
     sl_kernels_force(SL_KPATH_PORTABLE);
-    fprintf(stderr, "attn: %d head attentions within 1e-4 of float64\n", checked);
+    fprintf(stderr, "attn: %d head attentions within 1e-4 of float64, SIMD ones bit-identical to portable\n", checked);
 }
 
 /* The attention dots and axpy give the same bits on every path (that is their contract: attention
