@@ -8,8 +8,12 @@
  * exact f32 path and each kernel path this CPU has; plus a batched product (nb = 64, the prefill
  * shape) in G weight-element x vector products per second.
  *
- * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)]
+ * The memory bandwidth is measured again before each format (%bw is against that figure), so a
+ * change of machine load between formats shows in both numbers.
+ *
+ * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [FORMAT...]
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +116,10 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
     case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: hoff[0] = 0; break;
     case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: hoff[0] = 0; hoff[1] = 2; break;
     case SL_TYPE_Q6_K: hoff[0] = 208; break;
+    case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL: case SL_TYPE_IQ4_XS: hoff[0] = 0; break;
+    case SL_TYPE_Q4_1: case SL_TYPE_Q5_1: hoff[0] = 0; hoff[1] = 2; break;
+    case SL_TYPE_Q2_K: hoff[0] = 80; hoff[1] = 82; break;
+    case SL_TYPE_Q3_K: hoff[0] = 108; break;
     default: break;
     }
     for (int b = 0; b < nblk; b++)
@@ -162,10 +170,23 @@ int main(int argc, char **argv)
            "%%bw = 2-thread wall GB/s / 2-thread wall memory bandwidth; nb=%d: G weight x vector products/s (2 threads, CPU)\n",
            mib, (long long)cols, nb_batch);
     printf("%-6s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
-    const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
-    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+    const int all_types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
+                              SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
+                              SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_Q4_1, SL_TYPE_Q5_1 };
+    /* argv[3..]: only these formats (by name), e.g. "Q2_K Q3_K" */
+    int types[sizeof all_types / sizeof *all_types];
+    size_t n_types = 0;
+    for (size_t ti = 0; ti < sizeof all_types / sizeof *all_types; ti++) {
+        bool want = argc <= 3;
+        for (int a = 3; a < argc; a++) want |= !strcmp(argv[a], sl_type_name(all_types[ti]));
+        if (want) types[n_types++] = all_types[ti];
+    }
+    for (size_t ti = 0; ti < n_types; ti++) {
         const int type = types[ti];
+        /* the bandwidth again right before this format (other processes come and go): %bw uses the
+         * figure measured next to the kernel's own, not one from minutes earlier */
+        const timing bwt = ti == 0 ? bw2 : mem_bw(pool2, secs);
+        printf("%-6s memory bandwidth now: 2 threads %.1f GB/s\n", sl_type_name(type), bwt.wall);
         const size_t row_bytes = sl_row_bytes(type, cols);
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
         size_t rb;
@@ -181,7 +202,7 @@ int main(int argc, char **argv)
             const timing t2 = time_matmul(pool2, type, w, rows, cols, rb, x, 1, out, secs);
             const timing tb = time_matmul(pool2, type, w, rows, cols, rb, x, nb_batch, out, secs);
             printf("%-6s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
-                   p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bw2.wall,
+                   p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bwt.wall,
                    gb / t1.cpu, gb / t2.cpu, (double)rows * cols * nb_batch / tb.cpu / 1e9);
             fflush(stdout);
         }

@@ -165,5 +165,11 @@ float sl_avx2_dot_q5_1_q8_1(const void *restrict w, const void *restrict y, int6
 float sl_avx2_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+/* AVX-512 versions (kernels/simd_avx512_quants.c). */
+float sl_avx512_dot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 #endif

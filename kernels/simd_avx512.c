@@ -315,12 +315,12 @@ const sl_kernel_set sl_kernels_avx512_set = {
     /* 4-vector dots: the AVX2 ones (no 512-bit version yet; same bits either way) */
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
     sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,
-    /* low-bit types: the AVX2 kernels (kernels/simd_avx2_quants.c; same bits) */
+    /* low-bit types (kernels/simd_avx512_quants.c; Q4_1/Q5_1 on the AVX2 kernels) */
     .quantize_q8_1 = sl_quantize_act_q8_1,
-    .dot_q5_0_q8_0 = sl_avx2_dot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_avx2_dot_iq4_nl_q8_0,
+    .dot_q5_0_q8_0 = sl_avx512_dot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_avx512_dot_iq4_nl_q8_0,
     .dot_q4_1_q8_1 = sl_avx2_dot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_avx2_dot_q5_1_q8_1,
-    .dot_q2_k_q8_k = sl_avx2_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx2_dot_q3_k_q8_k,
-    .dot_iq4_xs_q8_k = sl_avx2_dot_iq4_xs_q8_k,
+    .dot_q2_k_q8_k = sl_avx512_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx512_dot_q3_k_q8_k,
+    .dot_iq4_xs_q8_k = sl_avx512_dot_iq4_xs_q8_k,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */
