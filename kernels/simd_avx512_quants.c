@@ -195,6 +195,20 @@ AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restri
     return acc;
 }
 
+/* The 16 Q3_K scales minus 32 as int16 (the same values as sl_q3_k_scales - 32), unpacked in
+ * registers: low nibbles from bytes 0-7 (scales 0-7 low, 8-15 high nibbles), top 2 bits from
+ * bytes 8-11 (scale j: bits 2*(j/4) of byte 8 + j%4).  Loads only the block's 12 bytes. */
+AVX512 static inline __m256i q3_k_scales16(const uint8_t *b)
+{
+    uint32_t top;
+    memcpy(&top, b + 8, 4);
+    const __m128i lo8 = _mm_loadl_epi64((const __m128i *)b), m4 = _mm_set1_epi8(0x0f);
+    const __m128i low4 = _mm_unpacklo_epi64(_mm_and_si128(lo8, m4), _mm_and_si128(_mm_srli_epi16(lo8, 4), m4));
+    const __m128i hi2 = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)top), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    const __m128i sc = _mm_or_si128(low4, _mm_slli_epi16(hi2, 4));
+    return _mm256_sub_epi16(_mm256_cvtepu8_epi16(sc), _mm256_set1_epi16(32));
+}
+
 /* Contract: as sl_qdot_q3_k_q8_k (same bits).  u = value + 4 <= 7; times |sc - 32| <= 32. */
 AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
@@ -206,9 +220,7 @@ AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restri
      * from hm << 2 (16-bit shifts: the bits taken never cross a byte) */
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        uint8_t sc[16];
-        sl_q3_k_scales(w[i].scales, sc);
-        const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sc)), _mm256_set1_epi16(32));
+        const __m256i sc16 = q3_k_scales16(w[i].scales);
         const __m512i sc512 = _mm512_castsi256_si512(sc16);
         const __m512i hm = _mm512_broadcast_i64x4(ld256(w[i].hmask));
         const __m512i hm_l = _mm512_slli_epi16(hm, 2);          /* bits 0, 1 -> 2, 3 */
