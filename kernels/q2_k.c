@@ -43,3 +43,50 @@ float sl_dot_q2_k(const void *restrict w, const float *restrict x, int64_t n)
     }
     return sl_lanes_sum(acc);
 }
+
+/* Contract: reference quantizer (ggml's quantize_row_q2_K_ref algorithm, no importance matrix):
+ * per sub-block of 16 an asymmetric (scale, min) fit over 2-bit levels weighted by |x| with
+ * absolute errors (16 grid densities from 2.5 to 4 levels), then 4-bit scales and mins against
+ * their maxima, then requantization against the stored values.  Same f32 operations, so the bytes
+ * equal llama-quantize's.  src finite; n a multiple of 256. */
+void sl_quantize_q2_k(const float *restrict src, void *restrict dst, int64_t n)
+{
+    sl_block_q2_k *out = dst;
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        const float *x = src + i * SL_QK_K;
+        sl_block_q2_k *b = &out[i];
+        uint8_t L[SL_QK_K], Laux[16];
+        float scales[16], mins[16], w[16], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+            scales[j] = sl_k_fit_scale_min_err(16, 3, x + 16 * j, w, L + 16 * j, Laux, &mins[j], -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        memset(b->scales, 0, sizeof b->scales);
+        b->d = b->dmin = 0;
+        if (max_scale > 0) {
+            const float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; j++) b->scales[j] = (uint8_t)sl_round_int(iscale * scales[j]);
+            b->d = sl_f32_to_f16(max_scale / 15.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; j++) b->scales[j] |= (uint8_t)(sl_round_int(iscale * mins[j]) << 4);
+            b->dmin = sl_f32_to_f16(max_min / 15.0f);
+        }
+        const float d = sl_f16_to_f32(b->d), dmin = sl_f16_to_f32(b->dmin);
+        for (int j = 0; j < 16; j++) {
+            const float dl = d * (b->scales[j] & 0x0f);
+            if (!dl) continue;                    /* the search's levels stay (value is -dm anyway) */
+            const float dm = dmin * (b->scales[j] >> 4);
+            for (int l = 0; l < 16; l++)
+                L[16 * j + l] = (uint8_t)sl_clampi(sl_round_int((x[16 * j + l] + dm) / dl), 0, 3);
+        }
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *Lh = L + 128 * h + l;
+                b->qs[32 * h + l] = (uint8_t)(Lh[0] | (Lh[32] << 2) | (Lh[64] << 4) | (Lh[96] << 6));
+            }
+    }
+}

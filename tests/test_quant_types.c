@@ -338,6 +338,47 @@ Test(quant_types, iq4_grid_matches_the_source_weights, .timeout = 120)
     check_grid("micro-llama.IQ4_XS.gguf");
 }
 
+/* The reference quantizers against llama-quantize: every tensor of `type` in `file` was quantized
+ * by llama-quantize (no importance matrix) from micro-llama.F16.gguf; re-quantizing the F16 values
+ * must give the same bytes (the quantizers follow ggml's reference algorithms with the same f32
+ * operations; kernels/ forbids FMA contraction). */
+static void check_requantize(const char *file, int type)
+{
+    model q = open_model(file), f = open_model("micro-llama.F16.gguf");
+    const sl_type_info *ti = sl_type_get(type);
+    cr_assert_not_null(ti->quantize, "%s has no quantizer", ti->name);
+    int tensors = 0;
+    for (int64_t i = 0; i < sl_gguf_n_tensors(q.g); i++) {
+        const sl_gguf_tensor *tq = sl_gguf_tensor_at(q.g, i);
+        if (tq->type != type) continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)tq->name.len, tq->name.ptr);
+        const sl_gguf_tensor *tf = sl_gguf_find_tensor(f.g, name);
+        cr_assert(tf && tf->type == SL_TYPE_F16);
+        const int64_t n = n_elems(tq);
+        uint8_t *theirs = read_tensor(&q, tq), *src16 = read_tensor(&f, tf), *mine = malloc(tq->nbytes);
+        float *x = malloc(sizeof(float) * (size_t)n);
+        sl_dequant_f16(src16, x, n);
+        ti->quantize(x, mine, n);
+        int64_t differ = 0;
+        for (int64_t b = 0; b < n / ti->blck; b++)
+            differ += memcmp(mine + b * ti->bytes, theirs + b * ti->bytes, (size_t)ti->bytes) != 0;
+        cr_assert_eq(differ, 0, "%s %s: %lld of %lld blocks differ from llama-quantize's", file, name, (long long)differ,
+                     (long long)(n / ti->blck));
+        free(theirs); free(src16); free(mine); free(x);
+        tensors++;
+    }
+    cr_assert_gt(tensors, 0, "no %s tensor in %s", ti->name, file);
+    fprintf(stderr, "quant_types: %s quantizer reproduces llama-quantize's bytes on %d tensors of %s\n", ti->name, tensors, file);
+    sl_gguf_close(q.g); close(q.fd);
+    sl_gguf_close(f.g); close(f.fd);
+}
+
+Test(quant_types, reference_quantizers_reproduce_llama_quantize, .timeout = 300)
+{
+    check_requantize("micro-llama.Q2_K.gguf", SL_TYPE_Q2_K);
+}
+
 /* ---- fast path: activation quantizer and integer dots ------------------------------------------ */
 
 static const sl_kernel_set *portable(void) { return sl_kernels_for(SL_KPATH_PORTABLE); }
