@@ -377,6 +377,9 @@ static void check_requantize(const char *file, int type)
 Test(quant_types, reference_quantizers_reproduce_llama_quantize, .timeout = 300)
 {
     check_requantize("micro-llama.Q2_K.gguf", SL_TYPE_Q2_K);
+    check_requantize("micro-llama.Q3_K_S.gguf", SL_TYPE_Q3_K);
+    check_requantize("micro-llama.Q3_K_M.gguf", SL_TYPE_Q3_K);
+    check_requantize("micro-llama.Q2_K.gguf", SL_TYPE_Q3_K);
 }
 
 /* ---- fast path: activation quantizer and integer dots ------------------------------------------ */
