@@ -37,3 +37,20 @@ float sl_dot_iq4_nl(const void *restrict w, const float *restrict x, int64_t n)
     }
     return sl_lanes_sum(acc);
 }
+
+/* Contract: reference quantizer (ggml's quantize_iq4_nl without an importance matrix, as
+ * llama-quantize runs it): the IQ4 scale search per block (k_quants.h), d stored as f16, levels
+ * re-picked against the f32 scale.  Bytes equal llama-quantize's.  src finite; n a multiple of 32. */
+void sl_quantize_iq4_nl(const float *restrict src, void *restrict dst, int64_t n)
+{
+    sl_block_iq4_nl *out = dst;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const float *x = src + i * SL_QK;
+        uint8_t L[SL_QK];
+        memset(L, 0, sizeof L);
+        const float d = sl_iq4_fit32(x, L), id = d ? 1 / d : 0.0f;
+        out[i].d = sl_f32_to_f16(d);
+        for (int j = 0; j < SL_QK; j++) L[j] = (uint8_t)sl_iq4_nearest(id * x[j]);
+        for (int j = 0; j < SL_QK / 2; j++) out[i].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+    }
+}

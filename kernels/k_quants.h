@@ -105,4 +105,60 @@ static inline void sl_act_nonfinite_q8_1(sl_block_q8_1 *b)
     b->d = b->s = 0x7e00;
 }
 
+/* Index of the IQ4 level nearest to v (ties to the upper level), by bisection as ggml's
+ * best_index_int8, so quantizers pick the same levels. */
+static inline int sl_iq4_nearest(float v)
+{
+    const int8_t *k = sl_kvalues_iq4nl;
+    if (v <= k[0]) return 0;
+    if (v >= k[15]) return 15;
+    int lo = 0, hi = 15;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (v < k[mid]) hi = mid;
+        else lo = mid;
+    }
+    return v - k[hi - 1] < k[hi] - v ? hi - 1 : hi;
+}
+
+/* Scale search of one IQ4 block of 32 (ggml's quantize_row_iq4_nl_impl per block, no importance
+ * matrix: weights x^2, 15 trial grids): the scale that maps the largest-magnitude value to -127,
+ * then trial inverse scales (t - 127)/max, t = -7..7, each with its least-squares scale; the best
+ * (largest (sum w q x)^2 / sum w q^2) wins.  L gets the first grid's levels (callers requantize
+ * against the stored scale).  Returns 0 for an all-(near-)zero block. */
+static inline float sl_iq4_fit32(const float *restrict x, uint8_t *restrict L)
+{
+    float amax = 0, vmax = 0;
+    for (int j = 0; j < 32; j++) {
+        const float ax = fabsf(x[j]);
+        if (ax > amax) { amax = ax; vmax = x[j]; }
+    }
+    if (amax < 1e-15f) return 0.0f;
+    float d = -vmax / sl_kvalues_iq4nl[0];
+    float id = 1 / d, sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; j++) {
+        const int l = sl_iq4_nearest(id * x[j]);
+        L[j] = (uint8_t)l;
+        const float q = sl_kvalues_iq4nl[l], w = x[j] * x[j];
+        sumqx += w * q * x[j];
+        sumq2 += w * q * q;
+    }
+    d = sumqx / sumq2;
+    float best = d * sumqx;
+    for (int t = -7; t <= 7; t++) {
+        id = (t + sl_kvalues_iq4nl[0]) / vmax;
+        sumqx = sumq2 = 0;
+        for (int j = 0; j < 32; j++) {
+            const float q = sl_kvalues_iq4nl[sl_iq4_nearest(id * x[j])], w = x[j] * x[j];
+            sumqx += w * q * x[j];
+            sumq2 += w * q * q;
+        }
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
 #endif

@@ -97,7 +97,9 @@ float sl_dot_q3_k(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_quantize_q3_k(const float *restrict src, void *restrict dst, int64_t n);
 void  sl_dequant_iq4_nl(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_iq4_nl(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_iq4_nl(const float *restrict src, void *restrict dst, int64_t n);
 void  sl_dequant_iq4_xs(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_iq4_xs(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_iq4_xs(const float *restrict src, void *restrict dst, int64_t n);
 
 #endif

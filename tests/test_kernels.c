@@ -38,7 +38,7 @@ static const struct { int id; const char *name; int blck, bytes; bool ok; } k_ty
 /* Supported types without a reference quantizer (the table allows NULL there). */
 static bool has_quantizer(int id)
 {
-    static const int none[] = {3, 6, 7, 20, 23};   /* Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS */
+    static const int none[] = {3, 6, 7};   /* Q4_1 Q5_0 Q5_1 */
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         if (none[i] == id) return false;
     return true;

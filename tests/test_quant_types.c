@@ -380,6 +380,8 @@ Test(quant_types, reference_quantizers_reproduce_llama_quantize, .timeout = 300)
     check_requantize("micro-llama.Q3_K_S.gguf", SL_TYPE_Q3_K);
     check_requantize("micro-llama.Q3_K_M.gguf", SL_TYPE_Q3_K);
     check_requantize("micro-llama.Q2_K.gguf", SL_TYPE_Q3_K);
+    check_requantize("micro-llama.IQ4_XS.gguf", SL_TYPE_IQ4_XS);
+    check_requantize("micro-llama.IQ4_NL.gguf", SL_TYPE_IQ4_NL);
 }
 
 /* ---- fast path: activation quantizer and integer dots ------------------------------------------ */
