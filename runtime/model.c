@@ -57,7 +57,7 @@ static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, 
     }
     if (!sl_type_supported(t->type)) {
         snprintf(err, errlen, "model: tensor %s has type %s, which sluice does not support yet "
-                 "(supported: F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K)", name, sl_type_name(t->type));
+                 "(supported: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS)", name, sl_type_name(t->type));
         return -ENOTSUP;
     }
     w->name = strndup(t->name.ptr, t->name.len);
