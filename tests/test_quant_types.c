@@ -11,6 +11,8 @@
  *     the micro-llama files llama-quantize wrote in these types (which also hold Q4_K/Q5_K/Q6_K/F32
  *     tensors: decoded here too);
  *   - the IQ4 grid (kvalues) against the F16 weights the IQ4_NL/IQ4_XS files were quantized from;
+ *   - the reference quantizers (Q2_K, Q3_K, IQ4_NL, IQ4_XS) against llama-quantize's bytes, re-quantizing
+ *     the F16 source tensors;
  *   - integer dots against a float64 sum over dequantized weights and activations;
  *   - SIMD paths against the portable reference: same float bits.
  */
