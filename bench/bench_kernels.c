@@ -12,6 +12,7 @@
  * change of machine load between formats shows in both numbers.
  *
  * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [FORMAT...]
+ * (env SL_BENCH_SIMD_ONLY=1: only the SIMD paths)
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -158,6 +159,9 @@ int main(int argc, char **argv)
     const double mib = argc > 1 ? atof(argv[1]) : 64;
     const double secs = argc > 2 ? atof(argv[2]) : 0.3;
     const int64_t cols = 4096;
+    /* SL_BENCH_SIMD_ONLY=1: skip the exact and portable rows (minutes on a loaded machine) */
+    const char *so = getenv("SL_BENCH_SIMD_ONLY");
+    const bool simd_only = so && *so && strcmp(so, "0") != 0;
     const int nb_batch = 64;
     sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
     float *x = malloc((size_t)cols * nb_batch * sizeof *x);
@@ -186,7 +190,8 @@ int main(int argc, char **argv)
         /* the bandwidth again right before this format (other processes come and go): %bw uses the
          * figure measured next to the kernel's own, not one from minutes earlier */
         const timing bwt = ti == 0 ? bw2 : mem_bw(pool2, secs);
-        printf("%-6s memory bandwidth now: 2 threads %.1f GB/s\n", sl_type_name(type), bwt.wall);
+        printf("%-6s memory bandwidth now: 2 threads %.1f GB/s wall, %.1f GB/s CPU-time based\n", sl_type_name(type),
+               bwt.wall, bwt.cpu);
         const size_t row_bytes = sl_row_bytes(type, cols);
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
         size_t rb;
@@ -195,7 +200,7 @@ int main(int argc, char **argv)
         if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
         const double gb = (double)rb * (double)rows / 1e9;
         /* path -1: exact mode (dequantize + f32 dot, the portable reference) */
-        for (int p = -1; p < SL_KPATH_COUNT; p++) {
+        for (int p = simd_only ? SL_KPATH_PORTABLE + 1 : -1; p < SL_KPATH_COUNT; p++) {
             if (p >= 0 && sl_kernels_force(p) != 0) continue;
             sl_kernels_set_exact(p < 0);
             const timing t1 = time_matmul(pool1, type, w, rows, cols, rb, x, 1, out, secs);
