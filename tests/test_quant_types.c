@@ -231,7 +231,7 @@ static const char *k_files[] = { "Q2_K", "Q3_K_S", "Q3_K_M", "Q4_1", "Q5_0", "Q5
 
 /* Every tensor of every file: dequantized bit-identically to the decoder; the exact path's dot of
  * the first and last row with random x within gamma_n * sum|w*x| of the double sum. */
-Test(quant_types, dequant_bit_exact_on_every_tensor_of_the_files, .timeout = 300)
+Test(quant_types, dequant_bit_exact_on_every_tensor_of_the_files)
 {
     int per_type[SL_TYPE_COUNT] = { 0 };
     for (size_t f = 0; f < sizeof k_files / sizeof *k_files; f++) {
@@ -334,7 +334,7 @@ static void check_grid(const char *file)
     sl_gguf_close(f.g); close(f.fd);
 }
 
-Test(quant_types, iq4_grid_matches_the_source_weights, .timeout = 120)
+Test(quant_types, iq4_grid_matches_the_source_weights)
 {
     check_grid("micro-llama.IQ4_NL.gguf");
     check_grid("micro-llama.IQ4_XS.gguf");
@@ -376,7 +376,7 @@ static void check_requantize(const char *file, int type)
     sl_gguf_close(f.g); close(f.fd);
 }
 
-Test(quant_types, reference_quantizers_reproduce_llama_quantize, .timeout = 300)
+Test(quant_types, reference_quantizers_reproduce_llama_quantize)
 {
     check_requantize("micro-llama.Q2_K.gguf", SL_TYPE_Q2_K);
     check_requantize("micro-llama.Q3_K_S.gguf", SL_TYPE_Q3_K);
