@@ -11,8 +11,12 @@
  * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [TYPE,TYPE,...]
  *                      [PATH,PATH,...]
  * (the third argument keeps only the named formats, e.g. IQ3_S,Q4_K; the fourth only the named
- * paths among exact, portable, avx2, avx512: the slow ones take minutes on the codebook types)
+ * paths among exact, portable, avx2, avx512: the slow ones take minutes on the codebook types;
+ * env SL_BENCH_SIMD_ONLY=1: only the SIMD paths)
  *        bench_kernels --ab [MiB (default 64)] [rounds (default 15)]
+ *
+ * The memory bandwidth is measured again before each format (%bw is against that figure), so a
+ * change of machine load between formats shows in both numbers.
  *
  * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
  * per-type choice of the dispatch table, "auto") over the same matrix in an order that rotates
@@ -126,6 +130,10 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
     case SL_TYPE_Q6_K: hoff[0] = 208; break;
     case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S: case SL_TYPE_IQ3_XXS:
     case SL_TYPE_IQ3_S: case SL_TYPE_IQ1_S: hoff[0] = 0; break;   /* IQ1_M: d spread over nibbles */
+    case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL: case SL_TYPE_IQ4_XS: hoff[0] = 0; break;
+    case SL_TYPE_Q4_1: case SL_TYPE_Q5_1: hoff[0] = 0; hoff[1] = 2; break;
+    case SL_TYPE_Q2_K: hoff[0] = 80; hoff[1] = 82; break;
+    case SL_TYPE_Q3_K: hoff[0] = 108; break;
     default: break;
     }
     for (int b = 0; b < nblk; b++)
@@ -287,6 +295,9 @@ int main(int argc, char **argv)
     const double mib = argc > 1 ? atof(argv[1]) : 64;
     const double secs = argc > 2 ? atof(argv[2]) : 0.3;
     const int64_t cols = 4096;
+    /* SL_BENCH_SIMD_ONLY=1: skip the exact and portable rows (minutes on a loaded machine) */
+    const char *so = getenv("SL_BENCH_SIMD_ONLY");
+    const bool simd_only = so && *so && strcmp(so, "0") != 0;
     const int nb_batch = 64;
     sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
     float *x = malloc((size_t)cols * nb_batch * sizeof *x);
@@ -300,12 +311,19 @@ int main(int argc, char **argv)
            mib, (long long)cols, nb_batch);
     printf("%-7s %-9s %8s %8s %6s %8s %8s %11s\n", "format", "path", "1T", "2T", "%bw", "[1T]", "[2T]", "nb=64 Gop/s");
     const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
-                          SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S, SL_TYPE_IQ1_S, SL_TYPE_IQ1_M };
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
+                          SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_Q4_1, SL_TYPE_Q5_1,
+                          SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS, SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S,
+                          SL_TYPE_IQ1_S, SL_TYPE_IQ1_M };
     const char *only = argc > 3 ? argv[3] : NULL, *paths = argc > 4 ? argv[4] : NULL;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int type = types[ti];
         if (only && !name_listed(only, sl_type_name(type))) continue;
+        /* the bandwidth again right before this format (other processes come and go): %bw uses the
+         * figure measured next to the kernel's own, not one from minutes earlier */
+        const timing bwt = ti == 0 ? bw2 : mem_bw(pool2, secs, mib);
+        printf("%-7s memory bandwidth now: 2 threads %.1f GB/s wall, %.1f GB/s CPU-time based\n", sl_type_name(type),
+               bwt.wall, bwt.cpu);
         const size_t row_bytes = sl_row_bytes(type, cols);
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
         size_t rb;
@@ -314,7 +332,7 @@ int main(int argc, char **argv)
         if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
         const double gb = (double)rb * (double)rows / 1e9;
         /* path -1: exact mode (dequantize + f32 dot, the portable reference) */
-        for (int p = -1; p < SL_KPATH_COUNT; p++) {
+        for (int p = simd_only ? SL_KPATH_PORTABLE + 1 : -1; p < SL_KPATH_COUNT; p++) {
             if (paths && !name_listed(paths, p < 0 ? "exact" : sl_kpath_name(p))) continue;
             if (p >= 0 && sl_kernels_force(p) != 0) continue;
             sl_kernels_set_exact(p < 0);
@@ -325,7 +343,7 @@ int main(int argc, char **argv)
             const int64_t rows_b = rows < (int64_t)((32u << 20) / rb) ? rows : (int64_t)((32u << 20) / rb);
             const timing tb = time_matmul(pool2, type, w, rows_b, cols, rb, x, nb_batch, out, secs);
             printf("%-7s %-9s %8.2f %8.2f %5.0f%% %8.2f %8.2f %11.2f\n", sl_type_name(type),
-                   p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bw2.wall,
+                   p < 0 ? "exact" : sl_kpath_name(p), gb / t1.wall, gb / t2.wall, 100 * gb / t2.wall / bwt.wall,
                    gb / t1.cpu, gb / t2.cpu, (double)rows_b * cols * nb_batch / tb.cpu / 1e9);
             fflush(stdout);
         }

@@ -32,6 +32,11 @@ static const sl_kernel_set portable_set = {
     .dot_iq2_s_q8_k = sl_qdot_iq2_s_q8_k, .dot_iq3_xxs_q8_k = sl_qdot_iq3_xxs_q8_k,
     .dot_iq3_s_q8_k = sl_qdot_iq3_s_q8_k, .dot_iq1_s_q8_k = sl_qdot_iq1_s_q8_k,
     .dot_iq1_m_q8_k = sl_qdot_iq1_m_q8_k,
+    .quantize_q8_1 = sl_quantize_act_q8_1,
+    .dot_q5_0_q8_0 = sl_qdot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_qdot_iq4_nl_q8_0,
+    .dot_q4_1_q8_1 = sl_qdot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_qdot_q5_1_q8_1,
+    .dot_q2_k_q8_k = sl_qdot_q2_k_q8_k, .dot_q3_k_q8_k = sl_qdot_q3_k_q8_k,
+    .dot_iq4_xs_q8_k = sl_qdot_iq4_xs_q8_k,
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

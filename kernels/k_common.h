@@ -22,6 +22,7 @@
 #endif
 
 #include <assert.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -191,12 +192,13 @@ static inline int sl_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi
  * The value range is first widened to include 0 (so mn >= 0: the format subtracts a min).  The
  * start is the plain min/max grid; then nstep+1 alternative grid densities (nmax + rmin + k*rdelta
  * levels across the range) are tried, each rounding pattern getting its least-squares (scale, min)
- * from the 2x2 normal equations; the lowest weighted error wins.  Laux is scratch of n bytes.
+ * from the 2x2 normal equations; the lowest weighted error (squared, or absolute with abs_err)
+ * wins.  Laux is scratch of n bytes.
  * Returns scale, stores mn. */
-static inline float sl_k_fit_scale_min(int n, int nmax, const float *restrict x,
-                                       const float *restrict w, uint8_t *restrict L,
-                                       uint8_t *restrict Laux, float *mn,
-                                       float rmin, float rdelta, int nstep)
+static inline float sl_k_fit_scale_min_err(int n, int nmax, const float *restrict x,
+                                           const float *restrict w, uint8_t *restrict L,
+                                           uint8_t *restrict Laux, float *mn,
+                                           float rmin, float rdelta, int nstep, bool abs_err)
 {
     float lo = x[0], hi = x[0];
     float sum_w = w[0];
@@ -219,7 +221,7 @@ static inline float sl_k_fit_scale_min(int n, int nmax, const float *restrict x,
     for (int i = 0; i < n; i++) {
         L[i] = (uint8_t)sl_clampi(sl_round_int(iscale * (x[i] - lo)), 0, nmax);
         float diff = scale * L[i] + lo - x[i];
-        best_err += w[i] * (diff * diff);
+        best_err += w[i] * (abs_err ? fabsf(diff) : diff * diff);
     }
     for (int is = 0; is <= nstep; is++) {
         iscale = (rmin + rdelta * is + nmax) / (hi - lo);
@@ -243,7 +245,7 @@ static inline float sl_k_fit_scale_min(int n, int nmax, const float *restrict x,
         float err = 0;
         for (int i = 0; i < n; i++) {
             float diff = this_scale * Laux[i] + this_min - x[i];
-            err += w[i] * (diff * diff);
+            err += w[i] * (abs_err ? fabsf(diff) : diff * diff);
         }
         if (err < best_err) {
             memcpy(L, Laux, (size_t)n);
@@ -254,6 +256,15 @@ static inline float sl_k_fit_scale_min(int n, int nmax, const float *restrict x,
     }
     *mn = -lo;
     return scale;
+}
+
+/* The squared-error fit (Q4_K, Q5_K); Q2_K's reference fits with absolute errors (abs_err). */
+static inline float sl_k_fit_scale_min(int n, int nmax, const float *restrict x,
+                                       const float *restrict w, uint8_t *restrict L,
+                                       uint8_t *restrict Laux, float *mn,
+                                       float rmin, float rdelta, int nstep)
+{
+    return sl_k_fit_scale_min_err(n, nmax, x, w, L, Laux, mn, rmin, rdelta, nstep, false);
 }
 
 /* Shared tail of the Q4_K / Q5_K reference quantizers: quantize the eight sub-block scales and

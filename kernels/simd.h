@@ -48,6 +48,16 @@
  *     iq3_xxs: the same, result = 0.25f * acc;   iq3_s: the same, result = acc;
  *     iq1_s/iq1_m: G = sum L * sum grid_e * q_e, D = sum L * (±1 shift sign) * sum q_e (int32);
  *       acc = acc + (f16(d) * y.d) * ((float)G + 0.125f * (float)D).
+ *   q5_0 x q8_0, iq4_nl x q8_0: the q4_0 steps, with q = 5-bit value - 16 / kvalues[nibble].
+ *   q4_1/q5_1 x q8_1: the q4_0 lanes with q = the unsigned 4/5-bit value, plus one more f32
+ *     accumulator mn = mn + f16(w.m) * f16(y.s) per block (exact product); result =
+ *     (pairwise lane sum) + mn.
+ *   q2_K x q8_K: S = sum_j (sc_j & 15) * dot_j, M = sum_j (sc_j >> 4) * bsums_j over the 16
+ *     sub-blocks of 16; acc = acc + ((d * (float)S) - (dmin * (float)M)) as for q4_K.
+ *   q3_K x q8_K: S = sum_j (sc_j - 32) * (dot_j(u) - 4 * bsums_j), u = 2 low bits | hbit << 2
+ *     (the value + 4); acc = acc + d * (float)S, d = f16(w.d) * y.d.
+ *   iq4_xs x q8_K: S = sum_b (ls_b - 32) * dot_b(kvalues[q]) over 8 sub-blocks of 32;
+ *     acc = acc + d * (float)S.
  */
 #ifndef SL_KERNELS_SIMD_H
 #define SL_KERNELS_SIMD_H
@@ -92,11 +102,17 @@ typedef struct sl_kernel_set {
     /* codebook types x Q8_K (kernels/iq*.c; the SIMD sets have all seven, AVX-512 reusing AVX2's IQ1) */
     sl_qdot_fn dot_iq2_xxs_q8_k, dot_iq2_xs_q8_k, dot_iq2_s_q8_k, dot_iq3_xxs_q8_k, dot_iq3_s_q8_k;
     sl_qdot_fn dot_iq1_s_q8_k, dot_iq1_m_q8_k;
+    /* Low-bit types (portable references in kernels/qdot_quants.c).  Q8_1 activations: Q8_0's
+     * d and q plus s = f16((amax/127) * sum q). */
+    sl_actq_fn quantize_q8_1;
+    sl_qdot_fn dot_q5_0_q8_0, dot_iq4_nl_q8_0, dot_q4_1_q8_1, dot_q5_1_q8_1;
+    sl_qdot_fn dot_q2_k_q8_k, dot_q3_k_q8_k, dot_iq4_xs_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
 #define SL_Q8_0_BYTES 34
 #define SL_Q8_K_BYTES 292
+#define SL_Q8_1_BYTES 36
 
 /* The kernel set of a path, or NULL when this CPU (or this build's architecture) cannot run it.
  * Tests use it to compare paths directly. */
@@ -141,6 +157,14 @@ float sl_qdot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64
 float sl_qdot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+void  sl_quantize_act_q8_1(const float *restrict x, void *restrict y, int64_t n);
+float sl_qdot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q4_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q5_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_qdot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 /* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
  * other architectures). */
@@ -173,5 +197,21 @@ float sl_avx2_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int
 float sl_avx2_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+/* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own
+ * version is not faster. */
+void  sl_avx2_quantize_q8_1(const float *restrict x, void *restrict y, int64_t n);
+float sl_avx2_dot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q4_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q5_1_q8_1(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx2_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+/* AVX-512 versions (kernels/simd_avx512_quants.c). */
+float sl_avx512_dot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
 #endif

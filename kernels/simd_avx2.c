@@ -583,6 +583,13 @@ const sl_kernel_set sl_kernels_avx2_set = {
     .dot_iq3_s_q8_k = sl_avx2_dot_iq3_s_q8_k, .dot_iq2_xxs_q8_k = sl_avx2_dot_iq2_xxs_q8_k,
     .dot_iq2_s_q8_k = sl_avx2_dot_iq2_s_q8_k, .dot_iq1_s_q8_k = sl_avx2_dot_iq1_s_q8_k,
     .dot_iq1_m_q8_k = sl_avx2_dot_iq1_m_q8_k,
+    /* low-bit types (kernels/simd_avx2_quants.c); Q8_1 activations come from the portable
+     * quantizer (once per matrix product, not worth a SIMD copy) */
+    .quantize_q8_1 = sl_quantize_act_q8_1,
+    .dot_q5_0_q8_0 = sl_avx2_dot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_avx2_dot_iq4_nl_q8_0,
+    .dot_q4_1_q8_1 = sl_avx2_dot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_avx2_dot_q5_1_q8_1,
+    .dot_q2_k_q8_k = sl_avx2_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx2_dot_q3_k_q8_k,
+    .dot_iq4_xs_q8_k = sl_avx2_dot_iq4_xs_q8_k,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */

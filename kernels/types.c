@@ -5,6 +5,8 @@
  * IQ4_NL_4_4/4_8/8_8) were never valid in GGUF files and are unknown here.
  */
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 
 #include "kernels/types.h"
 
@@ -15,13 +17,13 @@ static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_F32]     = { "F32",     1,   4,   KERNELS(f32) },
     [SL_TYPE_F16]     = { "F16",     1,   2,   KERNELS(f16) },
     [SL_TYPE_Q4_0]    = { "Q4_0",    32,  18,  KERNELS(q4_0) },
-    [SL_TYPE_Q4_1]    = { "Q4_1",    32,  20,  NULL, NULL, NULL },   /* f16 d, m; 16 */
-    [SL_TYPE_Q5_0]    = { "Q5_0",    32,  22,  NULL, NULL, NULL },   /* f16 d; u32 qh; 16 */
-    [SL_TYPE_Q5_1]    = { "Q5_1",    32,  24,  NULL, NULL, NULL },   /* f16 d, m; u32 qh; 16 */
+    [SL_TYPE_Q4_1]    = { "Q4_1",    32,  20,  KERNELS_NOQ(q4_1) },
+    [SL_TYPE_Q5_0]    = { "Q5_0",    32,  22,  KERNELS_NOQ(q5_0) },
+    [SL_TYPE_Q5_1]    = { "Q5_1",    32,  24,  KERNELS_NOQ(q5_1) },
     [SL_TYPE_Q8_0]    = { "Q8_0",    32,  34,  KERNELS(q8_0) },
     [SL_TYPE_Q8_1]    = { "Q8_1",    32,  36,  NULL, NULL, NULL },   /* f16 d, s; 32 */
-    [SL_TYPE_Q2_K]    = { "Q2_K",    256, 84,  NULL, NULL, NULL },   /* 16 + 64 + 2*f16 */
-    [SL_TYPE_Q3_K]    = { "Q3_K",    256, 110, NULL, NULL, NULL },   /* 32 + 64 + 12 + f16 */
+    [SL_TYPE_Q2_K]    = { "Q2_K",    256, 84,  KERNELS(q2_k) },
+    [SL_TYPE_Q3_K]    = { "Q3_K",    256, 110, KERNELS(q3_k) },
     [SL_TYPE_Q4_K]    = { "Q4_K",    256, 144, KERNELS(q4_k) },
     [SL_TYPE_Q5_K]    = { "Q5_K",    256, 176, KERNELS(q5_k) },
     [SL_TYPE_Q6_K]    = { "Q6_K",    256, 210, KERNELS(q6_k) },
@@ -30,10 +32,10 @@ static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_IQ2_XS]  = { "IQ2_XS",  256, 74,  KERNELS_NOQ(iq2_xs) },   /* f16 + 32 × u16 + 8 */
     [SL_TYPE_IQ3_XXS] = { "IQ3_XXS", 256, 98,  KERNELS_NOQ(iq3_xxs) },   /* f16 + 96 */
     [SL_TYPE_IQ1_S]   = { "IQ1_S",   256, 50,  KERNELS_NOQ(iq1_s) },   /* f16 + 32 + 8 × u16 */
-    [SL_TYPE_IQ4_NL]  = { "IQ4_NL",  32,  18,  NULL, NULL, NULL },   /* f16 + 16 */
+    [SL_TYPE_IQ4_NL]  = { "IQ4_NL",  32,  18,  KERNELS(iq4_nl) },
     [SL_TYPE_IQ3_S]   = { "IQ3_S",   256, 110, KERNELS_NOQ(iq3_s) },   /* f16 + 64 + 8 + 32 + 4 */
     [SL_TYPE_IQ2_S]   = { "IQ2_S",   256, 82,  KERNELS_NOQ(iq2_s) },   /* f16 + 64 + 16 */
-    [SL_TYPE_IQ4_XS]  = { "IQ4_XS",  256, 136, NULL, NULL, NULL },   /* f16 + u16 + 4 + 128 */
+    [SL_TYPE_IQ4_XS]  = { "IQ4_XS",  256, 136, KERNELS(iq4_xs) },
     [SL_TYPE_I8]      = { "I8",      1,   1,   NULL, NULL, NULL },
     [SL_TYPE_I16]     = { "I16",     1,   2,   NULL, NULL, NULL },
     [SL_TYPE_I32]     = { "I32",     1,   4,   NULL, NULL, NULL },
@@ -77,4 +79,25 @@ size_t sl_row_bytes(int type, int64_t n)
     const uint64_t blocks = (uint64_t)(n / t->blck);
     if (blocks > SIZE_MAX / (size_t)t->bytes) return 0;
     return (size_t)blocks * (size_t)t->bytes;
+}
+
+static char g_supported[512];
+
+static void build_supported_names(void)
+{
+    size_t at = 0;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!sl_type_supported(t)) continue;
+        int n = snprintf(g_supported + at, sizeof g_supported - at, "%s%s", at ? " " : "", g_types[t].name);
+        if (n < 0 || (size_t)n >= sizeof g_supported - at) break;
+        at += (size_t)n;
+    }
+}
+
+/* Contract: see types.h.  Built from the table, so it cannot drift from what is supported. */
+const char *sl_type_supported_names(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_supported_names);
+    return g_supported;
 }

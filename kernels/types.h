@@ -51,6 +51,8 @@ const sl_type_info *sl_type_get(int type);
 /* Name for messages ("Q4_K"); "unknown" for ids sl_type_get rejects (a per-id buffer would not be
  * thread-safe, so callers print the number themselves). */
 const char *sl_type_name(int type);
+/* "F32 F16 Q4_0 ..." — every type with kernels, in id order (a static string, built once). */
+const char *sl_type_supported_names(void);
 /* True when dequant and dot exist for this type. */
 bool sl_type_supported(int type);
 /* Bytes of a row of n elements; 0 when n is not a multiple of the block size or the type is unknown. */
@@ -96,5 +98,25 @@ void  sl_dequant_iq1_s(const void *restrict src, float *restrict dst, int64_t n)
 float sl_dot_iq1_s(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_dequant_iq1_m(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_iq1_m(const void *restrict w, const float *restrict x, int64_t n);
+
+/* Low-bit types (kernels/q4_1.c ... iq4_xs.c; block layouts in kernels/k_quants.h). */
+void  sl_dequant_q4_1(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q4_1(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q5_0(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q5_0(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q5_1(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q5_1(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_dequant_q2_k(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q2_k(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_q2_k(const float *restrict src, void *restrict dst, int64_t n);
+void  sl_dequant_q3_k(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_q3_k(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_q3_k(const float *restrict src, void *restrict dst, int64_t n);
+void  sl_dequant_iq4_nl(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq4_nl(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_iq4_nl(const float *restrict src, void *restrict dst, int64_t n);
+void  sl_dequant_iq4_xs(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_iq4_xs(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_iq4_xs(const float *restrict src, void *restrict dst, int64_t n);
 
 #endif

@@ -207,15 +207,15 @@ static void b_3d_tensor(gc_file *f)
     gc_tensor *t = T(f, "blk.0.attn_q.weight");
     t->n_dims = 3; t->ne[1] = 16; t->ne[2] = 2;
 }
-static void b_unsupported_q2k(gc_file *f)
+static void b_unsupported_tq2_0(gc_file *f)
 {
-    gc_init(f);   /* ffn 256 so that ffn_down's rows are one K-quant block long */
+    gc_init(f);   /* ffn 256 so that ffn_down's rows are one 256-element block long */
     gc_llama(f, &(gc_llama_cfg){ .wtype = SL_TYPE_Q8_0, .ffn = 256 });
     gc_tensor *t = T(f, "blk.0.ffn_down.weight");
     free(t->data);
     t->data = NULL;
-    t->type = SL_TYPE_Q2_K;
-    t->nbytes = 32 * 84;   /* 32 rows of one Q2_K block */
+    t->type = SL_TYPE_TQ2_0;   /* a known ggml type sluice has no kernels for */
+    t->nbytes = 32 * 66;       /* 32 rows of one TQ2_0 block */
     t->data = calloc(1, t->nbytes);
     for (size_t i = 0; i < t->nbytes; i++) t->data[i] = (unsigned char)(i * 131 + 7);
 }
@@ -375,7 +375,7 @@ static const hcase g_cases[] = {
     { "missing_embd",        "no token_embd.weight", b_missing_embd, NULL, H_MODEL, E(EINVAL), "token_embd.weight", NULL },
     { "wrong_shape",         "attn_q is 32 x 16, not 32 x 32", b_wrong_shape, NULL, H_MODEL, E(EINVAL), "shape", NULL },
     { "tensor_3d",           "attn_q folded to 32 x 16 x 2", b_3d_tensor, NULL, H_MODEL, E(EINVAL), "shape", NULL },
-    { "unsupported_q2k",     "ffn_down stored as Q2_K", b_unsupported_q2k, NULL, H_MODEL, E(ENOTSUP), "not support", NULL },
+    { "unsupported_tq2_0",   "ffn_down stored as TQ2_0", b_unsupported_tq2_0, NULL, H_MODEL, E(ENOTSUP), "not support", NULL },
     { "rope_base_inf",       "rope freq_base +Inf", b_rope_base_inf, NULL, H_MODEL, E(EINVAL), "out of range", NULL },
     { "rope_factor_no_type", "rope.scaling.factor 4 without rope.scaling.type (linear, as llama.cpp reads it)", b_rope_factor_no_type, NULL, H_OK, 0, NULL, NULL },
     { "rope_scale_linear_legacy","legacy rope.scale_linear 2 (linear)", b_rope_scale_linear_legacy, NULL, H_OK, 0, NULL, NULL },

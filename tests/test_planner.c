@@ -427,7 +427,7 @@ Test(planner, compute_probe_respects_small_room, .init = cache_setup, .fini = ca
     cr_assert_eq(r, 1.5e9);
     cr_assert(strstr(how, "assumed"), "%s", how);
     /* a type without kernels cannot be measured */
-    r = sl_compute_rate(SL_TYPE_Q2_K, 2, SL_COMPUTE_PROBE_BYTES, 1.5e9, how, sizeof how);
+    r = sl_compute_rate(SL_TYPE_TQ1_0, 2, SL_COMPUTE_PROBE_BYTES, 1.5e9, how, sizeof how);
     cr_assert_eq(r, 1.5e9);
 }
 

@@ -297,11 +297,13 @@ static int turn(chat *ch, const char *text, size_t len)
     int n = build_prompt(ch, &toks);
     if (n < 0) { drop_msgs(ch, ch->n_msgs - 1, 1); return 0; }
     uint64_t t0 = sl_now_ns();
+    tty_echo(ch, false);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
     int rc = sluice_prefill(ch->C, toks, n);
     sl_progress_clear(&ch->bar);
     free(toks);
     uint64_t t1 = sl_now_ns();
     if (rc < 0) {
+        tty_echo(ch, true);
         drop_msgs(ch, ch->n_msgs - 1, 1);
         if (rc == -ECANCELED) { fprintf(stderr, "\n(interrupted)\n"); return 0; }
         cli_err("%s", sluice_ctx_error(ch->C));
@@ -312,7 +314,6 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->prompt_ns += t1 - t0;
     ch->ans_len = ch->printed = 0;
     ch->at_start = true;
-    tty_echo(ch, false);   /* typed-ahead text must not land inside the answer */
     int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
     tty_echo(ch, true);
     flush_answer(ch, true);

@@ -59,8 +59,8 @@ static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, 
         return -EINVAL;
     }
     if (!sl_type_supported(t->type)) {
-        snprintf(err, errlen, "model: tensor %s has type %s, which sluice does not support yet "
-                 "(supported: F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K)", name, sl_type_name(t->type));
+        snprintf(err, errlen, "model: tensor %s has type %s, which sluice does not support yet (supported: %s)", name,
+                 sl_type_name(t->type), sl_type_supported_names());
         return -ENOTSUP;
     }
     w->name = strndup(t->name.ptr, t->name.len);
