@@ -54,7 +54,7 @@ static int check_range(sl_io *io, sl_io_slot *s) {
 static int mmap_fill(sl_io *io, sl_io_slot *s) {
     int r = check_range(io, s);
     if (r) return r;
-    uint64_t a = sl_io_align_down(s->off, SL_IO_PAGE), e = sl_io_align_up(s->off + s->len, SL_IO_PAGE);
+    uint64_t a = sl_io_align_down(s->off, io->page), e = sl_io_align_up(s->off + s->len, io->page);
     void *m = mmap(NULL, e - a, PROT_READ, MAP_SHARED, io->fd, (off_t)a);
     if (m == MAP_FAILED) {
         int err = errno;
@@ -71,8 +71,13 @@ static int mmap_fill(sl_io *io, sl_io_slot *s) {
     for (uint64_t p = a; p < e; p += 2u << 20)
         (void)posix_fadvise(io->fd, (off_t)p, (off_t)(e - p < (2u << 20) ? e - p : (2u << 20)),
                             POSIX_FADV_WILLNEED);
-    for (size_t p = 0; p < s->maplen;) {
-        size_t n = s->maplen - p < io->chunk ? s->maplen - p : io->chunk;
+    /* Pages to populate: those holding the piece, in the kernel's pages.  That is the whole mapping
+     * unless a simulated page size (sl_io_opts.page_size) rounds it past pages beyond end of file. */
+    const long rp = sysconf(_SC_PAGESIZE);
+    size_t fill = sl_io_align_up(s->off + s->len - a, rp > 0 ? (size_t)rp : 4096);
+    if (fill > s->maplen) fill = s->maplen;
+    for (size_t p = 0; p < fill;) {
+        size_t n = fill - p < io->chunk ? fill - p : io->chunk;
         SL_IO_ADD(io, reads_issued, 1);
         if (!io->populate_ok) {          /* kernel < 5.14: readahead only, pages fault in on use */
             (void)madvise(s->map + p, n, MADV_WILLNEED);
