@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 static const sl_kernel_set portable_set = {
     "portable",
@@ -30,7 +33,7 @@ static atomic_int g_path;
 static atomic_bool g_exact;
 
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,
- * which also checks that the OS saves the wide registers). */
+ * which also checks that the OS saves the wide registers; aarch64 ones from the kernel's HWCAP). */
 bool sl_kernels_available(int path)
 {
     switch (path) {
@@ -46,6 +49,12 @@ bool sl_kernels_available(int path)
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512vnni");
 #endif
+#if defined(__aarch64__)
+    /* Advanced SIMD is part of every AArch64 CPU Linux runs on; the kernel still reports it */
+    case SL_KPATH_NEON: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+    case SL_KPATH_NEON_DOTPROD:
+        return (getauxval(AT_HWCAP) & HWCAP_ASIMD) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+#endif
     default: return false;
     }
 }
@@ -58,13 +67,15 @@ const sl_kernel_set *sl_kernels_for(int path)
     case SL_KPATH_PORTABLE: return &portable_set;
     case SL_KPATH_AVX2: return &sl_kernels_avx2_set;
     case SL_KPATH_AVX512: return &sl_kernels_avx512_set;
+    case SL_KPATH_NEON: return &sl_kernels_neon_set;
+    case SL_KPATH_NEON_DOTPROD: return &sl_kernels_neon_dotprod_set;
     default: return NULL;
     }
 }
 
 const char *sl_kpath_name(int path)
 {
-    static const char *const names[SL_KPATH_COUNT] = { "portable", "avx2", "avx512" };
+    static const char *const names[SL_KPATH_COUNT] = { "portable", "avx2", "avx512", "neon", "neon_dotprod" };
     return path >= 0 && path < SL_KPATH_COUNT ? names[path] : "?";
 }
 
@@ -87,7 +98,7 @@ static void init_once(void)
         for (int p = 0; p < SL_KPATH_COUNT; p++)
             if (!strcmp(env, sl_kpath_name(p))) want = p;
         if (want < 0)
-            fprintf(stderr, "sluice: SLUICE_KERNELS=%s is not portable|avx2|avx512; using %s\n", env, sl_kpath_name(best));
+            fprintf(stderr, "sluice: SLUICE_KERNELS=%s is not portable|avx2|avx512|neon|neon_dotprod; using %s\n", env, sl_kpath_name(best));
         else if (!sl_kernels_available(want))
             fprintf(stderr, "sluice: SLUICE_KERNELS=%s: this CPU cannot run it; using %s\n", env, sl_kpath_name(best));
         else

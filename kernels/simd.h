@@ -18,8 +18,9 @@
  * A result never depends on anything but (row, vector): not on the batch size, the thread count or
  * how a matrix is split into row pieces.
  *
- * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI).  The best one the CPU
- * supports is chosen at first use from cpuid; env SLUICE_KERNELS=portable|avx2|avx512 or
+ * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI); on aarch64 NEON and
+ * NEON + dotprod (getauxval(AT_HWCAP) instead of cpuid).  The best one the CPU
+ * supports is chosen at first use from cpuid; env SLUICE_KERNELS=portable|avx2|avx512|neon|neon_dotprod or
  * sl_kernels_force() choose one (a path the CPU lacks is refused).  SIMD code is compiled with
  * per-function target attributes, so the default build runs on any x86-64 (no -march needed).
  * The AVX-512 path has so far been checked bit-exactly only under SIMDe's emulation of AVX-512
@@ -45,7 +46,11 @@
 
 #include "kernels/types.h"
 
-enum sl_kpath { SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2, SL_KPATH_COUNT = 3 };
+enum sl_kpath {
+    SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2,
+    SL_KPATH_NEON = 3, SL_KPATH_NEON_DOTPROD = 4,   /* aarch64: kernels/simd_neon.c */
+    SL_KPATH_COUNT = 5
+};
 
 /* Activation quantizer: x[0..n) -> blocks at y (n a multiple of the block size: 32 for Q8_0, 256
  * for Q8_K).  x must be finite. */
@@ -89,7 +94,7 @@ bool sl_kernels_available(int path);
 /* The active set (chosen at first use: SLUICE_KERNELS, else the best available path). */
 const sl_kernel_set *sl_kernels(void);
 int  sl_kernels_path(void);
-const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "?" */
+const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", "neon_dotprod", "?" */
 /* Force a path for the whole process: 0, or -ENOTSUP when the CPU lacks it (nothing changes),
  * -EINVAL for an unknown path.  Not meant to be called while matrix products are running. */
 int  sl_kernels_force(int path);
@@ -114,10 +119,12 @@ float sl_qdot_q4_k_q8_k(const void *restrict w, const void *restrict y, int64_t 
 float sl_qdot_q5_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_q6_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
-/* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
- * other architectures). */
+/* Per-path sets, defined in kernels/simd_avx2.c, kernels/simd_avx512.c and kernels/simd_neon.c
+ * (NULL-filled names on other architectures). */
 extern const sl_kernel_set sl_kernels_avx2_set;
 extern const sl_kernel_set sl_kernels_avx512_set;
+extern const sl_kernel_set sl_kernels_neon_set;
+extern const sl_kernel_set sl_kernels_neon_dotprod_set;
 /* AVX2 functions shared with the AVX-512 set (the activation quantizers, whose bytes are the same
  * on every path, and the 4-vector dots, whose bits are). */
 void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict y, int64_t n);
