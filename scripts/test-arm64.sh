@@ -39,8 +39,11 @@ fi
 export QEMU_LD_PREFIX=$SL_ARM64_ROOT
 export QEMU_CPU=max
 export SL_TEST_QEMU_USER=1
+export CRITERION_VERBOSITY_LEVEL=1   # Criterion prints [SKIP] lines (with their reason) only from level 1
 start=$(date +%s)
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
+# what the emulator could not run, as the tests said it (their output is hidden when they pass)
+grep -hoE '\[SKIP\].*|^skipped: .*' "$BUILD_DIR/Testing/Temporary/LastTest.log" | sort | uniq -c | sed 's/^/test-arm64: /' || true
 echo "test-arm64: fast goldens again with SLUICE_KERNELS=neon"
 SLUICE_KERNELS=neon ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^test_golden_fast$' "$@"
 echo "test-arm64: qemu test time $(( $(date +%s) - start )) s"
