@@ -7,9 +7,9 @@
  * path), the attention dots follow the one 32-lane FMA order and axpy is one FMA per element, so
  * attention is bit-identical to the portable path; F32/F16/BF16 weight rows use the attention
  * order too (any order would do: within the gamma_n bound).  Only the integer dots differ between
- * the two paths (sdot pays there; everything else is shared).  dispatch.c selects a path from
- * getauxval(AT_HWCAP).  4-vector dots are not written yet (the sets leave them NULL, which makes
- * sl_matmul use the single dots).  On other architectures the file defines empty sets only.
+ * the two paths (sdot pays there; everything else is shared), with their 4-vector forms for batched
+ * prefill.  dispatch.c selects a path from getauxval(AT_HWCAP).  On other architectures the file
+ * defines empty sets only.
  */
 #include "kernels/k_common.h"
 #include "kernels/simd.h"
@@ -197,6 +197,9 @@ static void neon_axpy_f16(float *restrict o, float a, const uint16_t *restrict v
         .dot_f32 = neon_adot_f32, .dot_f16 = neon_adot_f16, .dot_bf16 = neon_dot_bf16,                 \
         .axpy_f32 = neon_axpy_f32, .axpy_f16 = neon_axpy_f16,                                          \
         .adot_f32 = neon_adot_f32, .adot_f16 = neon_adot_f16,                                          \
+        .dot4_q4_0_q8_0 = dot4_q4_0_q8_0_##SFX, .dot4_q8_0_q8_0 = dot4_q8_0_q8_0_##SFX,                \
+        .dot4_q4_k_q8_k = dot4_q4_k_q8_k_##SFX, .dot4_q5_k_q8_k = dot4_q5_k_q8_k_##SFX,                \
+        .dot4_q6_k_q8_k = dot4_q6_k_q8_k_##SFX,                                                        \
     }
 
 const sl_kernel_set sl_kernels_neon_set = NEON_SET("neon", neon);

@@ -158,3 +158,154 @@ static float NQ(dot_q6_k_q8_k)(const void *restrict vw, const void *restrict vy,
     }
     return acc;
 }
+
+/* ---- 4-vector forms: one weight row against 4 activation vectors at vy + v*ys --------------------
+ * The weight bytes are unpacked once per block and reused; per vector the integer sums are the
+ * same exact values and the float steps the same operations as in the single dots above, so each
+ * out[v] has the single dot's bits (tests/test_kernels_simd.c checks it). */
+
+#define NQ_YV(T, v, i) ((const T *)((const unsigned char *)vy + (size_t)(v) * ys) + (i))
+
+static inline void NQ(blocks32_x4)(int8x16_t q0, int8x16_t q1, float dw, const void *restrict vy, size_t ys,
+                                   int64_t i, float32x4_t acc[4][2][2])
+{
+    for (int v = 0; v < 4; v++) {
+        const sl_block_q8_0 *y = NQ_YV(sl_block_q8_0, v, i);
+        const int32x4_t l0 = NQ_DOT16(vdupq_n_s32(0), q0, vld1q_s8(y->qs));
+        const int32x4_t l1 = NQ_DOT16(vdupq_n_s32(0), q1, vld1q_s8(y->qs + 16));
+        const float32x4_t s = vdupq_n_f32(dw * sl_f16_to_f32(y->d));
+        acc[v][i & 1][0] = vaddq_f32(acc[v][i & 1][0], vmulq_f32(s, vcvtq_f32_s32(l0)));
+        acc[v][i & 1][1] = vaddq_f32(acc[v][i & 1][1], vmulq_f32(s, vcvtq_f32_s32(l1)));
+    }
+}
+
+/* Contract: out[v] = dot_q4_0_q8_0(w, vy + v*ys, n) bit for bit, v < 4. */
+static void NQ(dot4_q4_0_q8_0)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                               float *restrict out)
+{
+    const sl_block_q4_0 *w = vw;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    const int8x16_t eight = vdupq_n_s8(8);
+    float32x4_t acc[4][2][2];
+    for (int v = 0; v < 4; v++) acc[v][0][0] = acc[v][0][1] = acc[v][1][0] = acc[v][1][1] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const uint8x16_t raw = vld1q_u8(w[i].qs);
+        NQ(blocks32_x4)(vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, m4)), eight),
+                        vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), eight), sl_f16_to_f32(w[i].d), vy, ys, i, acc);
+    }
+    for (int v = 0; v < 4; v++) out[v] = neon_lanes_reduce(acc[v]);
+}
+
+/* Contract: out[v] = dot_q8_0_q8_0(w, vy + v*ys, n) bit for bit, v < 4. */
+static void NQ(dot4_q8_0_q8_0)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                               float *restrict out)
+{
+    const sl_block_q8_0 *w = vw;
+    float32x4_t acc[4][2][2];
+    for (int v = 0; v < 4; v++) acc[v][0][0] = acc[v][0][1] = acc[v][1][0] = acc[v][1][1] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / SL_QK; i++)
+        NQ(blocks32_x4)(vld1q_s8(w[i].qs), vld1q_s8(w[i].qs + 16), sl_f16_to_f32(w[i].d), vy, ys, i, acc);
+    for (int v = 0; v < 4; v++) out[v] = neon_lanes_reduce(acc[v]);
+}
+
+/* Q4_K / Q5_K: the 8 unpacked sub-blocks of a super-block (q[j][0..1] = its 32 weights) against the
+ * 4 vectors, then the canonical float step per vector. */
+static inline void NQ(k_x4)(const int8x16_t q[8][2], const uint8_t sc[8], const uint8_t m[8], float d16, float dmin16,
+                            const void *restrict vy, size_t ys, int64_t i, float acc[4])
+{
+    for (int v = 0; v < 4; v++) {
+        const sl_block_q8_k *y = NQ_YV(sl_block_q8_k, v, i);
+        int32x4_t s = vdupq_n_s32(0);
+        for (int j = 0; j < 8; j++) s = vmlaq_n_s32(s, NQ(dot32)(vdupq_n_s32(0), q[j][0], q[j][1], y->qs + 32 * j), sc[j]);
+        const int32_t S = vaddvq_s32(s), M = neon_k_mins(y->bsums, m);
+        const float d = d16 * y->d, dmin = dmin16 * y->d;
+        acc[v] = acc[v] + (d * (float)S - dmin * (float)M);
+    }
+}
+
+/* Contract: out[v] = dot_q4_k_q8_k(w, vy + v*ys, n) bit for bit, v < 4. */
+static void NQ(dot4_q4_k_q8_k)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                               float *restrict out)
+{
+    const sl_block_q4_k *w = vw;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    float acc[4] = { 0, 0, 0, 0 };
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        int8x16_t q[8][2];
+        for (int g = 0; g < 4; g++)
+            for (int h = 0; h < 2; h++) {
+                const uint8x16_t b = vld1q_u8(w[i].qs + 32 * g + 16 * h);
+                q[2 * g][h] = vreinterpretq_s8_u8(vandq_u8(b, m4));
+                q[2 * g + 1][h] = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
+            }
+        NQ(k_x4)(q, sc, m, sl_f16_to_f32(w[i].d), sl_f16_to_f32(w[i].dmin), vy, ys, i, acc);
+    }
+    memcpy(out, acc, sizeof acc);
+}
+
+/* Contract: out[v] = dot_q5_k_q8_k(w, vy + v*ys, n) bit for bit, v < 4. */
+static void NQ(dot4_q5_k_q8_k)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                               float *restrict out)
+{
+    const sl_block_q5_k *w = vw;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
+    float acc[4] = { 0, 0, 0, 0 };
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        sl_k_scales8(w[i].scales, sc, m);
+        int8x16_t q[8][2];
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t hb = vld1q_u8(w[i].qh + 16 * h);   /* bits 2g, 2g+1: fifth bits of group g */
+            for (int g = 0; g < 4; g++) {
+                const uint8x16_t b = vld1q_u8(w[i].qs + 32 * g + 16 * h);
+                q[2 * g][h] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(b, m4), vshlq_n_u8(vandq_u8(hb, one), 4)));
+                q[2 * g + 1][h] = vreinterpretq_s8_u8(
+                    vorrq_u8(vshrq_n_u8(b, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 1), one), 4)));
+                hb = vshrq_n_u8(hb, 2);
+            }
+        }
+        NQ(k_x4)(q, sc, m, sl_f16_to_f32(w[i].d), sl_f16_to_f32(w[i].dmin), vy, ys, i, acc);
+    }
+    memcpy(out, acc, sizeof acc);
+}
+
+/* Contract: out[v] = dot_q6_k_q8_k(w, vy + v*ys, n) bit for bit, v < 4. */
+static void NQ(dot4_q6_k_q8_k)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                               float *restrict out)
+{
+    const sl_block_q6_k *w = vw;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
+    float acc[4] = { 0, 0, 0, 0 };
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        int8x16_t q[16];   /* q[s]: the 16 weights (0..63) of sub-block s */
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 2; p++) {   /* p: bytes 0-15 or 16-31 of the 32-byte rows */
+                const uint8_t *ql = w[i].ql + 64 * h + 16 * p, *qh = w[i].qh + 32 * h + 16 * p;
+                const uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 32), hb = vld1q_u8(qh);
+                q[8 * h + 0 + p] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hb, m3), 4)));
+                q[8 * h + 2 + p] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m3), 4)));
+                q[8 * h + 4 + p] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m3), 4)));
+                q[8 * h + 6 + p] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)));
+            }
+        const int16x8_t sc0 = vmovl_s8(vld1_s8(w[i].scales)), sc1 = vmovl_s8(vld1_s8(w[i].scales + 8));
+        const float d16 = sl_f16_to_f32(w[i].d);
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_k *y = NQ_YV(sl_block_q8_k, v, i);
+            int32x4_t s = vdupq_n_s32(0);
+            for (int sb = 0; sb < 16; sb++) s = vmlaq_n_s32(s, NQ_DOT16(vdupq_n_s32(0), q[sb], vld1q_s8(y->qs + 16 * sb)), w[i].scales[sb]);
+            const int16x8_t b0 = vld1q_s16(y->bsums), b1 = vld1q_s16(y->bsums + 8);
+            int32x4_t c = vmull_s16(vget_low_s16(sc0), vget_low_s16(b0));
+            c = vmlal_high_s16(c, sc0, b0);
+            c = vmlal_s16(c, vget_low_s16(sc1), vget_low_s16(b1));
+            c = vmlal_high_s16(c, sc1, b1);
+            const int32_t S = vaddvq_s32(s) - 32 * vaddvq_s32(c);
+            const float d = d16 * y->d;
+            acc[v] = acc[v] + d * (float)S;
+        }
+    }
+    memcpy(out, acc, sizeof acc);
+}
+
+#undef NQ_YV
