@@ -25,13 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
+static double now_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void drop_cache(const char *path) {
+static void drop_cache(const char *path)
+{
     int fd = open(path, O_RDONLY);
     if (fd < 0) return;
     fdatasync(fd);
@@ -40,7 +42,8 @@ static void drop_cache(const char *path) {
 }
 
 /* Fraction of the file's pages in the page cache. */
-static double resident(const char *path) {
+static double resident(const char *path)
+{
     int fd = open(path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) { if (fd >= 0) close(fd); return 0; }
@@ -57,14 +60,16 @@ static double resident(const char *path) {
 
 /* Stand-in for compute: touch every cache line, summing the byte at each file offset that is a
  * multiple of 64 (independent of how the file was cut into pieces, so backends must agree). */
-static uint64_t line_sum(const uint8_t *p, uint64_t off, size_t n) {
+static uint64_t line_sum(const uint8_t *p, uint64_t off, size_t n)
+{
     uint64_t s = 0;
     for (size_t i = (64 - off % 64) % 64; i < n; i += 64) s += p[i];
     return s;
 }
 
 /* Raw sequential O_DIRECT read, one read of `piece` bytes at a time.  GB/s, or -1. */
-static double raw_direct(const char *path, size_t piece, uint64_t *bytes) {
+static double raw_direct(const char *path, size_t piece, uint64_t *bytes)
+{
     int fd = open(path, O_RDONLY | O_DIRECT);
     if (fd < 0) return -1;
     void *buf = NULL;
@@ -91,7 +96,8 @@ static double raw_direct_range(const char *path, size_t bs, int qd, uint64_t sta
 static double raw_direct_qd(const char *path, size_t bs, int qd) { return raw_direct_range(path, bs, qd, 0, UINT64_MAX); }
 
 /* Contract: as raw_direct_qd, over [start, start + len) of the file (clamped to its size). */
-static double raw_direct_range(const char *path, size_t bs, int qd, uint64_t start, uint64_t len) {
+static double raw_direct_range(const char *path, size_t bs, int qd, uint64_t start, uint64_t len)
+{
     int fd = open(path, O_RDONLY | O_DIRECT);
     struct stat st;
     struct io_uring ring;
@@ -190,8 +196,9 @@ out:
  * depths, each cell reading 128 MiB at an offset no other cell of the sweep reads (the host may cache
  * the disk image: a re-read would be a free hit), cells in a rotated order each round so drift lands
  * on all of them.  Prints the median and range per cell; the planner's disk model
- * (runtime/diskprobe.c) is a curve through these points. */
-static int sweep(const char *path, int rounds) {
+ * (runtime/plan/diskprobe.c) is a curve through these points. */
+static int sweep(const char *path, int rounds)
+{
     static const int bs_mib[] = { 1, 2, 4, 8 }, qds[] = { 1, 2, 4, 8 };
     enum { NB = 4, NQ = 4, NC = NB * NQ, MAXR = 16 };
     const uint64_t cell = 128ull << 20;
@@ -225,13 +232,15 @@ static int sweep(const char *path, int rounds) {
     return 0;
 }
 
-static void usage(void) {
+static void usage(void)
+{
     fprintf(stderr, "usage: bench_io FILE [--backend pread|mmap|uring|all] [--piece MiB] [--slots N] "
                     "[--chunk MiB] [--raw-only]\n       bench_io FILE --sweep [--rounds N]\n");
     exit(2);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     const char *path = NULL, *backend = "all";
     double piece_mib = 64, chunk_mib = 0;
     int slots = 3;

@@ -9,6 +9,13 @@
  * shape) in G weight-element x vector products per second.
  *
  * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)]
+ *        bench_kernels --ab [MiB (default 64)] [rounds (default 15)]
+ *
+ * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
+ * per-type choice of the dispatch table, "auto") over the same matrix in an order that rotates
+ * from round to round, so load from other processes hits all of them alike; it prints medians and
+ * the spread over rounds, and the median of the per-round avx512/avx2 ratios.  This is the
+ * measurement behind the per-type table in kernels/dispatch.c (docs/benchmarks.md).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +27,7 @@
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
-#include "runtime/threadpool.h"
+#include "kernels/threadpool.h"
 
 static double now(void)
 {
@@ -145,8 +152,111 @@ static timing time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, 
     return best;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* One sample: the best of 3 matvec passes (nb = 1), as GB/s of weights by CPU time / threads and
+ * by wall time. */
+static void ab_sample(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t rb, const float *x,
+                      float *out, double *cpu_gbs, double *wall_gbs)
+{
+    timing best = { 1e30, 1e30 };
+    for (int rep = 0; rep < 3; rep++) {
+        const double w0 = now(), c0 = cpu_now();
+        sl_matmul(pool, type, w, rows, cols, rb, x, 1, out, rows);
+        keep_best(&best, w0, c0, sl_pool_size(pool));
+    }
+    const double gb = (double)rb * (double)rows / 1e9;
+    *cpu_gbs = gb / best.cpu;
+    *wall_gbs = gb / best.wall;
+}
+
+#define AB_MAX_ROUNDS 64
+enum { AB_AUTO = SL_KPATH_COUNT };   /* the dispatch table's per-type choice */
+
+static int ab_select(int p)
+{
+    if (p == AB_AUTO) return sl_kernels_force(SL_KPATH_AUTO);
+    return sl_kernels_force(p);
+}
+
+/* Interleaved comparison of the SIMD paths and the auto choice per format (see the header). */
+static int run_ab(double mib, int rounds)
+{
+    const int64_t cols = 4096;
+    if (rounds < 3) rounds = 3;
+    if (rounds > AB_MAX_ROUNDS) rounds = AB_MAX_ROUNDS;
+    int paths[SL_KPATH_COUNT + 1], np = 0;
+    for (int p = SL_KPATH_AVX2; p < SL_KPATH_COUNT; p++)
+        if (sl_kernels_available(p)) paths[np++] = p;
+    paths[np++] = AB_AUTO;
+    sl_kernels_set_exact(false);
+    float *x = malloc((size_t)cols * sizeof *x);
+    for (int64_t i = 0; i < cols; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+    printf("interleaved A/B: matvec (nb=1) over ~%.0f MiB, %lld columns, %d rounds x best of 3 passes;\n"
+           "GB/s of weights by CPU time / threads: median [min-max] over rounds; wall-time median in ()\n",
+           mib, (long long)cols, rounds);
+    const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int type = types[ti];
+        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
+        size_t rb;
+        void *w = make_matrix(type, rows, cols, &rb);
+        float *out = malloc((size_t)rows * sizeof *out);
+        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        for (int nth = 1; nth <= 2; nth++) {
+            sl_pool *pool = sl_pool_create(nth);
+            double cpu[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], wall[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], ratio[AB_MAX_ROUNDS];
+            for (int k = 0; k < np; k++) {   /* warm-up pass per path (page faults, frequency) */
+                double c, wl;
+                ab_select(paths[k]);
+                ab_sample(pool, type, w, rows, cols, rb, x, out, &c, &wl);
+            }
+            for (int r = 0; r < rounds; r++)
+                for (int k = 0; k < np; k++) {
+                    const int slot = (k + r) % np;
+                    ab_select(paths[slot]);
+                    ab_sample(pool, type, w, rows, cols, rb, x, out, &cpu[slot][r], &wall[slot][r]);
+                }
+            const bool both = np == 3;   /* avx2 and avx512 present */
+            if (both)
+                for (int r = 0; r < rounds; r++) ratio[r] = cpu[1][r] / cpu[0][r];
+            sl_kernels_force(SL_KPATH_AUTO);
+            printf("%-5s %dT", sl_type_name(type), nth);
+            for (int k = 0; k < np; k++) {
+                double wm = median(wall[k], rounds), cm = median(cpu[k], rounds);
+                printf("  %s %6.2f [%6.2f-%6.2f] (%5.2f)", paths[k] == AB_AUTO ? "auto" : sl_kpath_name(paths[k]), cm,
+                       cpu[k][0], cpu[k][rounds - 1], wm);
+            }
+            if (both) {
+                const double rm = median(ratio, rounds);
+                printf("  avx512/avx2 %.3f [%.3f-%.3f]", rm, ratio[0], ratio[rounds - 1]);
+            }
+            printf("  auto=%s\n", sl_kpath_name(sl_kernels_path_for_type(type)));
+            fflush(stdout);
+            sl_pool_free(pool);
+        }
+        free(w);
+        free(out);
+    }
+    free(x);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--ab"))
+        return run_ab(argc > 2 ? atof(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 15);
     const double mib = argc > 1 ? atof(argv[1]) : 64;
     const double secs = argc > 2 ? atof(argv[2]) : 0.3;
     const int64_t cols = 4096;

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "loader/gguf.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 
 /* CPU time of this thread: the machine is shared, and wall time would measure the neighbours. */
 static double now(void)

@@ -233,6 +233,14 @@ void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *
 
 const char *sluice_version(void);
 
+/* Debug and test switches, applied process-wide from the environment when a program calls this (the
+ * sluice command does at start; the library never reads the environment by itself):
+ *   SLUICE_KERNELS=portable|avx2|avx512  force a kernel path      SLUICE_EXACT=1   exact kernels
+ *   SLUICE_SPIN_US=N   pool workers spin N µs between products     SLUICE_NO_URING=1  no io_uring
+ *   SLUICE_IO_FAULT=eintr=K,short=N,eio_at=OFFSET,cqe_err=K  injected read faults
+ * Call it before opening models.  0, or -EINVAL with a message naming the bad variable. */
+int sluice_debug_env(char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,14 @@
-/* kernels/dispatch.c — which kernel path runs: cpuid at first use, SLUICE_KERNELS / SLUICE_EXACT,
- * and the switches tests use.
+/* kernels/dispatch.c — which kernel path runs: cpuid at first use, a per-type table of measured
+ * exceptions, SLUICE_KERNELS / SLUICE_EXACT, and the switches tests use.
  *
  * The choice is made once (pthread_once) and then read with relaxed atomics on every matrix
  * product: it costs a load, and forcing a path mid-run is documented as not allowed.
+ *
+ * Per type, the widest path the CPU has runs unless k_prefs (below) names a narrower one that was
+ * measured faster on that kind of CPU.  The table is static, so the choice is a function of the CPU
+ * alone (a timing probe at start-up would let load noise pick F16/F32/BF16 kernels, whose bits
+ * differ between paths); for the integer types every path returns the same bits, so mixing paths
+ * per type changes no result.
  */
 #include "kernels/simd.h"
 
@@ -31,6 +37,28 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Atomic(const sl_kernel_set *) g_active;
 static atomic_int g_path;
 static atomic_bool g_exact;
+static _Atomic(const sl_kernel_set *) g_type_set[SL_TYPE_COUNT];   /* the set each weight type uses */
+static atomic_int g_type_path[SL_TYPE_COUNT];
+
+/* "On CPUs of `vendor` whose widest path is `widest`, run `type` on `path`": the per-type
+ * exceptions bench_kernels --ab measured (docs/benchmarks.md, "Kernel choice per type on an
+ * AVX-512 CPU").  A type without a row runs on the widest path; a new type's row is one line. */
+typedef struct type_pref {
+    const char *vendor;   /* __builtin_cpu_is name: "intel", "amd" */
+    int widest, type, path;
+} type_pref;
+
+static const type_pref k_prefs[] = {
+    /* Intel Xeon (Sapphire Rapids), matvec, 1 thread, median avx512/avx2 speed: Q8_0 0.84, Q4_0
+     * 0.83, Q4_K 0.86, Q5_K 0.95 (AVX-512 kept: Q6_K 1.06, F16 1.08, BF16 1.12, F32 1.01) */
+    { "intel", SL_KPATH_AVX512, SL_TYPE_Q8_0, SL_KPATH_AVX2 },
+    { "intel", SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
+    { "intel", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
+    { "intel", SL_KPATH_AVX512, SL_TYPE_Q5_K, SL_KPATH_AVX2 },
+    /* AMD EPYC with AVX-512, reported in the quant-types issue (not re-measured here): Q4_K 43.7
+     * GB/s on AVX2 vs 35.6 on AVX-512 at 2 threads; AVX-512 won for Q6_K and F16 there */
+    { "amd", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
+};
 
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,
  * which also checks that the OS saves the wide registers; aarch64 ones from the kernel's HWCAP). */
@@ -76,37 +104,57 @@ const sl_kernel_set *sl_kernels_for(int path)
 const char *sl_kpath_name(int path)
 {
     static const char *const names[SL_KPATH_COUNT] = { "portable", "avx2", "avx512", "neon", "neon_dotprod" };
+    if (path == SL_KPATH_AUTO) return "auto";
     return path >= 0 && path < SL_KPATH_COUNT ? names[path] : "?";
 }
 
-static void set_path(int path)
+static bool cpu_is(const char *vendor)
 {
-    atomic_store_explicit(&g_path, path, memory_order_relaxed);
-    atomic_store_explicit(&g_active, sl_kernels_for(path), memory_order_release);
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (!strcmp(vendor, "intel")) return __builtin_cpu_is("intel");
+    if (!strcmp(vendor, "amd")) return __builtin_cpu_is("amd");
+#endif
+    (void)vendor;
+    return false;
 }
 
-/* Contract: pick the path once: SLUICE_KERNELS when set and runnable (a warning on stderr
- * otherwise), else the best available; SLUICE_EXACT=1 turns exact mode on. */
+static int widest_path(void)
+{
+    for (int p = SL_KPATH_COUNT - 1; p > 0; p--)
+        if (sl_kernels_available(p)) return p;
+    return SL_KPATH_PORTABLE;
+}
+
+/* Contract: the path k_prefs gives `type` on this CPU (the widest path when no row applies). */
+static int table_path(int type)
+{
+    const int widest = widest_path();
+    for (size_t i = 0; i < sizeof k_prefs / sizeof *k_prefs; i++) {
+        const type_pref *r = &k_prefs[i];
+        if (r->type == type && r->widest == widest && sl_kernels_available(r->path) && cpu_is(r->vendor)) return r->path;
+    }
+    return widest;
+}
+
+/* Every type on `path`, or (SL_KPATH_AUTO) each type on its table path. */
+static void set_path(int path)
+{
+    const int base = path == SL_KPATH_AUTO ? widest_path() : path;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        const int p = path == SL_KPATH_AUTO ? table_path(t) : path;
+        atomic_store_explicit(&g_type_path[t], p, memory_order_relaxed);
+        atomic_store_explicit(&g_type_set[t], sl_kernels_for(p), memory_order_release);
+    }
+    atomic_store_explicit(&g_path, base, memory_order_relaxed);
+    atomic_store_explicit(&g_active, sl_kernels_for(base), memory_order_release);
+}
+
+/* Contract: pick the paths once: the per-type table (sl_kernels_force and sl_kernels_set_exact
+ * change it later: the debug hook sluice_debug_env applies SLUICE_KERNELS / SLUICE_EXACT so). */
 static void init_once(void)
 {
-    int best = SL_KPATH_PORTABLE;
-    for (int p = SL_KPATH_COUNT - 1; p > 0; p--)
-        if (sl_kernels_available(p)) { best = p; break; }
-    const char *env = getenv("SLUICE_KERNELS");
-    if (env && *env) {
-        int want = -1;
-        for (int p = 0; p < SL_KPATH_COUNT; p++)
-            if (!strcmp(env, sl_kpath_name(p))) want = p;
-        if (want < 0)
-            fprintf(stderr, "sluice: SLUICE_KERNELS=%s is not portable|avx2|avx512|neon|neon_dotprod; using %s\n", env, sl_kpath_name(best));
-        else if (!sl_kernels_available(want))
-            fprintf(stderr, "sluice: SLUICE_KERNELS=%s: this CPU cannot run it; using %s\n", env, sl_kpath_name(best));
-        else
-            best = want;
-    }
-    set_path(best);
-    const char *ex = getenv("SLUICE_EXACT");
-    if (ex && *ex && strcmp(ex, "0") != 0) atomic_store(&g_exact, true);
+    set_path(SL_KPATH_AUTO);
 }
 
 const sl_kernel_set *sl_kernels(void)
@@ -121,11 +169,29 @@ int sl_kernels_path(void)
     return atomic_load_explicit(&g_path, memory_order_relaxed);
 }
 
-/* Contract: 0 after switching every later matrix product to `path`; -EINVAL for an unknown path,
- * -ENOTSUP when it cannot run here (then nothing changes). */
+const sl_kernel_set *sl_kernels_for_type(int type)
+{
+    pthread_once(&g_once, init_once);
+    if (type < 0 || type >= SL_TYPE_COUNT) return atomic_load_explicit(&g_active, memory_order_acquire);
+    return atomic_load_explicit(&g_type_set[type], memory_order_acquire);
+}
+
+int sl_kernels_path_for_type(int type)
+{
+    pthread_once(&g_once, init_once);
+    if (type < 0 || type >= SL_TYPE_COUNT) return atomic_load_explicit(&g_path, memory_order_relaxed);
+    return atomic_load_explicit(&g_type_path[type], memory_order_relaxed);
+}
+
+/* Contract: 0 after switching every later matrix product to `path` (SL_KPATH_AUTO: the per-type
+ * table); -EINVAL for an unknown path, -ENOTSUP when it cannot run here (then nothing changes). */
 int sl_kernels_force(int path)
 {
     pthread_once(&g_once, init_once);
+    if (path == SL_KPATH_AUTO) {
+        set_path(path);
+        return 0;
+    }
     if (path < 0 || path >= SL_KPATH_COUNT) return -EINVAL;
     if (!sl_kernels_available(path)) return -ENOTSUP;
     set_path(path);

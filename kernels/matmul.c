@@ -16,6 +16,7 @@
  */
 #include "kernels/ops.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -106,7 +107,7 @@ static void quant_worker(void *arg, int ith, int nth)
  * scratch buffer cannot be allocated, falls back to the exact f32 path (correct, slower). */
 void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols, sl_mm_input *in)
 {
-    const sl_kernel_set *ks = sl_kernels();
+    const sl_kernel_set *ks = sl_kernels_for_type(type);   /* per type: the fastest path measured */
     const bool exact = sl_kernels_exact();
     *in = (sl_mm_input){ .type = type, .nb = nb, .cols = cols, .x = x, .kernels = ks, .exact = exact };
     const act_fmt f = fmt_for(ks, type, exact);
@@ -191,6 +192,11 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
                         float *out, int64_t out_stride)
 {
     if (rows < 1 || in->nb < 1) return;
+    /* the row kernels' preconditions (kernels/types.h), checked in debug builds */
+    assert(sl_type_get(in->type) && in->cols % sl_type_get(in->type)->blck == 0);
+    assert(row_bytes == sl_row_bytes(in->type, in->cols));
+    assert(((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0);
+    assert(out_stride >= rows);
     mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
     if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;

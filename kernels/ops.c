@@ -49,8 +49,9 @@ void sl_swiglu(float *gate, const float *up, int n)
     }
 }
 
-/* Contract: see ops.h.  Scores and the weighted sum use the active path's f32/f16 dots and axpy
- * (SIMD where the CPU has it); Q8_0 rows use the reference dot and a dequantized row in tmp.
+/* Contract: see ops.h.  Scores and the weighted sum use the active path's attention dots (adot) and
+ * axpy, which give the same bits on every path (SIMD where the CPU has it); Q8_0 rows use the
+ * reference dot and a dequantized row in tmp.
  * Position-outer, head-inner: each K/V row is fetched from memory once for the nq query heads that
  * share it (GQA) and then hit in L1 — at long context the cache rows, not the arithmetic, are the
  * cost (measured 4096 positions: 8 heads reading their rows separately ran ~60 ns per row). */
@@ -63,8 +64,10 @@ void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int typ
         const unsigned char *row = kb + (size_t)t * stride;
         for (int h = 0; h < nq; h++) {
             const float *qh = q + (size_t)h * hd;
-            const float s = type == SL_TYPE_F16 ? ks->dot_f16(row, qh, hd)
-                          : type == SL_TYPE_F32 ? ks->dot_f32(row, qh, hd) : sl_dot_q8_0(row, qh, hd);
+            /* adot, not dot_f16/dot_f32: the weight-row dots may sum in another order per path
+             * (simd.h); scores must not, or logits depend on the CPU */
+            const float s = type == SL_TYPE_F16 ? ks->adot_f16(row, qh, hd)
+                          : type == SL_TYPE_F32 ? ks->adot_f32(row, qh, hd) : sl_dot_q8_0(row, qh, hd);
             att[(size_t)h * n + t] = s * scale;
         }
     }

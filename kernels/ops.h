@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/threadpool.h"
+#include "kernels/threadpool.h"
 
 /* out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i], i < n.  out may equal x. */
 void sl_rmsnorm(float *out, const float *x, const float *w, int n, float eps);

@@ -19,13 +19,19 @@
  * how a matrix is split into row pieces.
  *
  * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI); on aarch64 NEON and
- * NEON + dotprod (getauxval(AT_HWCAP) instead of cpuid).  The best one the CPU
- * supports is chosen at first use from cpuid; env SLUICE_KERNELS=portable|avx2|avx512|neon|neon_dotprod or
- * sl_kernels_force() choose one (a path the CPU lacks is refused).  SIMD code is compiled with
- * per-function target attributes, so the default build runs on any x86-64 (no -march needed).
- * The AVX-512 path has so far been checked bit-exactly only under SIMDe's emulation of AVX-512
- * (kernels/simd_avx512.c, SL_SIMD_EMULATE) — the development machine has AVX2 only; on a CPU with
- * AVX-512 the tests run it for real.
+ * NEON + dotprod (kernels/simd_neon.c; features from getauxval(AT_HWCAP)).  At first use each
+ * weight type gets the widest path the CPU supports (cpuid), unless dispatch.c's static per-type
+ * table names a narrower one measured faster on that kind of CPU (bench_kernels --ab; wider is
+ * not always faster: 512-bit K-quant dots ran slower than 256-bit ones on some CPUs).  Mixing
+ * paths per type is safe because every integer path returns the same bits.  Env
+ * SLUICE_KERNELS=portable|avx2|avx512 or sl_kernels_force() run every type on one path (a test and
+ * debug hook; a path the CPU lacks is refused); "auto" / SL_KPATH_AUTO is the table.  SIMD code is
+ * compiled with per-function target attributes, so the default build runs on any x86-64 (no
+ * -march needed).  The tests run every path the CPU has natively and, through SIMDe, the AVX-512
+ * code on CPUs without it (tests/test_kernels_avx512_emu.c); each prints which ran.
+ *
+ * Attention uses adot_* and axpy_*, never dot_f32/dot_f16: the weight-row float dots may sum in a
+ * path's own order, and attention scores through them made logits depend on the CPU.
  *
  * Canonical float steps of the integer dots (s_i: f32 block scale products, exact in f32 for the
  * f16 x f16 products of the 32-blocks):
@@ -47,7 +53,7 @@
 #include "kernels/types.h"
 
 enum sl_kpath {
-    SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2,
+    SL_KPATH_AUTO = -1, SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2,
     SL_KPATH_NEON = 3, SL_KPATH_NEON_DOTPROD = 4,   /* aarch64: kernels/simd_neon.c */
     SL_KPATH_COUNT = 5
 };
@@ -91,12 +97,17 @@ typedef struct sl_kernel_set {
  * Tests use it to compare paths directly. */
 const sl_kernel_set *sl_kernels_for(int path);
 bool sl_kernels_available(int path);
-/* The active set (chosen at first use: SLUICE_KERNELS, else the best available path). */
+/* The base set (chosen at first use: SLUICE_KERNELS, else the widest available path): its
+ * quantizers, adot and axpy are the ones every path shares bit for bit. */
 const sl_kernel_set *sl_kernels(void);
 int  sl_kernels_path(void);
-const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", "neon_dotprod", "?" */
-/* Force a path for the whole process: 0, or -ENOTSUP when the CPU lacks it (nothing changes),
- * -EINVAL for an unknown path.  Not meant to be called while matrix products are running. */
+/* The set whose dots run matrices of weight type `type` (any id; unknown ones get the base set). */
+const sl_kernel_set *sl_kernels_for_type(int type);
+int  sl_kernels_path_for_type(int type);
+const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", "neon_dotprod", "auto", "?" */
+/* Force a path for every type for the whole process (SL_KPATH_AUTO: back to the per-type table):
+ * 0, or -ENOTSUP when the CPU lacks it (nothing changes), -EINVAL for an unknown path.  Not meant
+ * to be called while matrix products are running. */
 int  sl_kernels_force(int path);
 
 /* Exact mode: sl_matmul dequantizes weights and dots them with f32 activations (the portable

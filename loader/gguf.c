@@ -279,6 +279,152 @@ static void free_parts(sl_gguf *g)
     free(g);
 }
 
+/* Header: magic, version, counts.  The counts are bounded by the metadata room, so a hostile count
+ * cannot make us allocate unboundedly.  0, or -EINVAL with the message set (or c->need_more). */
+static int parse_header(cursor *c, uint32_t *version, uint64_t *n_tensors, uint64_t *n_kv)
+{
+    uint32_t magic;
+    if (!rd_u32(c, &magic, "magic")) return -EINVAL;
+    if (magic != GGUF_MAGIC) {
+        /* llama.cpp's pre-GGUF formats wrote these magics as host-order u32s */
+        bool old = magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u;
+        return fail(c, 0, "not a GGUF file (bad magic 0x%08x%s)", magic,
+                    old ? ": an old GGML/GGMF/GGJT file, convert it to GGUF with llama.cpp" : "");
+    }
+    if (!rd_u32(c, version, "version")) return -EINVAL;
+    if (*version != 2 && *version != 3) {
+        /* a byte-swapped 2 or 3 is a big-endian file (llama.cpp can write those for s390x) */
+        bool be = *version == 0x02000000u || *version == 0x03000000u;
+        return fail(c, 4, "unsupported GGUF version %u (%s)", *version,
+                    be ? "a big-endian GGUF file: sluice reads little-endian files only" : "sluice reads v2 and v3");
+    }
+    if (!rd_u64(c, n_tensors, "tensor count") || !rd_u64(c, n_kv, "metadata count")) return -EINVAL;
+    /* A KV pair takes at least 8+1+4+1 bytes, a tensor info at least 8+1+4+8+4+8: allocate only once
+     * the buffer holds that many minimal entries (else ask for a larger buffer). */
+    uint64_t room = meta_end(c) - c->pos;
+    if (*n_kv > room / 14)
+        return fail(c, 16, "metadata count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", *n_kv, c->file_size);
+    if (*n_tensors > (room - *n_kv * 14) / 33)
+        return fail(c, 8, "tensor count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", *n_tensors, c->file_size);
+    if (*n_kv * 14 + *n_tensors * 33 > c->len - c->pos) { c->need_more = true; return -EINVAL; }
+    return 0;
+}
+
+/* general.alignment (u32, a power of two up to 1 MiB), or the default. */
+static int read_alignment(cursor *c, sl_gguf *g)
+{
+    g->alignment = GGUF_DEFAULT_ALIGNMENT;
+    int ai = kv_find(g, "general.alignment");
+    if (ai < 0) return 0;
+    uint32_t a;
+    if (g->kv[ai].type != SL_GGUF_U32) return fail(c, g->kv[ai].off, "general.alignment must be u32, is %s", vtype_name(g->kv[ai].type));
+    memcpy(&a, c->buf + g->kv[ai].off, 4);
+    if (a == 0 || (a & (a - 1)) || a > (1u << 20)) return fail(c, g->kv[ai].off, "general.alignment %u is not a power of two in [1, 1 MiB]", a);
+    g->alignment = a;
+    return 0;
+}
+
+/* One tensor info: name, dimensions, type, offset; its byte size computed without overflow. */
+static int parse_tensor_info(cursor *c, const sl_gguf *g, uint64_t i, sl_gguf_tensor *t)
+{
+    size_t at = c->pos;
+    uint32_t nd, type;
+    if (!rd_str(c, &t->name, "tensor name")) return -EINVAL;
+    if (t->name.len == 0 || t->name.len >= GGUF_MAX_NAME)
+        return fail(c, at, "tensor %" PRIu64 ": name length %" PRIu64 " not in [1, %d)", i, t->name.len, GGUF_MAX_NAME);
+    const int nl = (int)t->name.len;
+    at = c->pos;
+    if (!rd_u32(c, &nd, "tensor n_dims")) return -EINVAL;
+    if (nd < 1 || nd > GGUF_MAX_DIMS) return fail(c, at, "tensor '%.*s': %u dimensions (1..4 allowed)", nl, t->name.ptr, nd);
+    t->n_dims = (int)nd;
+    t->ne[0] = t->ne[1] = t->ne[2] = t->ne[3] = 1;
+    int64_t nelem = 1;
+    for (uint32_t k = 0; k < nd; k++) {
+        uint64_t ne;
+        at = c->pos;
+        if (!rd_u64(c, &ne, "tensor dimension")) return -EINVAL;
+        if (ne == 0 || ne > (uint64_t)INT64_MAX / (uint64_t)nelem)
+            return fail(c, at, "tensor '%.*s': dimension %u = %" PRIu64 " is zero or overflows the element count", nl, t->name.ptr, k, ne);
+        t->ne[k] = (int64_t)ne;
+        nelem *= (int64_t)ne;
+    }
+    at = c->pos;
+    if (!rd_u32(c, &type, "tensor type")) return -EINVAL;
+    const sl_type_info *ti = sl_type_get((int)type);
+    if (!ti) return fail(c, at, "tensor '%.*s': unknown ggml type id %u", nl, t->name.ptr, type);
+    t->type = (int)type;
+    if (t->ne[0] % ti->blck)
+        return fail(c, at, "tensor '%.*s': row length %" PRId64 " is not a multiple of the %s block size %d", nl, t->name.ptr, t->ne[0], ti->name, ti->blck);
+    uint64_t blocks = (uint64_t)(t->ne[0] / ti->blck);
+    if (blocks > UINT64_MAX / (uint64_t)ti->bytes)
+        return fail(c, at, "tensor '%.*s': row of %" PRId64 " elements overflows its byte size", nl, t->name.ptr, t->ne[0]);
+    uint64_t row = blocks * (uint64_t)ti->bytes;
+    uint64_t rows = (uint64_t)(nelem / t->ne[0]);
+    if (rows && row > UINT64_MAX / rows) return fail(c, at, "tensor '%.*s': byte size overflows", nl, t->name.ptr);
+    t->nbytes = row * rows;
+    at = c->pos;
+    if (!rd_u64(c, &t->offset, "tensor offset")) return -EINVAL;
+    if (t->offset % g->alignment)
+        return fail(c, at, "tensor '%.*s': data offset %" PRIu64 " is not a multiple of the alignment %u", nl, t->name.ptr, t->offset, g->alignment);
+    return 0;
+}
+
+/* The data section starts at the next multiple of the alignment after the metadata: make the offsets
+ * absolute, check every tensor lies inside the file and that no two overlap (one write would alias
+ * another's data). */
+static int place_tensors(cursor *c, sl_gguf *g)
+{
+    const uint64_t file_size = c->file_size;
+    uint64_t data = ((uint64_t)c->pos + g->alignment - 1) / g->alignment * g->alignment;
+    if (data > GGUF_MAX_META) return fail(c, c->pos, "metadata section of %" PRIu64 " bytes is over the 1 GiB limit", data);
+    if (g->n_tensors && data > file_size)
+        return fail(c, c->pos, "file truncated: tensor data would start at %" PRIu64 " but the file has %" PRIu64 " bytes", data, file_size);
+    g->data_offset = data;
+    for (int64_t i = 0; i < g->n_tensors; i++) {
+        sl_gguf_tensor *t = &g->tensors[i];
+        /* data <= file_size here (checked above), so neither subtraction wraps */
+        if (t->offset > file_size - data || t->nbytes > file_size - data - t->offset)
+            return fail(c, data, "tensor '%.*s': %" PRIu64 " bytes at data offset %" PRIu64 " run past the end of the file "
+                        "(%" PRIu64 " bytes, data section at %" PRIu64 ")",
+                        (int)t->name.len, t->name.ptr, t->nbytes, t->offset, file_size, data);
+        t->offset += data;
+    }
+    if (g->n_tensors < 2) return 0;
+    const sl_gguf_tensor **ord = malloc((size_t)g->n_tensors * sizeof *ord);
+    if (!ord) return -ENOMEM;
+    for (int64_t i = 0; i < g->n_tensors; i++) ord[i] = &g->tensors[i];
+    qsort(ord, (size_t)g->n_tensors, sizeof *ord, cmp_tensor_off);
+    int rc = 0;
+    for (int64_t i = 1; i < g->n_tensors && !rc; i++)
+        if (ord[i - 1]->offset + ord[i - 1]->nbytes > ord[i]->offset)
+            rc = fail(c, ord[i]->offset, "tensors '%.*s' and '%.*s' overlap",
+                      (int)ord[i - 1]->name.len, ord[i - 1]->name.ptr, (int)ord[i]->name.len, ord[i]->name.ptr);
+    free(ord);
+    return rc;
+}
+
+/* Keep only the metadata bytes (the read buffer may be several times larger): copy them to an exact
+ * allocation and rebase the views while the old buffer is still valid; frees buf on success. */
+static int keep_metadata(cursor *c, sl_gguf *g, unsigned char *buf, const char *path)
+{
+    size_t keep = c->pos;
+    unsigned char *m = malloc(keep ? keep : 1);
+    if (!m) return -ENOMEM;
+    char *p = strdup(path ? path : "");
+    if (!p) { free(m); return -ENOMEM; }
+    memcpy(m, buf, keep);
+    for (int64_t i = 0; i < g->n_kv; i++) g->kv[i].key.ptr = (const char *)m + ((const unsigned char *)g->kv[i].key.ptr - buf);
+    for (int64_t i = 0; i < g->n_tensors; i++) g->tensors[i].name.ptr = (const char *)m + ((const unsigned char *)g->tensors[i].name.ptr - buf);
+    free(buf);
+    g->meta = m;
+    g->meta_len = keep;
+    g->path = p;
+    g->heap_bytes = keep + (size_t)g->n_kv * sizeof(kv_entry) + (size_t)g->n_tensors * sizeof(sl_gguf_tensor);
+    for (int64_t i = 0; i < g->n_kv; i++)
+        if (g->kv[i].str_off) g->heap_bytes += g->kv[i].n * sizeof(uint32_t);
+    return 0;
+}
+
 /* Parse buf[0..len) of a file_size-byte file.  Returns 0, -EAGAIN (need a longer buffer), or
  * another negative errno with the message in err.  On success buf has been freed (the metadata was
  * copied out); on failure the caller still owns it. */
@@ -290,155 +436,30 @@ static int parse(unsigned char *buf, size_t len, uint64_t file_size, const char 
     cursor c = { .buf = buf, .len = len, .file_size = file_size, .path = path, .err = err, .errlen = errlen };
     sl_gguf *g = calloc(1, sizeof *g);
     if (!g) return -ENOMEM;
-    int rc = -EINVAL;
-    uint32_t magic, version;
-    uint64_t n_tensors, n_kv;
-
-    if (!rd_u32(&c, &magic, "magic")) goto out;
-    if (magic != GGUF_MAGIC) {
-        /* llama.cpp's pre-GGUF formats wrote these magics as host-order u32s */
-        bool old = magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u;
-        rc = fail(&c, 0, "not a GGUF file (bad magic 0x%08x%s)", magic,
-                  old ? ": an old GGML/GGMF/GGJT file, convert it to GGUF with llama.cpp" : "");
-        goto out;
-    }
-    if (!rd_u32(&c, &version, "version")) goto out;
-    if (version != 2 && version != 3) {
-        /* a byte-swapped 2 or 3 is a big-endian file (llama.cpp can write those for s390x) */
-        bool be = version == 0x02000000u || version == 0x03000000u;
-        rc = fail(&c, 4, "unsupported GGUF version %u (%s)", version,
-                  be ? "a big-endian GGUF file: sluice reads little-endian files only" : "sluice reads v2 and v3");
-        goto out;
-    }
-    if (!rd_u64(&c, &n_tensors, "tensor count") || !rd_u64(&c, &n_kv, "metadata count")) goto out;
-    /* A KV pair takes at least 8+1+4+1 bytes, a tensor info at least 8+1+4+8+4+8: bound the counts
-     * by the metadata room so a hostile count cannot make us allocate unboundedly, and allocate
-     * only once the buffer holds that many minimal entries (else ask for a larger buffer). */
-    uint64_t room = meta_end(&c) - c.pos;
-    if (n_kv > room / 14) { rc = fail(&c, 16, "metadata count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", n_kv, file_size); goto out; }
-    if (n_tensors > (room - n_kv * 14) / 33) { rc = fail(&c, 8, "tensor count %" PRIu64 " cannot fit in a file of %" PRIu64 " bytes (truncated or corrupt)", n_tensors, file_size); goto out; }
-    if (n_kv * 14 + n_tensors * 33 > c.len - c.pos) { c.need_more = true; goto out; }
+    uint32_t version = 0;
+    uint64_t n_tensors = 0, n_kv = 0;
+    int64_t dup;
+    int rc = parse_header(&c, &version, &n_tensors, &n_kv);
+    if (rc) goto out;
     g->version = version;
     g->file_size = file_size;
     g->kv = calloc(n_kv ? n_kv : 1, sizeof *g->kv);
     g->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *g->tensors);
     if (!g->kv || !g->tensors) { rc = -ENOMEM; goto out; }
     g->n_kv = (int64_t)n_kv;
-
-    for (uint64_t i = 0; i < n_kv; i++) {
-        int r = parse_kv(&c, &g->kv[i], (int64_t)i);
-        if (r == -ENOMEM) { rc = r; goto out; }
-        if (r) goto out;
-    }
-    int64_t dup;
-    int d = has_duplicate(&g->kv[0].key, sizeof(kv_entry), g->n_kv, &dup);
-    if (d < 0) { rc = d; goto out; }
-    if (d) { rc = fail(&c, 24, "duplicate metadata key '%.*s'", KEYF(g->kv[dup].key)); goto out; }
-
-    g->alignment = GGUF_DEFAULT_ALIGNMENT;
-    int ai = kv_find(g, "general.alignment");
-    if (ai >= 0) {
-        uint32_t a;
-        if (g->kv[ai].type != SL_GGUF_U32) { rc = fail(&c, g->kv[ai].off, "general.alignment must be u32, is %s", vtype_name(g->kv[ai].type)); goto out; }
-        memcpy(&a, buf + g->kv[ai].off, 4);
-        if (a == 0 || (a & (a - 1)) || a > (1u << 20)) { rc = fail(&c, g->kv[ai].off, "general.alignment %u is not a power of two in [1, 1 MiB]", a); goto out; }
-        g->alignment = a;
-    }
-
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        sl_gguf_tensor *t = &g->tensors[i];
-        size_t at = c.pos;
-        uint32_t nd, type;
-        if (!rd_str(&c, &t->name, "tensor name")) goto out;
-        if (t->name.len == 0 || t->name.len >= GGUF_MAX_NAME) { rc = fail(&c, at, "tensor %" PRIu64 ": name length %" PRIu64 " not in [1, %d)", i, t->name.len, GGUF_MAX_NAME); goto out; }
-        const int nl = (int)t->name.len;
-        at = c.pos;
-        if (!rd_u32(&c, &nd, "tensor n_dims")) goto out;
-        if (nd < 1 || nd > GGUF_MAX_DIMS) { rc = fail(&c, at, "tensor '%.*s': %u dimensions (1..4 allowed)", nl, t->name.ptr, nd); goto out; }
-        t->n_dims = (int)nd;
-        t->ne[0] = t->ne[1] = t->ne[2] = t->ne[3] = 1;
-        int64_t nelem = 1;
-        for (uint32_t k = 0; k < nd; k++) {
-            uint64_t ne;
-            at = c.pos;
-            if (!rd_u64(&c, &ne, "tensor dimension")) goto out;
-            if (ne == 0 || ne > (uint64_t)INT64_MAX / (uint64_t)nelem) { rc = fail(&c, at, "tensor '%.*s': dimension %u = %" PRIu64 " is zero or overflows the element count", nl, t->name.ptr, k, ne); goto out; }
-            t->ne[k] = (int64_t)ne;
-            nelem *= (int64_t)ne;
-        }
-        at = c.pos;
-        if (!rd_u32(&c, &type, "tensor type")) goto out;
-        const sl_type_info *ti = sl_type_get((int)type);
-        if (!ti) { rc = fail(&c, at, "tensor '%.*s': unknown ggml type id %u", nl, t->name.ptr, type); goto out; }
-        t->type = (int)type;
-        if (t->ne[0] % ti->blck) { rc = fail(&c, at, "tensor '%.*s': row length %" PRId64 " is not a multiple of the %s block size %d", nl, t->name.ptr, t->ne[0], ti->name, ti->blck); goto out; }
-        uint64_t blocks = (uint64_t)(t->ne[0] / ti->blck);
-        if (blocks > UINT64_MAX / (uint64_t)ti->bytes) { rc = fail(&c, at, "tensor '%.*s': row of %" PRId64 " elements overflows its byte size", nl, t->name.ptr, t->ne[0]); goto out; }
-        uint64_t row = blocks * (uint64_t)ti->bytes;
-        uint64_t rows = (uint64_t)(nelem / t->ne[0]);
-        if (rows && row > UINT64_MAX / rows) { rc = fail(&c, at, "tensor '%.*s': byte size overflows", nl, t->name.ptr); goto out; }
-        t->nbytes = row * rows;
-        at = c.pos;
-        if (!rd_u64(&c, &t->offset, "tensor offset")) goto out;
-        if (t->offset % g->alignment) { rc = fail(&c, at, "tensor '%.*s': data offset %" PRIu64 " is not a multiple of the alignment %u", nl, t->name.ptr, t->offset, g->alignment); goto out; }
-    }
+    for (uint64_t i = 0; i < n_kv && !rc; i++) rc = parse_kv(&c, &g->kv[i], (int64_t)i);
+    if (rc) { rc = rc == -ENOMEM ? rc : -EINVAL; goto out; }
+    rc = has_duplicate(&g->kv[0].key, sizeof(kv_entry), g->n_kv, &dup);
+    if (rc > 0) rc = fail(&c, 24, "duplicate metadata key '%.*s'", KEYF(g->kv[dup].key));
+    if (rc || (rc = read_alignment(&c, g))) goto out;
+    for (uint64_t i = 0; i < n_tensors && !rc; i++) rc = parse_tensor_info(&c, g, i, &g->tensors[i]);
+    if (rc) goto out;
     g->n_tensors = (int64_t)n_tensors;
-    d = has_duplicate(&g->tensors[0].name, sizeof(sl_gguf_tensor), g->n_tensors, &dup);
-    if (d < 0) { rc = d; goto out; }
-    if (d) { rc = fail(&c, c.pos, "duplicate tensor name '%.*s'", (int)g->tensors[dup].name.len, g->tensors[dup].name.ptr); goto out; }
-
-    /* The data section starts at the next multiple of the alignment. */
-    uint64_t data = ((uint64_t)c.pos + g->alignment - 1) / g->alignment * g->alignment;
-    if (data > GGUF_MAX_META) { rc = fail(&c, c.pos, "metadata section of %" PRIu64 " bytes is over the 1 GiB limit", data); goto out; }
-    if (n_tensors && data > file_size) { rc = fail(&c, c.pos, "file truncated: tensor data would start at %" PRIu64 " but the file has %" PRIu64 " bytes", data, file_size); goto out; }
-    g->data_offset = data;
-    for (int64_t i = 0; i < g->n_tensors; i++) {
-        sl_gguf_tensor *t = &g->tensors[i];
-        /* data <= file_size here (checked above), so neither subtraction wraps */
-        if (t->offset > file_size - data || t->nbytes > file_size - data - t->offset) {
-            rc = fail(&c, data, "tensor '%.*s': %" PRIu64 " bytes at data offset %" PRIu64 " run past the end of the file "
-                      "(%" PRIu64 " bytes, data section at %" PRIu64 ")",
-                      (int)t->name.len, t->name.ptr, t->nbytes, t->offset, file_size, data);
-            goto out;
-        }
-        t->offset += data;
-    }
-    /* Overlapping tensors would let one write alias another's data: refuse them. */
-    if (g->n_tensors > 1) {
-        const sl_gguf_tensor **ord = malloc((size_t)g->n_tensors * sizeof *ord);
-        if (!ord) { rc = -ENOMEM; goto out; }
-        for (int64_t i = 0; i < g->n_tensors; i++) ord[i] = &g->tensors[i];
-        qsort(ord, (size_t)g->n_tensors, sizeof *ord, cmp_tensor_off);
-        for (int64_t i = 1; i < g->n_tensors; i++) {
-            if (ord[i - 1]->offset + ord[i - 1]->nbytes > ord[i]->offset) {
-                rc = fail(&c, ord[i]->offset, "tensors '%.*s' and '%.*s' overlap",
-                          (int)ord[i - 1]->name.len, ord[i - 1]->name.ptr, (int)ord[i]->name.len, ord[i]->name.ptr);
-                free(ord);
-                goto out;
-            }
-        }
-        free(ord);
-    }
-
-    /* Keep only the metadata bytes (the read buffer may be several times larger): copy them to an
-     * exact allocation and rebase the views while the old buffer is still valid. */
-    size_t keep = c.pos;
-    unsigned char *m = malloc(keep ? keep : 1);
-    if (!m) { rc = -ENOMEM; goto out; }
-    memcpy(m, buf, keep);
-    for (int64_t i = 0; i < g->n_kv; i++) g->kv[i].key.ptr = (const char *)m + ((const unsigned char *)g->kv[i].key.ptr - buf);
-    for (int64_t i = 0; i < g->n_tensors; i++) g->tensors[i].name.ptr = (const char *)m + ((const unsigned char *)g->tensors[i].name.ptr - buf);
-    free(buf);
-    g->meta = m;
-    g->meta_len = keep;
-    g->heap_bytes = keep + (size_t)n_kv * sizeof(kv_entry) + (size_t)n_tensors * sizeof(sl_gguf_tensor);
-    for (int64_t i = 0; i < g->n_kv; i++)
-        if (g->kv[i].str_off) g->heap_bytes += g->kv[i].n * sizeof(uint32_t);
-    g->path = strdup(path ? path : "");
-    if (!g->path) { g->meta = NULL; free_parts(g); return -ENOMEM; }
+    rc = has_duplicate(&g->tensors[0].name, sizeof(sl_gguf_tensor), g->n_tensors, &dup);
+    if (rc > 0) rc = fail(&c, c.pos, "duplicate tensor name '%.*s'", (int)g->tensors[dup].name.len, g->tensors[dup].name.ptr);
+    if (rc || (rc = place_tensors(&c, g)) || (rc = keep_metadata(&c, g, buf, path))) goto out;
     *out = g;
     return 0;
-
 out:
     if (c.need_more && rc == -EINVAL) rc = -EAGAIN;
     free_parts(g);

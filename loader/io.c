@@ -17,14 +17,11 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/clock.h"
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
-const char *sl_io_backend_name(sl_io_backend b) {
+const char *sl_io_backend_name(sl_io_backend b)
+{
     switch (b) {
     case SL_IO_PREAD: return "pread";
     case SL_IO_MMAP:  return "mmap";
@@ -34,7 +31,8 @@ const char *sl_io_backend_name(sl_io_backend b) {
 }
 
 /* Parse a backend name as the CLI spells it.  0, or -EINVAL leaving *out alone. */
-int sl_io_backend_parse(const char *s, sl_io_backend *out) {
+int sl_io_backend_parse(const char *s, sl_io_backend *out)
+{
     static const sl_io_backend all[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (s && strcmp(s, sl_io_backend_name(all[i])) == 0) { *out = all[i]; return 0; }
@@ -57,7 +55,8 @@ void sl_io__fmt_err(const sl_io *io, char *msg, size_t msglen, uint64_t off, siz
  * read them again.  A spared block goes when the last slot touching it is released.  Neighbouring
  * pages that nobody holds are dropped too (released pieces, or readahead for a later piece, which is
  * then read again — at most a grain at each end).  No-op for O_DIRECT (nothing was cached). */
-void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len, const sl_io_slot *self) {
+void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len, const sl_io_slot *self)
+{
     if (io->direct || len == 0) return;
     const uint64_t g = SL_IO_DROP_GRAIN;
     uint64_t oa[SL_IO_MAX_SLOTS], oe[SL_IO_MAX_SLOTS];
@@ -117,7 +116,8 @@ int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, siz
  * STATX_DIOALIGN: offset and memory alignment), else the logical block size of the device (BLKSSZGET
  * on a block device, sysfs queue/logical_block_size for the device a file lives on), else 4096, the
  * largest logical block size in common use, when nothing tells. */
-static size_t dio_alignment(int fd, const struct stat *st) {
+static size_t dio_alignment(int fd, const struct stat *st)
+{
     size_t a = 0;
 #ifdef STATX_DIOALIGN
     struct statx sx;
@@ -146,7 +146,8 @@ static size_t dio_alignment(int fd, const struct stat *st) {
 
 /* Open the file descriptor: with O_DIRECT unless refused (or not wanted), then prove O_DIRECT works
  * with one real aligned read (some filesystems accept the flag and fail every read). */
-static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
+static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen)
+{
     io->fd = -1;
     if (want_direct) {
         io->fd = open(io->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
@@ -196,12 +197,14 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen) {
  * glibc's dynamic mmap threshold: a reader opened and closed before the run (the disk probe) would
  * otherwise push the run's later multi-MiB allocations onto the heap, where freed memory lingers in
  * the peak RSS.  NULL when out of memory. */
-static size_t sys_page(void) {
+static size_t sys_page(void)
+{
     const long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? (size_t)p : 4096;
 }
 
-static void *buf_alloc(size_t len, size_t align) {
+static void *buf_alloc(size_t len, size_t align)
+{
     if (align <= sys_page()) {   /* mmap aligns to the real page (not to a simulated one) */
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
@@ -210,7 +213,8 @@ static void *buf_alloc(size_t len, size_t align) {
     return posix_memalign(&p, align, len) == 0 ? p : NULL;
 }
 
-static void buf_free(void *p, size_t len, size_t align) {
+static void buf_free(void *p, size_t len, size_t align)
+{
     if (!p) return;
     if (align <= sys_page()) munmap(p, len);
     else free(p);
@@ -219,7 +223,8 @@ static void buf_free(void *p, size_t len, size_t align) {
 /* Allocate the slot buffers (and the bounce buffer for O_DIRECT sync reads) and touch them, so that
  * mem_bytes is real RSS from the start and tools like valgrind see the kernel-written bytes as
  * initialised. */
-static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
+static int alloc_buffers(sl_io *io, char *err, size_t errlen)
+{
     if (io->active == SL_IO_MMAP) {
         io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * io->page);
         return 0;
@@ -252,7 +257,8 @@ static int alloc_buffers(sl_io *io, char *err, size_t errlen) {
     return 0;
 }
 
-static void free_io(sl_io *io) {
+static void free_io(sl_io *io)
+{
     if (io->fd >= 0) close(io->fd);
     for (int i = 0; i < SL_IO_MAX_SLOTS; i++) buf_free(io->slot[i].buf, io->bufsize, io->align);
     buf_free(io->bounce, io->bounce_size, io->align);
@@ -262,7 +268,8 @@ static void free_io(sl_io *io) {
 
 /* See io.h.  Order: validate, pick the backend, open + probe, buffers, backend start (uring may still
  * fall back to pread there). */
-int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, size_t errlen) {
+int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, size_t errlen)
+{
     const size_t real_page = sys_page();
     const size_t page = o && o->page_size ? o->page_size : real_page;
     if (!path || !o || !out || o->slots < 1 || o->slots > SL_IO_MAX_SLOTS || o->max_piece == 0 ||
@@ -285,7 +292,7 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
     io->asked = io->active = o->backend;
     int r = 0;
     if (o->fault) io->fault = *o->fault;
-    else if (getenv("SLUICE_IO_FAULT")) r = sl_io_fault_parse(getenv("SLUICE_IO_FAULT"), &io->fault, err, errlen);
+    else sl_io_default_fault(&io->fault);
     if (r == 0 && io->fault.eintr_every == 1) {
         snprintf(err, errlen, "%s: fault eintr=1 would retry forever (use K >= 2)", path);
         r = -EINVAL;
@@ -324,7 +331,8 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
 }
 
 /* See io.h.  Finds a free slot, records the range and hands it to the backend. */
-int sl_io_request(sl_io *io, uint64_t offset, size_t len) {
+int sl_io_request(sl_io *io, uint64_t offset, size_t len)
+{
     if (len == 0 || len > io->max_piece || offset > io->size || len > io->size - offset) {
         snprintf(io->errmsg, sizeof io->errmsg, "%s: bad request of %zu bytes at offset %" PRIu64
                  " (file %" PRIu64 " bytes, max piece %zu)", io->path, len, offset, io->size,
@@ -350,13 +358,14 @@ int sl_io_request(sl_io *io, uint64_t offset, size_t len) {
 }
 
 /* See io.h. */
-int sl_io_wait(sl_io *io, int slot, const void **data) {
+int sl_io_wait(sl_io *io, int slot, const void **data)
+{
     if (data) *data = NULL;
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return -EINVAL;
     sl_io_slot *s = &io->slot[slot];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     io->ops->wait(io, s);
-    SL_IO_ADD(io, wait_ns, now_ns() - t0);
+    SL_IO_ADD(io, wait_ns, sl_now_ns() - t0);
     SL_IO_ADD(io, waits, 1);
     if (s->err) {
         snprintf(io->errmsg, sizeof io->errmsg, "%s", s->msg);
@@ -367,7 +376,8 @@ int sl_io_wait(sl_io *io, int slot, const void **data) {
 }
 
 /* See io.h. */
-void sl_io_release(sl_io *io, int slot) {
+void sl_io_release(sl_io *io, int slot)
+{
     if (slot < 0 || slot >= io->nslots || !io->slot[slot].held) return;
     sl_io_slot *s = &io->slot[slot];
     io->ops->cancel(io, s);
@@ -379,7 +389,8 @@ void sl_io_release(sl_io *io, int slot) {
 
 /* See io.h.  Buffered: read straight into dst, then drop the cache.  O_DIRECT: read block-aligned
  * chunks into the bounce buffer and copy the wanted part out. */
-int sl_io_read(sl_io *io, uint64_t offset, size_t len, void *dst) {
+int sl_io_read(sl_io *io, uint64_t offset, size_t len, void *dst)
+{
     if (len == 0) return 0;
     if (offset > io->size || len > io->size - offset) {
         snprintf(io->errmsg, sizeof io->errmsg, "%s: read of %zu bytes at offset %" PRIu64
@@ -415,7 +426,8 @@ bool sl_io_is_direct(const sl_io *io) { return io->direct; }
 uint64_t sl_io_file_size(const sl_io *io) { return io->size; }
 size_t sl_io_mem_bytes(const sl_io *io) { return io->mem_bytes; }
 
-void sl_io_get_stats(const sl_io *io, sl_io_stats *st) {
+void sl_io_get_stats(const sl_io *io, sl_io_stats *st)
+{
 #define LD(f) st->f = atomic_load_explicit(&((sl_io *)io)->st.f, memory_order_relaxed)
     LD(requests); LD(bytes_requested); LD(bytes_read); LD(reads_issued); LD(retries); LD(errors);
     LD(waits); LD(wait_ns); LD(sync_reads); LD(sync_bytes);
@@ -423,7 +435,8 @@ void sl_io_get_stats(const sl_io *io, sl_io_stats *st) {
 }
 
 /* See io.h. */
-void sl_io_close(sl_io *io) {
+void sl_io_close(sl_io *io)
+{
     if (!io) return;
     for (int i = 0; i < io->nslots; i++) sl_io_release(io, i);
     io->ops->stop(io);

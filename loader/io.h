@@ -34,8 +34,9 @@ typedef enum { SL_IO_PREAD = 0, SL_IO_MMAP = 1, SL_IO_URING = 2 } sl_io_backend;
 #define SL_IO_MAX_SLOTS     64
 #define SL_IO_DEFAULT_CHUNK (4u << 20)   /* largest single read syscall / SQE */
 
-/* Fault injection (tests and CLI smoke tests only).  All-zero means no faults.
- * Parsed from env SLUICE_IO_FAULT="eintr=K,short=N,eio_at=OFFSET,cqe_err=K" when opts.fault is NULL. */
+/* Fault injection (tests and CLI smoke tests only).  All-zero means no faults.  A reader takes
+ * opts.fault, or when that is NULL the process-wide default (sl_io_set_default_fault; the CLI sets
+ * it from env SLUICE_IO_FAULT="eintr=K,short=N,eio_at=OFFSET,cqe_err=K" through sluice_debug_env). */
 typedef struct sl_io_fault {
     unsigned eintr_every;   /* K>0: every K-th read syscall fails with EINTR; with io_uring every K-th
                                CQE reports -EINTR or -EAGAIN (alternately): all must be retried */
@@ -52,7 +53,7 @@ typedef struct sl_io_opts {
     size_t   max_piece;   /* largest piece in bytes (slot buffers are sized from it) */
     bool     no_direct;   /* don't try O_DIRECT: buffered reads, POSIX_FADV_DONTNEED after use */
     size_t   chunk;       /* largest single read (syscall or SQE); 0 = SL_IO_DEFAULT_CHUNK */
-    const sl_io_fault *fault;   /* NULL in production (then SLUICE_IO_FAULT is honoured) */
+    const sl_io_fault *fault;   /* NULL in production (then the process-wide default applies) */
     size_t   page_size;   /* 0 = the run-time page size; tests pass a larger power of two (a multiple of
                              the real one, <= 1 MiB) to run as on a 16 or 64 KiB-page kernel */
 } sl_io_opts;
@@ -128,5 +129,11 @@ int  sl_io_uring_available(void);
 
 /* Parse a SLUICE_IO_FAULT-style string into *f (zeroed first).  0 or -EINVAL with a message. */
 int  sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen);
+/* Debug/test hooks, process-wide, for readers opened afterwards: the default fault set (spec as
+ * sl_io_fault_parse reads it; NULL or "" clears it; 0 or -EINVAL with err), and disabling io_uring
+ * (readers asked for uring fall back to pread and say `why`; NULL enables it again). */
+int  sl_io_set_default_fault(const char *spec, char *err, size_t errlen);
+void sl_io_default_fault(sl_io_fault *out);
+void sl_io_disable_uring(const char *why);
 
 #endif

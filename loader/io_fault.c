@@ -5,6 +5,7 @@
 #include "loader/io_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,8 @@
 #include <unistd.h>
 
 /* Parse "eintr=K,short=N,eio_at=OFFSET,cqe_err=K" (any subset, any order) into *f.  0 or -EINVAL. */
-int sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen) {
+int sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen)
+{
     memset(f, 0, sizeof *f);
     const char *p = s;
     while (p && *p) {
@@ -40,19 +42,22 @@ int sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen) {
 }
 
 /* True if the configured EIO offset lies inside [off, off+len). */
-bool sl_io__fault_eio(const sl_io *io, uint64_t off, size_t len) {
+bool sl_io__fault_eio(const sl_io *io, uint64_t off, size_t len)
+{
     return io->fault.eio && io->fault.eio_at >= off && io->fault.eio_at - off < len;
 }
 
 /* Largest read the short-read fault allows; O_DIRECT keeps it a block multiple. */
-static size_t short_cap(const sl_io *io) {
+static size_t short_cap(const sl_io *io)
+{
     size_t cap = io->fault.short_max;
     if (io->direct) cap = cap < io->align ? io->align : cap - cap % io->align;
     return cap;
 }
 
 /* pread(2) with the same contract (-1 + errno), counted in the stats and subject to the faults. */
-ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off) {
+ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off)
+{
     SL_IO_ADD(io, reads_issued, 1);
     if (io->faulty) {
         unsigned k = io->fault.eintr_every;
@@ -69,7 +74,8 @@ ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off) {
  * EINTR faults alternate -EINTR and -EAGAIN so both retry paths run.  The kernel has already read
  * the bytes, so the bytes a fault claims were not read are overwritten: a reader that failed to
  * re-read them would hand out garbage, and the tests would see it. */
-int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf) {
+int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf)
+{
     if (!io->faulty) return res;
     unsigned n = atomic_fetch_add(&io->fault_cqes, 1) + 1;
     int out = res;
@@ -83,4 +89,30 @@ int sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf)
         memset(buf + keep, 0xA5, (size_t)res - keep);
     }
     return out;
+}
+
+/* ---- the process-wide default (debug/test hook) ---------------------------------------------- */
+
+static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static sl_io_fault g_default_fault;
+
+/* Contract: see io.h.  On a parse error the previous default stays. */
+int sl_io_set_default_fault(const char *spec, char *err, size_t errlen)
+{
+    sl_io_fault f = { 0 };
+    if (spec && *spec) {
+        int rc = sl_io_fault_parse(spec, &f, err, errlen);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&g_fault_mu);
+    g_default_fault = f;
+    pthread_mutex_unlock(&g_fault_mu);
+    return 0;
+}
+
+void sl_io_default_fault(sl_io_fault *out)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    *out = g_default_fault;
+    pthread_mutex_unlock(&g_fault_mu);
 }

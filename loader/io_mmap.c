@@ -28,7 +28,8 @@
 
 /* Fail early, with a message, if [off, off+len) is no longer inside the file or is set to fail by
  * the eio fault.  0 or -EIO. */
-static int check_range(sl_io *io, sl_io_slot *s) {
+static int check_range(sl_io *io, sl_io_slot *s)
+{
     struct stat st;
     if (fstat(io->fd, &st) != 0) {
         int e = errno;
@@ -51,7 +52,8 @@ static int check_range(sl_io *io, sl_io_slot *s) {
 
 /* Worker job: map the piece's pages, read them ahead, then populate (map) them, in chunks so
  * reads_issued shows progress. */
-static int mmap_fill(sl_io *io, sl_io_slot *s) {
+static int mmap_fill(sl_io *io, sl_io_slot *s)
+{
     int r = check_range(io, s);
     if (r) return r;
     uint64_t a = sl_io_align_down(s->off, io->page), e = sl_io_align_up(s->off + s->len, io->page);
@@ -97,7 +99,8 @@ static int mmap_fill(sl_io *io, sl_io_slot *s) {
 }
 
 /* Check the range now (a shrunk file fails here, before any page is touched), then queue it. */
-static void mmap_request(sl_io *io, sl_io_slot *s) {
+static void mmap_request(sl_io *io, sl_io_slot *s)
+{
     int r = check_range(io, s);
     if (r) {
         SL_IO_ADD(io, errors, 1);
@@ -110,14 +113,16 @@ static void mmap_request(sl_io *io, sl_io_slot *s) {
 
 /* Stop the page-in if queued or wait it out, then unmap the piece (its pages leave this process's
  * RSS; the common release then drops them from the page cache). */
-static void mmap_cancel(sl_io *io, sl_io_slot *s) {
+static void mmap_cancel(sl_io *io, sl_io_slot *s)
+{
     sl_io__worker_cancel(io, s);
     if (s->map) munmap(s->map, s->maplen);
     s->map = NULL;
     s->maplen = 0;
 }
 
-static int mmap_start(sl_io *io, char *err, size_t errlen) {
+static int mmap_start(sl_io *io, char *err, size_t errlen)
+{
     io->populate_ok = true;
     io->fill = mmap_fill;
     return sl_io__worker_start(io, err, errlen);

@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void *worker_main(void *arg) {
+static void *worker_main(void *arg)
+{
     sl_io *io = arg;
     pthread_mutex_lock(&io->mu);
     for (;;) {
@@ -36,7 +37,8 @@ static void *worker_main(void *arg) {
 }
 
 /* Create the mutex, condition variables and the worker thread.  0 or a negative errno. */
-int sl_io__worker_start(sl_io *io, char *err, size_t errlen) {
+int sl_io__worker_start(sl_io *io, char *err, size_t errlen)
+{
     pthread_mutex_init(&io->mu, NULL);
     pthread_cond_init(&io->cv_work, NULL);
     pthread_cond_init(&io->cv_done, NULL);
@@ -51,7 +53,8 @@ int sl_io__worker_start(sl_io *io, char *err, size_t errlen) {
 }
 
 /* Queue slot s (already filled in by sl_io_request) behind earlier requests. */
-void sl_io__worker_request(sl_io *io, sl_io_slot *s) {
+void sl_io__worker_request(sl_io *io, sl_io_slot *s)
+{
     pthread_mutex_lock(&io->mu);
     s->state = SL_S_QUEUED;
     io->q[io->qlen++] = (int)(s - io->slot);
@@ -60,7 +63,8 @@ void sl_io__worker_request(sl_io *io, sl_io_slot *s) {
 }
 
 /* Block until the worker has finished slot s (returns at once if it already has). */
-void sl_io__worker_wait(sl_io *io, sl_io_slot *s) {
+void sl_io__worker_wait(sl_io *io, sl_io_slot *s)
+{
     pthread_mutex_lock(&io->mu);
     while (s->state != SL_S_DONE) pthread_cond_wait(&io->cv_done, &io->mu);
     pthread_mutex_unlock(&io->mu);
@@ -68,7 +72,8 @@ void sl_io__worker_wait(sl_io *io, sl_io_slot *s) {
 
 /* Make sure the worker will not touch slot s again: a queued slot leaves the queue unread, a running
  * one is waited for. */
-void sl_io__worker_cancel(sl_io *io, sl_io_slot *s) {
+void sl_io__worker_cancel(sl_io *io, sl_io_slot *s)
+{
     pthread_mutex_lock(&io->mu);
     if (s->state == SL_S_QUEUED) {
         int id = (int)(s - io->slot), j = 0;
@@ -83,7 +88,8 @@ void sl_io__worker_cancel(sl_io *io, sl_io_slot *s) {
 }
 
 /* Stop and join the worker (callers released every slot first) and destroy the sync objects. */
-void sl_io__worker_stop(sl_io *io) {
+void sl_io__worker_stop(sl_io *io)
+{
     if (!io->thr_started) return;
     pthread_mutex_lock(&io->mu);
     io->stopping = true;
@@ -98,7 +104,8 @@ void sl_io__worker_stop(sl_io *io) {
 
 /* Worker job for pread: O_DIRECT reads the block-aligned superset of the range into the slot buffer;
  * buffered reads read the range itself at buf + off % align (same pointer alignment either way). */
-static int pread_fill(sl_io *io, sl_io_slot *s) {
+static int pread_fill(sl_io *io, sl_io_slot *s)
+{
     uint64_t end = s->off + s->len;
     if (io->direct) {
         uint64_t a = sl_io_align_down(s->off, io->align);
@@ -111,7 +118,8 @@ static int pread_fill(sl_io *io, sl_io_slot *s) {
     return sl_io__read_range(io, dst, s->off, s->len, s->len, s->msg, sizeof s->msg);
 }
 
-static int pread_start(sl_io *io, char *err, size_t errlen) {
+static int pread_start(sl_io *io, char *err, size_t errlen)
+{
     io->fill = pread_fill;
     return sl_io__worker_start(io, err, errlen);
 }

@@ -12,6 +12,7 @@
 #include "loader/io_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <liburing.h>
 #include <stdio.h>
@@ -46,13 +47,25 @@ typedef struct ustate {
     uslot    us[SL_IO_MAX_SLOTS];
 } ustate;
 
-/* 1 if a ring can be created (and SLUICE_NO_URING is not "1"), else 0 with the reason in why. */
-int sl_io__uring_probe(char *why, size_t whylen) {
-    const char *env = getenv("SLUICE_NO_URING");
-    if (env && strcmp(env, "1") == 0) {
-        snprintf(why, whylen, "SLUICE_NO_URING=1");
-        return 0;
-    }
+static pthread_mutex_t g_disable_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_disabled_why[96];   /* non-empty: sl_io_disable_uring is in force */
+
+/* Contract: see io.h (debug/test hook: simulates a kernel without io_uring). */
+void sl_io_disable_uring(const char *why)
+{
+    pthread_mutex_lock(&g_disable_mu);
+    snprintf(g_disabled_why, sizeof g_disabled_why, "%s", why ? why : "");
+    pthread_mutex_unlock(&g_disable_mu);
+}
+
+/* 1 if a ring can be created (and io_uring is not disabled), else 0 with the reason in why. */
+int sl_io__uring_probe(char *why, size_t whylen)
+{
+    pthread_mutex_lock(&g_disable_mu);
+    bool off = g_disabled_why[0] != 0;
+    if (off) snprintf(why, whylen, "%s", g_disabled_why);
+    pthread_mutex_unlock(&g_disable_mu);
+    if (off) return 0;
     struct io_uring ring;
     int r = io_uring_queue_init(4, &ring, 0);
     if (r < 0) {
@@ -63,17 +76,20 @@ int sl_io__uring_probe(char *why, size_t whylen) {
     return 1;
 }
 
-int sl_io_uring_available(void) {
+int sl_io_uring_available(void)
+{
     char why[160];
     return sl_io__uring_probe(why, sizeof why);
 }
 
-static bool slot_finished(const sl_io_slot *s, const uslot *u) {
+static bool slot_finished(const sl_io_slot *s, const uslot *u)
+{
     return u->inflight == 0 && (s->err != 0 || u->ndone == u->nops);
 }
 
 /* Prepare SQEs for pending ops, oldest request first, while there is room (the caller submits). */
-static void pump(sl_io *io) {
+static void pump(sl_io *io)
+{
     ustate *u = io->uring;
     int order[SL_IO_MAX_SLOTS], n = 0;
     for (int i = 0; i < io->nslots; i++) {
@@ -117,7 +133,8 @@ static void fail_slot(sl_io *io, sl_io_slot *s, uslot *us, int err, uint64_t off
 }
 
 /* Account one completion. */
-static void complete(sl_io *io, struct io_uring_cqe *cqe) {
+static void complete(sl_io *io, struct io_uring_cqe *cqe)
+{
     ustate *u = io->uring;
     uop *op = io_uring_cqe_get_data(cqe);
     sl_io_slot *s = &io->slot[op->slot];
@@ -158,7 +175,8 @@ static void complete(sl_io *io, struct io_uring_cqe *cqe) {
 /* Reap completions until slot s is finished: every op done, or failed with none left in flight.
  * A submit/wait that fails transiently (signal, no resources, CQ overflow pending) is retried; a
  * fatal one fails s, and s is then finished only if none of its reads is still in the kernel. */
-static void drive(sl_io *io, sl_io_slot *s) {
+static void drive(sl_io *io, sl_io_slot *s)
+{
     ustate *u = io->uring;
     uslot *us = &u->us[s - io->slot];
     while (!slot_finished(s, us)) {
@@ -181,7 +199,8 @@ static void drive(sl_io *io, sl_io_slot *s) {
 }
 
 /* Split the slot's range into ops and get them into the ring. */
-static void uring_request(sl_io *io, sl_io_slot *s) {
+static void uring_request(sl_io *io, sl_io_slot *s)
+{
     ustate *u = io->uring;
     uslot *us = &u->us[s - io->slot];
     uint64_t start, total, need = s->off + s->len;
@@ -211,12 +230,14 @@ static void uring_request(sl_io *io, sl_io_slot *s) {
     if (r < 0 && !transient(r)) fail_slot(io, s, us, r, s->off, s->len, NULL);
 }
 
-static void uring_wait(sl_io *io, sl_io_slot *s) {
+static void uring_wait(sl_io *io, sl_io_slot *s)
+{
     if (s->state != SL_S_DONE) drive(io, s);
 }
 
 /* Cancel: drop ops not yet submitted, then reap until none of the slot's reads is in flight. */
-static void uring_cancel(sl_io *io, sl_io_slot *s) {
+static void uring_cancel(sl_io *io, sl_io_slot *s)
+{
     if (s->state != SL_S_RUNNING) return;
     ustate *u = io->uring;
     uslot *us = &u->us[s - io->slot];
@@ -230,7 +251,8 @@ static void uring_cancel(sl_io *io, sl_io_slot *s) {
 }
 
 /* Ring sized for every slot's ops (capped); slot buffers registered as fixed buffers when possible. */
-static int uring_start(sl_io *io, char *err, size_t errlen) {
+static int uring_start(sl_io *io, char *err, size_t errlen)
+{
     ustate *u = calloc(1, sizeof *u);
     int per_slot = (int)((io->bufsize + io->chunk - 1) / io->chunk);
     if (!u || !(u->pool = calloc((size_t)io->nslots * (size_t)per_slot, sizeof *u->pool))) {
@@ -260,7 +282,8 @@ static int uring_start(sl_io *io, char *err, size_t errlen) {
     return 0;
 }
 
-static void uring_stop(sl_io *io) {
+static void uring_stop(sl_io *io)
+{
     ustate *u = io->uring;
     if (!u) return;
     io_uring_queue_exit(&u->ring);

@@ -36,8 +36,8 @@ if [ "$SECS" = coverage ]; then
     LLVM_PROFILE_FILE="$OUT/cov/$t.profraw" "$OUT/cov/fuzz_$t" -runs=0 "$OUT/corpus/$t" > "$OUT/cov/$t.log" 2>&1
     llvm-profdata merge -o "$OUT/cov/$t.profdata" "$OUT/cov/$t.profraw"
     case $t in
-      gguf) files="loader/gguf.c runtime/model.c runtime/tokenizer.c" ;;
-      tokenizer) files="runtime/tokenizer.c runtime/tokenizer_spm.c runtime/tokenizer_bpe.c runtime/tokenizer_pre.c runtime/tokenizer_text.c runtime/unicode.c" ;;
+      gguf) files="loader/gguf.c runtime/engine/model.c runtime/text/tokenizer.c" ;;
+      tokenizer) files="runtime/text/tokenizer.c runtime/text/tokenizer_spm.c runtime/text/tokenizer_bpe.c runtime/text/tokenizer_pre.c runtime/text/tokenizer_text.c runtime/text/unicode.c" ;;
     esac
     echo "== $t (corpus $(ls "$OUT/corpus/$t" | wc -l) inputs)"
     # shellcheck disable=SC2086

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Generate runtime/unicode_tables.c from the Unicode Character Database.
+"""Generate runtime/text/unicode_tables.c from the Unicode Character Database.
 
 Usage (from the repository root; Debian package `unicode-data` provides the files):
 
-    python3 scripts/gen_unicode_tables.py > runtime/unicode_tables.c
-    python3 scripts/gen_unicode_tables.py /path/to/ucd-dir > runtime/unicode_tables.c
+    python3 scripts/gen_unicode_tables.py > runtime/text/unicode_tables.c
+    python3 scripts/gen_unicode_tables.py /path/to/ucd-dir > runtime/text/unicode_tables.c
 
-Emits three compact tables used by the tokenizers' pre-tokenizer rules (runtime/unicode.c):
+Emits three compact tables used by the tokenizers' pre-tokenizer rules (runtime/text/unicode.c):
   * general-category ranges, one uint32 per range: (first code point << 8) | category flag,
     a range lasting until the next entry's first code point (code points absent from
     UnicodeData.txt are "Cn", flag UNDEF); the flags follow the \\p{..} classes
@@ -21,7 +21,7 @@ import sys
 
 MAX_CP = 0x110000
 
-# Flag values: keep in sync with enum in runtime/unicode.h.
+# Flag values: keep in sync with enum in runtime/text/unicode.h.
 F_UNDEF, F_NUMBER, F_LETTER, F_SEPARATOR = 0x01, 0x02, 0x04, 0x08
 F_MARK, F_PUNCT, F_SYMBOL, F_CONTROL = 0x10, 0x20, 0x40, 0x80
 F_SPACE = 0x100
@@ -132,15 +132,15 @@ def main():
 
     ascii_flags = [flags[c] | (F_SPACE if c in space else 0) for c in range(128)]
 
-    print("/* runtime/unicode_tables.c — GENERATED, do not edit.")
+    print("/* runtime/text/unicode_tables.c — GENERATED, do not edit.")
     print(" *")
-    print(" * Generator: python3 scripts/gen_unicode_tables.py > runtime/unicode_tables.c")
+    print(" * Generator: python3 scripts/gen_unicode_tables.py > runtime/text/unicode_tables.c")
     print(" * Source:    %s/UnicodeData.txt + PropList.txt (Unicode %s, Debian package unicode-data)"
           % (ucd, version))
     print(" * Contents:  %d category ranges, %d White_Space code points, %d lowercase mappings."
           % (len(ranges), len(space), len(lower_pairs)))
     print(" */")
-    print('#include "runtime/unicode.h"')
+    print('#include "runtime/text/unicode.h"')
     print()
     emit_u32_list("sl_uc_cat_ranges", ranges,
                   comment="  /* (first << 8) | flag; a range ends where the next begins */")

@@ -6,9 +6,9 @@
 #   toolchain file); programs the tests start (sluice, sluice-gen) run through the kernel's
 #   binfmt_misc entry for aarch64, registered here when missing (needs root, as CI has).
 # - QEMU_CPU=max gives the emulated CPU NEON and the dotprod extension, so the kernel tests check
-#   both NEON paths against the portable one, and the goldens run on the best one (neon_dotprod;
-#   test_golden_fast also checks every path's logits bit-identical to portable); then the fast
-#   goldens run again with plain NEON forced (SLUICE_KERNELS=neon).
+#   both NEON paths against the portable one, the goldens run on the path the dispatcher picks
+#   (neon_dotprod), and test_golden_fast checks the logits of every path (portable, neon,
+#   neon_dotprod, auto) bit-identical, at batch 512 and 1.
 # - qemu-user does not emulate io_uring: the engine falls back to pread and says so, and the tests
 #   that need io_uring report "skipped: …".  SL_TEST_QEMU_USER=1 tells the tests they are emulated
 #   (tests/qemu_testutil.h: lower speed floors, no mmap page-cache bound).
@@ -44,6 +44,4 @@ start=$(date +%s)
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
 # what the emulator could not run, as the tests said it (their output is hidden when they pass)
 grep -hoE '\[SKIP\].*|^skipped: .*' "$BUILD_DIR/Testing/Temporary/LastTest.log" | sort | uniq -c | sed 's/^/test-arm64: /' || true
-echo "test-arm64: fast goldens again with SLUICE_KERNELS=neon"
-SLUICE_KERNELS=neon ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^test_golden_fast$' "$@"
 echo "test-arm64: qemu test time $(( $(date +%s) - start )) s"

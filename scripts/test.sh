@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/check-layers.sh
 BUILD_DIR=build bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j2
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then

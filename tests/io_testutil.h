@@ -31,7 +31,8 @@ static inline uint64_t iot_range(uint64_t *s, uint64_t lo, uint64_t hi) {   /* u
 }
 
 /* Drop the file's pages from the page cache (fsync first: dirty pages cannot be dropped). */
-static inline void iot_drop(const char *path) {
+static inline void iot_drop(const char *path)
+{
     int fd = open(path, O_RDONLY);
     cr_assert(fd >= 0);
     fdatasync(fd);
@@ -41,7 +42,8 @@ static inline void iot_drop(const char *path) {
 
 /* Make a temp dir with a file of `size` random bytes from `seed`; the reference is checked against a
  * plain pread of the file so the tests compare with what is really on disk. */
-static inline void iot_make(iot_file *f, size_t size, uint64_t seed) {
+static inline void iot_make(iot_file *f, size_t size, uint64_t seed)
+{
     snprintf(f->dir, sizeof f->dir, "/tmp/sl_io_test_XXXXXX");
     cr_assert(mkdtemp(f->dir), "mkdtemp");
     snprintf(f->path, sizeof f->path, "%s/data.bin", f->dir);
@@ -64,7 +66,8 @@ static inline void iot_make(iot_file *f, size_t size, uint64_t seed) {
     iot_drop(f->path);
 }
 
-static inline void iot_remove(iot_file *f) {
+static inline void iot_remove(iot_file *f)
+{
     unlink(f->path);
     rmdir(f->dir);
     free(f->ref);
@@ -72,7 +75,8 @@ static inline void iot_remove(iot_file *f) {
 }
 
 /* Fraction of the file's pages that are in the page cache (mincore on a fresh mapping). */
-static inline double iot_resident(const char *path) {
+static inline double iot_resident(const char *path)
+{
     int fd = open(path, O_RDONLY);
     struct stat st;
     fstat(fd, &st);

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
 #include "util/golden.h"
 
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"
@@ -121,7 +121,7 @@ Test(api, logits_equal_the_engine_and_streaming)
     cr_assert_eq(sl_model_load_resident(em, err, sizeof err), 0);
     sl_pool *pool = sl_pool_create(1);
     sl_ctx *ec;
-    sl_ctx_params cp = { 256, 512, 0, NULL };
+    sl_ctx_params cp = { .n_ctx = 256, .n_batch = 512, .kv_type = 0, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(em, &cp, pool, &ec, err, sizeof err), 0);
     cr_assert_eq(sl_eval(ec, t, 6), 0);
     cr_expect_eq(memcmp(sluice_logits(c), ec->logits, (size_t)mi.n_vocab * 4), 0, "API != engine");

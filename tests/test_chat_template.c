@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/chat_template.h"
+#include "runtime/text/chat_template.h"
 
 static const sl_chat_msg two_turns[] = {
     { "system", "You are a helpful assistant" },

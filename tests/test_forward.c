@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "kernels/simd.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
 #include "util/golden.h"
 
 /* These tests compare with the float64 reference at tight tolerances: run the exact kernels
@@ -46,7 +46,7 @@ static void engine_open(engine *e, const char *path, int kv_type, int n_batch)
     rc = sl_model_load_resident(e->m, err, sizeof err);
     cr_assert_eq(rc, 0, "load %s: %s", path, err);
     e->pool = sl_pool_create(2);
-    sl_ctx_params p = { 256, n_batch, kv_type, NULL };
+    sl_ctx_params p = { .n_ctx = 256, .n_batch = n_batch, .kv_type = kv_type, .kv_spill_dir = NULL };
     rc = sl_ctx_create(e->m, &p, e->pool, &e->c, err, sizeof err);
     cr_assert_eq(rc, 0, "ctx: %s", err);
 }

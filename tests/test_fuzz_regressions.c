@@ -40,7 +40,7 @@ static int replay_dir(const char *dir, const char *prefix, const char *suffix, s
                       int (*fn)(const uint8_t *, size_t))
 {
     DIR *d = opendir(dir);
-    if (!d) return 0;
+    cr_assert_not_null(d, "%s: %s (the replay folder must exist: a missing folder would test nothing)", dir, strerror(errno));
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
         size_t l = strlen(e->d_name), sl = strlen(suffix);
@@ -62,7 +62,8 @@ static int replay_dir(const char *dir, const char *prefix, const char *suffix, s
 /* Saved finds.  (An abort in the harness ends the test at that file: the log names it.) */
 Test(fuzz_regressions, gguf_inputs)
 {
-    replay_dir(SL_SOURCE_DIR "/tests/fuzz/regressions", "gguf-", "", SIZE_MAX, fuzz_gguf_one);
+    int n = replay_dir(SL_SOURCE_DIR "/tests/fuzz/regressions", "gguf-", "", SIZE_MAX, fuzz_gguf_one);
+    cr_expect_geq(n, 1, "no saved GGUF finds replayed (tests/fuzz/regressions holds at least one)");
 }
 
 /* The hostile corpus, case by case (cases awaiting a fix elsewhere are test_hostile's hostile_pending). */

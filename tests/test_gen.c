@@ -27,8 +27,8 @@
 #include "kernels/types.h"
 #include "loader/gguf.h"
 #include "loader/gguf_write.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
 #include "util/golden.h"
 
 #define GEN SL_BINARY_DIR "/sluice-gen"

@@ -11,7 +11,7 @@
  *                 (often much smaller) plain-vs-noamx spread.
  * Float-weight files do not quantize activations (F16 keeps f32 activations, unlike ggml's f16):
  * they get test_forward.c's exact-mode bounds.  Measured values are printed for every run.
- * The kernel path is the best this CPU has (SLUICE_KERNELS may force one); end-to-end bit
+ * The kernel path is the best this CPU has (sl_kernels_force may force one); end-to-end bit
  * identity of the paths is checked separately.
  */
 #include <criterion/criterion.h>
@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "kernels/simd.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
 #include "util/golden.h"
 
 typedef struct stats { double max, sum2; long n; } stats;
@@ -223,36 +223,101 @@ static float *run_tokens(const char *model, const golden_run *g, int n_batch, in
     return out;
 }
 
-/* Every integer path gives the portable path's logits bit for bit, and batching does not matter. */
+/* Every integer path gives the portable path's logits bit for bit, and batching does not matter.
+ * Two prompts per file: one prompt's logits can agree by luck (attention scores once went through
+ * path-dependent dots and p1_once still matched on AVX2).  Prints which paths ran natively ("auto":
+ * the per-type mix of kernels/dispatch.c); paths this CPU lacks are checked under emulation by
+ * test_kernels_avx512_emu. */
 Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
 {
     sl_kernels_set_exact(false);
     const char *files[][2] = { { "micro-llama", "Q4_K_M" }, { "micro-llama", "Q4_0" }, { "micro-llama", "Q5_K_M" },
-                               { "mini-llama3", "Q8_0" } };
-    for (int f = 0; f < 4; f++) {
-        golden_run g;
-        cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p1_once.txt", files[f][0], files[f][1]), &g), 0);
-        char model[1024];
-        snprintf(model, sizeof model, "%s", shared_path("models/%s.%s.gguf", files[f][0], files[f][1]));
-        int V;
-        cr_assert_eq(sl_kernels_force(SL_KPATH_PORTABLE), 0);
-        float *ref = run_tokens(model, &g, 512, &V);
-        int paths = 0;
-        for (int p = 1; p < SL_KPATH_COUNT; p++) {
-            if (sl_kernels_force(p) != 0) continue;
-            float *got = run_tokens(model, &g, 512, &V);
-            cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s: %s logits differ from portable", model, sl_kpath_name(p));
-            free(got);
-            got = run_tokens(model, &g, 1, &V);
-            cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s: %s one-token batches differ", model, sl_kpath_name(p));
-            free(got);
-            paths++;
+                               { "micro-llama", "Q6_K" }, { "micro-llama", "Q8_0" }, { "mini-llama3", "Q8_0" } };
+    const char *prompts[] = { "p1_once", "p2_dog_ran" };
+    for (int f = 0; f < 6; f++)
+        for (int pr = 0; pr < 2; pr++) {
+            golden_run g;
+            cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.%s.txt", files[f][0], files[f][1], prompts[pr]), &g), 0);
+            char model[1024];
+            snprintf(model, sizeof model, "%s", shared_path("models/%s.%s.gguf", files[f][0], files[f][1]));
+            int V;
+            cr_assert_eq(sl_kernels_force(SL_KPATH_PORTABLE), 0);
+            float *ref = run_tokens(model, &g, 512, &V);
+            char ran[64] = "portable";
+            /* each SIMD path on its own, then the dispatch table's per-type mix (the default) */
+            const int modes[] = { SL_KPATH_AVX2, SL_KPATH_AVX512, SL_KPATH_AUTO };
+            for (int mi = 0; mi < 3; mi++) {
+                const int p = modes[mi];
+                if (sl_kernels_force(p) != 0) continue;
+                float *got = run_tokens(model, &g, 512, &V);
+                cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s %s: %s logits differ from portable", model, prompts[pr],
+                             sl_kpath_name(p));
+                free(got);
+                got = run_tokens(model, &g, 1, &V);
+                cr_assert_eq(memcmp(ref, got, (size_t)V * 4), 0, "%s %s: %s one-token batches differ", model, prompts[pr],
+                             sl_kpath_name(p));
+                free(got);
+                strcat(ran, " ");
+                strcat(ran, sl_kpath_name(p));
+            }
+            float *one = (sl_kernels_force(SL_KPATH_PORTABLE), run_tokens(model, &g, 1, &V));
+            sl_kernels_force(SL_KPATH_AUTO);
+            cr_assert_eq(memcmp(ref, one, (size_t)V * 4), 0, "%s %s: portable one-token batches differ", model, prompts[pr]);
+            free(one);
+            free(ref);
+            fprintf(stderr, "%s.%s %s: logits bit-identical across native paths [%s], batch 512 and 1\n", files[f][0],
+                    files[f][1], prompts[pr], ran);
         }
-        float *one = (sl_kernels_force(SL_KPATH_PORTABLE), run_tokens(model, &g, 1, &V));
-        cr_assert_eq(memcmp(ref, one, (size_t)V * 4), 0, "%s: portable one-token batches differ", model);
-        free(one);
-        free(ref);
-        fprintf(stderr, "%s.%s: logits bit-identical across portable + %d SIMD path(s), batch 512 and 1\n", files[f][0],
-                files[f][1], paths);
-    }
+}
+
+/* logits_max: one batch of prompt + 10 golden tokens yields, row by row, exactly the logits that
+ * feeding the same tokens one at a time yields (the multi-token pass that drafted-token verification
+ * and batched serving rely on), on every path the CPU has, fast and exact kernels. */
+Test(fast_invariants, logits_of_every_position_match_one_token_decoding, .timeout = 300)
+{
+    const char *files[][2] = { { "micro-llama", "Q4_K_M" }, { "mini-llama3", "Q8_0" }, { "micro-tied", "F16" } };
+    for (int f = 0; f < 3; f++)
+        for (int exact = 0; exact < 2; exact++) {
+            sl_kernels_set_exact(exact);
+            golden_run g;
+            cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p1_once.txt", files[f][0], files[f][1]), &g), 0);
+            char err[256];
+            sl_model *m;
+            cr_assert_eq(sl_model_open(shared_path("models/%s.%s.gguf", files[f][0], files[f][1]), &m, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
+            sl_pool *pool = sl_pool_create(2);
+            int32_t toks[300];
+            int n = 0;
+            for (int i = 0; i < g.n_prompt; i++) toks[n++] = g.prompt[i];
+            for (int s = 0; s < 10; s++) toks[n++] = g.steps[s].token;
+            const int V = m->cfg.vocab;
+            sl_ctx *all, *one;
+            sl_ctx_params pa = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .logits_max = 64 };
+            sl_ctx_params po = { .n_ctx = 256, .n_batch = 1, .kv_type = SL_KV_F16 };
+            cr_assert_eq(sl_ctx_create(m, &pa, pool, &all, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_ctx_create(m, &po, pool, &one, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_eval(all, toks, n), 0, "%s", all->err);
+            cr_assert_eq(all->n_logits, n, "one batch holds all %d positions", n);
+            /* a context keeping only the last 4 rows holds exactly the batch's last 4 */
+            sl_ctx *four;
+            sl_ctx_params p4 = { .n_ctx = 256, .n_batch = 64, .kv_type = SL_KV_F16, .logits_max = 4 };
+            cr_assert_eq(sl_ctx_create(m, &p4, pool, &four, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(sl_eval(four, toks, n), 0, "%s", four->err);
+            cr_assert_eq(four->n_logits, 4);
+            cr_assert_eq(memcmp(four->logits, all->logits + (size_t)(n - 4) * V, (size_t)4 * V * 4), 0,
+                         "%s.%s: the last 4 rows differ", files[f][0], files[f][1]);
+            sl_ctx_free(four);
+            for (int i = 0; i < n; i++) {
+                cr_assert_eq(sl_eval(one, toks + i, 1), 0, "%s", one->err);
+                cr_assert_eq(one->n_logits, 1);
+                cr_assert_eq(memcmp(all->logits + (size_t)i * V, one->logits, (size_t)V * 4), 0,
+                             "%s.%s exact=%d: position %d differs between the batch and one-token decoding",
+                             files[f][0], files[f][1], exact, i);
+            }
+            sl_ctx_free(all);
+            sl_ctx_free(one);
+            sl_pool_free(pool);
+            sl_model_free(m);
+        }
+    sl_kernels_set_exact(false);
 }

@@ -18,7 +18,8 @@ static void teardown(void) { iot_remove(&F); }
 /* Pipelined random requests: keep up to `slots` outstanding, check the oldest when full; check that
  * one more request gets -EBUSY; then stream the whole file in max-size consecutive pieces; then sync
  * reads (some longer than a chunk and than max_piece). */
-static void workload(sl_io *io, int slots, const char *cfg, uint64_t seed) {
+static void workload(sl_io *io, int slots, const char *cfg, uint64_t seed)
+{
     uint64_t rs = seed;
     int q[SL_IO_MAX_SLOTS];
     uint64_t qo[SL_IO_MAX_SLOTS];
@@ -86,7 +87,8 @@ static void workload(sl_io *io, int slots, const char *cfg, uint64_t seed) {
               st.sync_reads == 8 && st.waits > 24, "%s: stats", cfg);
 }
 
-static void matrix(sl_io_backend b) {
+static void matrix(sl_io_backend b)
+{
     static const int slot_counts[] = { 1, 2, 3, 8 };
     static const size_t chunks[] = { 0, 64 << 10 };   /* default 4 MiB, and small so pieces need many reads */
     for (int nd = 0; nd < 2; nd++)
@@ -183,9 +185,10 @@ Test(io, simulated_page_sizes, .init = setup, .fini = teardown) {
     }
 }
 
-/* SLUICE_NO_URING=1 simulates a kernel without io_uring: URING falls back to pread and says so. */
+/* SLUICE_NO_URING=1 (the sl_io_disable_uring hook) simulates a kernel without io_uring: URING falls
+ * back to pread and says so. */
 Test(io, uring_fallback, .init = setup, .fini = teardown) {
-    setenv("SLUICE_NO_URING", "1", 1);   /* each Criterion test runs in its own process */
+    sl_io_disable_uring("SLUICE_NO_URING=1");   /* each Criterion test runs in its own process */
     cr_assert(sl_io_uring_available() == 0);
     sl_io_opts o = { .backend = SL_IO_URING, .slots = 2, .max_piece = MAX_PIECE };
     sl_io *io = NULL;

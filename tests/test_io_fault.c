@@ -4,6 +4,8 @@
  * never a crash or a partly filled buffer. */
 #include "io_testutil.h"
 
+#include "include/sluice.h"
+
 #include <errno.h>
 
 #define FILE_SIZE ((2u << 20) + 999u)
@@ -17,7 +19,8 @@ static void teardown(void) { iot_remove(&F); }
 static bool have(sl_io_backend b) { return b != SL_IO_URING || sl_io_uring_available(); }
 
 /* Random pipelined reads through `io`, every result exact. */
-static void exact_reads(sl_io *io, int slots, const char *cfg) {
+static void exact_reads(sl_io *io, int slots, const char *cfg)
+{
     uint64_t rs = 99;
     for (int i = 0; i < 12; i += slots) {
         int s[8];
@@ -158,9 +161,12 @@ Test(io_fault, file_truncated_after_open, .init = setup, .fini = teardown) {
         }
 }
 
-/* The CLI path: faults from SLUICE_IO_FAULT when opts.fault is NULL; malformed strings rejected. */
+/* The CLI path: the process-wide default faults (SLUICE_IO_FAULT through sluice_debug_env) when
+ * opts.fault is NULL; malformed strings rejected. */
 Test(io_fault, env_and_parse, .init = setup, .fini = teardown) {
+    char err[256];
     setenv("SLUICE_IO_FAULT", "eintr=2,short=5000,eio_at=1048653", 1);   /* 1048653 = BAD_OFF */
+    cr_assert_eq(sluice_debug_env(err, sizeof err), 0, "%s", err);
     sl_io *io = iot_open(F.path, SL_IO_PREAD, 2, MAX_PIECE, true, 0, NULL);
     uint8_t buf[300];
     cr_assert(sl_io_read(io, BAD_OFF - 5, 10, buf) == -EIO);
@@ -170,12 +176,15 @@ Test(io_fault, env_and_parse, .init = setup, .fini = teardown) {
     cr_assert(st.retries > 0, "eintr from the environment fired");
     sl_io_close(io);
 
-    setenv("SLUICE_IO_FAULT", "eintr=1", 1);   /* would retry forever */
+    setenv("SLUICE_IO_FAULT", "eintr", 1);   /* malformed: refused, naming the variable */
+    cr_assert_eq(sluice_debug_env(err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "SLUICE_IO_FAULT") != NULL, "%s", err);
+    unsetenv("SLUICE_IO_FAULT");
+    cr_assert_eq(sl_io_set_default_fault("eintr=1", err, sizeof err), 0);   /* would retry forever */
     sl_io_opts o = { .backend = SL_IO_PREAD, .slots = 1, .max_piece = 10 };
-    char err[256];
     io = NULL;
     cr_assert(sl_io_open(F.path, &o, &io, err, sizeof err) == -EINVAL && io == NULL);
-    unsetenv("SLUICE_IO_FAULT");
+    cr_assert_eq(sl_io_set_default_fault(NULL, err, sizeof err), 0);
 
     sl_io_fault f;
     cr_assert(sl_io_fault_parse("", &f, err, sizeof err) == 0 && !f.eio && !f.eintr_every);

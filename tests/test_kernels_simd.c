@@ -96,6 +96,22 @@ static double max_abs(const float *x, int n)
     return m;
 }
 
+/* "native: avx2 avx512" plus the SIMD paths this CPU lacks (checked only under emulation, by
+ * test_kernels_avx512_emu), for the summary lines: a pass must say what it covered. */
+static const char *paths_ran(void)
+{
+    static char buf[128];
+    char lack[64] = "";
+    snprintf(buf, sizeof buf, "native:");
+    for (int p = 1; p < SL_KPATH_COUNT; p++) {
+        char *dst = sl_kernels_available(p) ? buf : lack;
+        const size_t cap = sl_kernels_available(p) ? sizeof buf : sizeof lack;
+        snprintf(dst + strlen(dst), cap - strlen(dst), " %s", sl_kpath_name(p));
+    }
+    if (*lack) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; not on this CPU (emulated only):%s", lack);
+    return buf;
+}
+
 /* ---- activation quantizers ------------------------------------------------------------------ */
 
 Test(actq, q8_0_and_q8_k_follow_their_definition)
@@ -175,7 +191,7 @@ Test(actq, every_path_gives_the_portable_bytes)
             checked++;
         }
     }
-    fprintf(stderr, "actq: %d SIMD quantizer runs byte-identical to portable\n", checked);
+    fprintf(stderr, "actq: %d SIMD quantizer runs byte-identical to portable (%s)\n", checked, paths_ran());
     free(x); free(ref0); free(refk); free(got0); free(gotk);
 }
 
@@ -282,7 +298,7 @@ Test(qdot, every_path_bit_identical_to_portable)
             }
         }
     }
-    fprintf(stderr, "qdot: %d SIMD integer dots bit-identical to portable\n", checked);
+    fprintf(stderr, "qdot: %d SIMD integer dots bit-identical to portable (%s)\n", checked, paths_ran());
 }
 
 /* The 4-vector forms return each single dot's bits. */
@@ -318,7 +334,7 @@ Test(qdot, four_vector_forms_equal_single_dots)
             free(w); free(y); free(x);
         }
     }
-    fprintf(stderr, "qdot: %d 4-vector dots bit-identical to single dots\n", checked);
+    fprintf(stderr, "qdot: %d 4-vector dots bit-identical to single dots (%s)\n", checked, paths_ran());
 }
 
 /* ---- float dots ------------------------------------------------------------------------------ */
@@ -365,23 +381,45 @@ Test(fdot, every_path_within_bound_of_exact_sum)
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
+static const int mm_types[] = { SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,
+                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16 };
+
 Test(dispatch, force_and_availability)
 {
     cr_assert(sl_kernels_available(SL_KPATH_PORTABLE));
-    cr_assert_eq(sl_kernels_force(-1), -EINVAL);
+    cr_assert_eq(sl_kernels_force(-2), -EINVAL);
     cr_assert_eq(sl_kernels_force(SL_KPATH_COUNT), -EINVAL);
+    int widest = SL_KPATH_PORTABLE;
     for (int p = 0; p < SL_KPATH_COUNT; p++) {
         const int rc = sl_kernels_force(p);
         if (sl_kernels_available(p)) {
             cr_assert_eq(rc, 0);
             cr_assert_eq(sl_kernels_path(), p);
             cr_assert_str_eq(sl_kernels()->name, sl_kpath_name(p));
+            for (int t = 0; t < SL_TYPE_COUNT; t++) {   /* forcing puts every type on the path */
+                cr_assert_eq(sl_kernels_path_for_type(t), p, "%s forced, type %d", sl_kpath_name(p), t);
+                cr_assert_eq(sl_kernels_for_type(t), sl_kernels_for(p));
+            }
+            widest = p;
         } else {
             cr_assert_eq(rc, -ENOTSUP, "forcing unavailable %s", sl_kpath_name(p));
             cr_assert_null(sl_kernels_for(p));
         }
-        fprintf(stderr, "dispatch: %-8s %s\n", sl_kpath_name(p), sl_kernels_available(p) ? "available" : "not on this CPU");
+        fprintf(stderr, "dispatch: %-8s %s\n", sl_kpath_name(p), sl_kernels_available(p) ? "available (tests run it natively)" : "not on this CPU");
     }
+    /* the per-type table: base = widest path, each type on an available path no wider */
+    cr_assert_eq(sl_kernels_force(SL_KPATH_AUTO), 0);
+    cr_assert_eq(sl_kernels_path(), widest);
+    char line[512] = "";
+    for (size_t ti = 0; ti < sizeof mm_types / sizeof *mm_types; ti++) {
+        const int t = mm_types[ti], p = sl_kernels_path_for_type(t);
+        cr_assert(sl_kernels_available(p) && p <= widest, "%s on %s", sl_type_name(t), sl_kpath_name(p));
+        cr_assert_eq(sl_kernels_for_type(t), sl_kernels_for(p));
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %s:%s", sl_type_name(t), sl_kpath_name(p));
+    }
+    cr_assert_eq(sl_kernels_for_type(-1), sl_kernels());   /* unknown ids: the base set */
+    cr_assert_eq(sl_kernels_for_type(SL_TYPE_COUNT), sl_kernels());
+    fprintf(stderr, "dispatch: auto per type:%s\n", line);
     sl_kernels_set_exact(true);
     cr_assert(sl_kernels_exact());
     sl_kernels_set_exact(false);
@@ -390,8 +428,6 @@ Test(dispatch, force_and_availability)
 
 /* ---- sl_matmul ------------------------------------------------------------------------------- */
 
-static const int mm_types[] = { SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,
-                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16 };
 
 /* A rows x cols matrix of `type` quantized from Gaussian values with the reference quantizer. */
 static void *make_matrix(tk_rng *r, int type, int64_t rows, int64_t cols, size_t *row_bytes)
@@ -417,7 +453,7 @@ Test(matmul, batch_threads_and_row_split_do_not_change_bits, .timeout = 120)
     float *x = malloc((size_t)nb * cols * sizeof *x);
     fill_acts(&r, x, (int64_t)nb * cols);
     float *ref = malloc((size_t)nb * rows * sizeof *ref), *got = malloc((size_t)nb * rows * sizeof *got);
-    for (int p = 0; p < SL_KPATH_COUNT; p++) {
+    for (int p = SL_KPATH_AUTO; p < SL_KPATH_COUNT; p++) {   /* auto: the per-type table's mix */
         if (sl_kernels_force(p) != 0) continue;
         for (size_t ti = 0; ti < sizeof mm_types / sizeof *mm_types; ti++) {
             const int type = mm_types[ti];
@@ -436,7 +472,7 @@ Test(matmul, batch_threads_and_row_split_do_not_change_bits, .timeout = 120)
                 sl_matmul_prepared(pool3, &in, w + (size_t)cuts[k] * rb, cuts[k + 1] - cuts[k], rb, got + cuts[k], rows);
             cr_assert_eq(memcmp(ref, got, (size_t)nb * rows * 4), 0, "%s %s: row pieces differ", sl_kpath_name(p), sl_type_name(type));
             /* each result is the path's kernel applied to (row, vector) */
-            const sl_kernel_set *ks = sl_kernels();
+            const sl_kernel_set *ks = sl_kernels_for_type(type);
             for (int64_t row = 0; row < rows; row += 37) {
                 float want;
                 if (type == SL_TYPE_F32 || type == SL_TYPE_F16 || type == SL_TYPE_BF16) {
@@ -496,8 +532,8 @@ Test(matmul, exact_mode_uses_reference_dot_and_fast_mode_is_close)
 /* ---- attention helper ------------------------------------------------------------------------ */
 
 /* sl_attn_heads against a float64 attention over the same (exactly decoded) K/V rows, for every
- * KV type and kernel path; and axpy on its own.  f32 dots of 64 terms and a softmax over <= 300
- * positions carry relative errors ~1e-6 on outputs of size ~1: 1e-4 leaves 100x margin, while a
+ * KV type and kernel path, and bit-identical to the portable path's output; and axpy on its own.
+ * f32 dots of 64 terms and a softmax over <= 300 positions carry relative errors ~1e-6 on outputs of size ~1: 1e-4 leaves 100x margin, while a
  * wrong row, stride or scale moves outputs by > 0.01. */
 Test(attn, head_matches_float64_every_type_and_path)
 {
@@ -512,7 +548,7 @@ Test(attn, head_matches_float64_every_type_and_path)
             const size_t rowb = sl_row_bytes(type, hd), stride = rowb + 64;   /* rows with a gap, as in a cache */
             unsigned char *K = malloc(stride * n), *V = malloc(stride * n);
             float *src = malloc(hd * sizeof *src), *kf = malloc((size_t)n * hd * sizeof *kf), *vf = malloc((size_t)n * hd * sizeof *vf);
-            float q[64], out[64], att[300], tmp[64];
+            float q[64], out[64], out_portable[64], att[300], tmp[64];
             for (int t = 0; t < n; t++) {
                 for (int i = 0; i < hd; i++) src[i] = (float)tk_gauss(&r);
                 sl_type_get(type)->quantize(src, K + t * stride, hd);
@@ -544,12 +580,17 @@ Test(attn, head_matches_float64_every_type_and_path)
                 for (int i = 0; i < hd; i++)
                     cr_assert_leq(fabs(out[i] - ref[i]), 1e-4, "%s %s n=%d out[%d] %g vs %g", sl_kpath_name(p),
                                   sl_type_name(type), n, i, out[i], ref[i]);
+                /* and the portable path's bits (p = 0 runs first): attention must not make logits
+                 * depend on the CPU (scores through the weight-row dots did, see ops.c) */
+                if (p == 0) memcpy(out_portable, out, sizeof out);
+                else cr_assert_eq(memcmp(out, out_portable, sizeof out), 0, "%s %s n=%d: head output differs from portable",
+                                  sl_kpath_name(p), sl_type_name(type), n);
                 checked++;
             }
             free(K); free(V); free(src); free(kf); free(vf);
         }
     sl_kernels_force(SL_KPATH_PORTABLE);
-    fprintf(stderr, "attn: %d head attentions within 1e-4 of float64\n", checked);
+    fprintf(stderr, "attn: %d head attentions within 1e-4 of float64, SIMD ones bit-identical to portable\n", checked);
 }
 
 /* The attention dots and axpy give the same bits on every path (that is their contract: attention
@@ -596,7 +637,7 @@ Test(attn, dots_and_axpy_bit_identical_across_paths)
             checked++;
         }
     }
-    fprintf(stderr, "attn: adot/axpy bit-identical to portable on %d (path, length) pairs\n", checked);
+    fprintf(stderr, "attn: adot/axpy bit-identical to portable on %d (path, length) pairs (%s)\n", checked, paths_ran());
 }
 
 /* A NaN or infinity in an activation vector makes the outputs NaN in fast mode too (exact mode

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "kernels/simd.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
 #include "util/golden.h"
 
 /* These tests compare with the float64 reference at tight tolerances: run the exact kernels
@@ -25,7 +25,7 @@ static float *run(const char *model, const golden_run *g, int kv_type, const cha
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_ctx *c;
-    sl_ctx_params p = { 256, n_batch, kv_type, spill };
+    sl_ctx_params p = { .n_ctx = 256, .n_batch = n_batch, .kv_type = kv_type, .kv_spill_dir = spill };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0, "%s", err);
     *V = m->cfg.vocab;
     float *all = malloc((size_t)g->n_steps * *V * sizeof *all);

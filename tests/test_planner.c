@@ -12,9 +12,9 @@
 #include "kernels/simd.h"
 #include "kernels/types.h"
 #include "loader/pagecache.h"
-#include "runtime/computeprobe.h"
-#include "runtime/diskprobe.h"
-#include "runtime/planner.h"
+#include "runtime/plan/computeprobe.h"
+#include "runtime/plan/diskprobe.h"
+#include "runtime/plan/planner.h"
 #include "qemu_testutil.h"
 
 #define MiB (1024ull * 1024ull)
@@ -32,13 +32,15 @@ static void shape(sl_plan_model *pm, int dim, int L, int heads, int kv_heads, in
     int kvd = kv_heads * c->head_dim;
     for (int l = 0; l < L; l++) {
         int vt = more_bits(l, L) ? SL_TYPE_Q6_K : SL_TYPE_Q4_K;
+        /* the llama slots, in forward order */
+        static const int slot[7] = { SL_MAT_Q, SL_MAT_K, SL_MAT_V, SL_MAT_O, SL_MAT_GATE, SL_MAT_UP, SL_MAT_DOWN };
         int64_t cols[7] = { dim, dim, dim, dim, dim, dim, ffn };
         int64_t rows[7] = { dim, kvd, kvd, dim, ffn, ffn, dim };
         int types[7] = { SL_TYPE_Q4_K, SL_TYPE_Q4_K, vt, SL_TYPE_Q4_K, SL_TYPE_Q4_K, SL_TYPE_Q4_K, vt };
         for (int i = 0; i < 7; i++) {
-            pm->tensor_row_bytes[l][i] = sl_row_bytes(types[i], cols[i]);
-            pm->tensor_bytes[l][i] = pm->tensor_row_bytes[l][i] * (uint64_t)rows[i];
-            pm->tensor_type[l][i] = types[i];
+            pm->tensor_row_bytes[l][slot[i]] = sl_row_bytes(types[i], cols[i]);
+            pm->tensor_bytes[l][slot[i]] = pm->tensor_row_bytes[l][slot[i]] * (uint64_t)rows[i];
+            pm->tensor_type[l][slot[i]] = types[i];
         }
     }
     pm->lm_head_type = SL_TYPE_Q6_K;
@@ -50,7 +52,7 @@ static void shape(sl_plan_model *pm, int dim, int L, int heads, int kv_heads, in
     pm->meta_bytes = 9 * MiB;
     pm->vocab_bytes = vocab_bytes;
     pm->file_bytes = pm->lm_head_bytes + pm->embd_bytes;
-    for (int l = 0; l < L; l++) for (int i = 0; i < 7; i++) pm->file_bytes += pm->tensor_bytes[l][i];
+    for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) pm->file_bytes += pm->tensor_bytes[l][i];
 }
 
 static sl_plan_model llama3_8b, llama2_13b;
@@ -202,7 +204,7 @@ static void bytes_by_type(const sl_plan_model *pm, uint64_t bytes[SL_TYPE_COUNT]
 {
     memset(bytes, 0, SL_TYPE_COUNT * sizeof *bytes);
     for (int l = 0; l < pm->cfg.n_layers; l++)
-        for (int i = 0; i < 7; i++) bytes[pm->tensor_type[l][i]] += pm->tensor_bytes[l][i];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) bytes[pm->tensor_type[l][i]] += pm->tensor_bytes[l][i];
     bytes[pm->lm_head_type] += pm->lm_head_bytes;
 }
 
@@ -369,7 +371,7 @@ static double cached_value(const char *name)
     return v;
 }
 
-/* The probe measures a positive, finite rate, caches it under the active path, thread count and
+/* The probe measures a positive, finite rate, caches it under the path the type runs on, thread count and
  * type, and the next call reads the cache instead of measuring again. */
 Test(planner, compute_probe_measures_and_caches, .init = cache_setup, .fini = cache_teardown)
 {
@@ -377,12 +379,12 @@ Test(planner, compute_probe_measures_and_caches, .init = cache_setup, .fini = ca
     double r = sl_compute_rate(SL_TYPE_Q4_K, 2, SL_COMPUTE_PROBE_BYTES, 1.0, how, sizeof how);
     cr_assert(isfinite(r) && r > tq_rate_floor(1e8) && r < 1e12, "Q4_K rate %g (%s)", r, how);
     cr_assert(strstr(how, "measured now"), "%s", how);
-    snprintf(name, sizeof name, "compute-%s-t2-Q4_K.bw", sl_kernels()->name);
+    snprintf(name, sizeof name, "compute-%s-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
     double v = cached_value(name);
     if (v < 0) {   /* sanitizer / unoptimized builds key their (slow) figures apart */
-        snprintf(name, sizeof name, "compute-%s-asan-t2-Q4_K.bw", sl_kernels()->name);
+        snprintf(name, sizeof name, "compute-%s-asan-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
         if ((v = cached_value(name)) < 0) {
-            snprintf(name, sizeof name, "compute-%s-O0-t2-Q4_K.bw", sl_kernels()->name);
+            snprintf(name, sizeof name, "compute-%s-O0-t2-Q4_K.bw", sl_kernels_for_type(SL_TYPE_Q4_K)->name);
             v = cached_value(name);
         }
     }

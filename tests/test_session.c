@@ -20,8 +20,8 @@
 #include <zstd.h>
 
 #include "include/sluice.h"
-#include "runtime/api_internal.h"
-#include "runtime/session.h"
+#include "runtime/api/api_internal.h"
+#include "runtime/api/session.h"
 #include "util/golden.h"
 
 #define F16_MODEL SL_SHARED_DIR "/models/micro-llama.F16.gguf"

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "loader/io.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
-#include "runtime/stream.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/model.h"
+#include "runtime/engine/sampler.h"
+#include "runtime/engine/stream.h"
 #include "util/golden.h"
 
 typedef struct run_cfg {
@@ -36,7 +36,7 @@ static float *run(const char *model, const golden_run *g, int n_steps, const run
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;
-    sl_ctx_params p = { 256, rc_->n_batch, SL_KV_F16, NULL };
+    sl_ctx_params p = { .n_ctx = 256, .n_batch = rc_->n_batch, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0, "%s", err);
     if (s) c->src = sl_stream_source(s);
     int V = m->cfg.vocab;
@@ -134,7 +134,7 @@ Test(stream, stories_golden_streaming)
     sl_stream_opts so = { SL_IO_URING, 4096, 2, 1024, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_ctx *c;
-    sl_ctx_params p = { 256, 512, SL_KV_F16, NULL };
+    sl_ctx_params p = { .n_ctx = 256, .n_batch = 512, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     c->src = sl_stream_source(s);
     cr_assert_eq(sl_eval(c, g.prompt, g.n_prompt), 0, "%s", c->err);
@@ -162,15 +162,15 @@ Test(stream, eio_is_reported_with_tensor_name)
     sl_model_set_streaming(m, true, false);
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0);
     char fault[64];
-    snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(m->layers[2].w_up.offset + m->layers[2].w_up.nbytes / 2));
-    setenv("SLUICE_IO_FAULT", fault, 1);
+    snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(m->layers[2].mat[SL_MAT_UP].offset + m->layers[2].mat[SL_MAT_UP].nbytes / 2));
+    cr_assert_eq(sl_io_set_default_fault(fault, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;
     sl_stream_opts so = { SL_IO_PREAD, 0, 2, 1024, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
-    unsetenv("SLUICE_IO_FAULT");
+    sl_io_set_default_fault(NULL, err, sizeof err);
     sl_ctx *c;
-    sl_ctx_params p = { 64, 64, SL_KV_F16, NULL };
+    sl_ctx_params p = { .n_ctx = 64, .n_batch = 64, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     c->src = sl_stream_source(s);
     int32_t toks[] = { 1, 2, 3 };
@@ -219,7 +219,7 @@ Test(stream, interrupted_pass_recovers)
     sl_stream_opts so = { SL_IO_URING, 16 << 10, 3, 1024, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_ctx *c;
-    sl_ctx_params p = { 64, 64, SL_KV_F16, NULL };
+    sl_ctx_params p = { .n_ctx = 64, .n_batch = 64, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     inner = sl_stream_source(s);
     sl_wsource wrap = { NULL, w_matmul, w_row, w_err, w_reset };

@@ -11,7 +11,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "runtime/unicode.h"
+#include "runtime/text/unicode.h"
 #include "tokenizer_testutil.h"
 
 #define LLAMA3 SL_SHARED_DIR "/vocab/ggml-vocab-llama-bpe.rebuilt.gguf"

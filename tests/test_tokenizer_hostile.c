@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "runtime/unicode.h"
+#include "runtime/text/unicode.h"
 #include "tokenizer_testutil.h"
 
 /* Build a vocabulary from the body b; returns the load result (0 or -errno), err filled. */

@@ -7,7 +7,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "runtime/unicode.h"
+#include "runtime/text/unicode.h"
 #include "tokenizer_testutil.h"
 
 typedef struct tok { const char *s; size_t n; int32_t id; float score; } tok;

@@ -1,7 +1,7 @@
 /* tests/test_unicode.c — the generated Unicode tables and the UTF-8 helpers.
  *   - categories/White_Space/lowercase of code points whose properties are fixed facts of the
  *     standard (one or more per class, incl. a Unicode 15.1 addition and unassigned code points);
- *   - the committed runtime/unicode_tables.c equals what scripts/gen_unicode_tables.py generates
+ *   - the committed runtime/text/unicode_tables.c equals what scripts/gen_unicode_tables.py generates
  *     from /usr/share/unicode now (skipped when python3 or the data are missing);
  *   - llama.cpp's lenient UTF-8 decoding rules, and strict validation.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/unicode.h"
+#include "runtime/text/unicode.h"
 
 Test(unicode, categories)
 {
@@ -54,9 +54,9 @@ Test(unicode, tables_are_regenerable)
     if (access("/usr/share/unicode/UnicodeData.txt", R_OK) != 0 || system("python3 -c '' 2>/dev/null") != 0)
         cr_skip_test("python3 or /usr/share/unicode (Debian unicode-data) not available");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "python3 %s/scripts/gen_unicode_tables.py | cmp -s - %s/runtime/unicode_tables.c",
+    snprintf(cmd, sizeof cmd, "python3 %s/scripts/gen_unicode_tables.py | cmp -s - %s/runtime/text/unicode_tables.c",
              SL_SOURCE_DIR, SL_SOURCE_DIR);
-    cr_assert_eq(system(cmd), 0, "runtime/unicode_tables.c differs from the generator's output");
+    cr_assert_eq(system(cmd), 0, "runtime/text/unicode_tables.c differs from the generator's output");
 }
 
 Test(unicode, lenient_decode)

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "loader/gguf.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 
 static inline double tt_now(void)
 {

@@ -20,11 +20,12 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
-#include "runtime/api_internal.h"
-#include "runtime/chat_template.h"
+#include "runtime/api/api_internal.h"
+#include "runtime/text/chat_template.h"
+#include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
-#include "runtime/progress.h"
+#include "runtime/api/progress.h"
 
 int cmd_chat(int argc, char **argv);
 
@@ -265,11 +266,11 @@ static int turn(chat *ch, const char *text, size_t len)
     int32_t *toks = NULL;
     int n = build_prompt(ch, &toks);
     if (n < 0) { drop_msgs(ch, ch->n_msgs - 1, 1); return 0; }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     int rc = sluice_prefill(ch->C, toks, n);
     sl_progress_clear(&ch->bar);
     free(toks);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = sl_now_ns();
     if (rc < 0) {
         drop_msgs(ch, ch->n_msgs - 1, 1);
         if (rc == -ECANCELED) { fprintf(stderr, "\n(interrupted)\n"); return 0; }
@@ -283,7 +284,7 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->at_start = true;
     int g = sluice_generate(ch->C, ch->S, (int)ch->o.n_predict, on_token, ch);
     flush_answer(ch, true);
-    uint64_t t2 = now_ns();
+    uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
     if (g < 0 && g != -ECANCELED) {
         fputc('\n', stdout);

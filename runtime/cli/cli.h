@@ -42,6 +42,5 @@ void json_str(FILE *f, const char *s, size_t n);
 
 /* Peak resident set size (VmHWM) and current RSS of this process, in bytes (0 if unknown). */
 uint64_t peak_rss_bytes(void);
-uint64_t now_ns(void);
 
 #endif

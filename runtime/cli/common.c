@@ -141,9 +141,3 @@ void json_str(FILE *f, const char *s, size_t n)
 
 uint64_t peak_rss_bytes(void) { return sl_peak_rss(); }
 
-uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}

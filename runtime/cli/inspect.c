@@ -5,8 +5,8 @@
 
 #include "kernels/types.h"
 #include "runtime/cli/cli.h"
-#include "runtime/model.h"
-#include "runtime/tokenizer.h"
+#include "runtime/engine/model.h"
+#include "runtime/text/tokenizer.h"
 
 static double mib(uint64_t b) { return b / 1048576.0; }
 

@@ -4,10 +4,10 @@
 
 #include "loader/io.h"
 #include "runtime/cli/cli.h"
-#include "runtime/model.h"
-#include "runtime/planner.h"
-#include "runtime/threadpool.h"
-#include "runtime/tokenizer.h"
+#include "runtime/engine/model.h"
+#include "runtime/plan/planner.h"
+#include "kernels/threadpool.h"
+#include "runtime/text/tokenizer.h"
 
 int cli_plan_for(const sl_model *m, size_t vocab_bytes, const char *budget_arg, int n_ctx, int n_batch, int threads,
                  double disk_gbs, double compute_gbs, int io, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan)

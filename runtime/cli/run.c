@@ -1,5 +1,5 @@
 /* runtime/cli/run.c — `sluice run`: prompt in, text out.
- * Built on the public API (include/sluice.h); --stats reaches into runtime/api_internal.h for the
+ * Built on the public API (include/sluice.h); --stats reaches into runtime/api/api_internal.h for the
  * stream counters and the raw plan. */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,10 +10,11 @@
 
 #include "include/sluice.h"
 #include "loader/pagecache.h"
-#include "runtime/api_internal.h"
+#include "runtime/api/api_internal.h"
+#include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
-#include "runtime/progress.h"
+#include "runtime/api/progress.h"
 
 static volatile sig_atomic_t g_interrupted;
 static sluice_ctx *volatile g_ctx;   /* the context a signal cancels (NULL until it exists) */
@@ -236,7 +237,7 @@ int cmd_run(int argc, char **argv)
     sluice_session_stats ss_load = { 0 }, ss_save = { 0 };
     bool sess_loaded = false, sess_saved = false;
     int64_t n_evaluated = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = sl_now_ns();
     sl_progress bar;
     sl_progress_init(&bar, sl_progress_tty() && !o.g.quiet && !o.json);
     log_ctx lc = { o.json, o.g.quiet, &bar };
@@ -276,7 +277,7 @@ int cmd_run(int argc, char **argv)
         if (r == 0) sess_loaded = true;
         else if (r != -ENOENT) fprintf(stderr, "sluice: warning: %s; evaluating the prompt from scratch\n", err);
     }
-    uint64_t t_load = now_ns();
+    uint64_t t_load = sl_now_ns();
 
     sl_utf8_stream us = { 0 };
     char piece[512], outb[512 + 8];
@@ -293,12 +294,12 @@ int cmd_run(int argc, char **argv)
     int rc = sluice_prefill(C, toks, (int)nt);
     sl_progress_clear(&bar);
     if (rc >= 0) { n_evaluated = rc; rc = 0; }
-    uint64_t t_prompt = now_ns();
+    uint64_t t_prompt = sl_now_ns();
     if (rc == 0 && o.g.session && (n_evaluated > 0 || !sess_loaded)) {
         sess_saved = save_session(C, o.g.session, &ss_save);
         if (!sess_saved && o.g.n_predict == 0) { status = 1; goto done; }
     }
-    uint64_t t_saved = now_ns();
+    uint64_t t_saved = sl_now_ns();
     int64_t n_gen = 0, n_at_save = sluice_n_past(C);
     uint64_t t_first = 0;
     while (rc == 0 && n_gen < o.g.n_predict) {
@@ -322,17 +323,17 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
         if (n_gen == o.g.n_predict) break;
         if (sluice_n_past(C) >= n_ctx) { fprintf(stderr, "\nsluice: context full (-c %ld)\n", n_ctx); break; }
-        if (n_gen == 1) t_first = now_ns();
-        uint64_t ts = now_ns();
+        if (n_gen == 1) t_first = sl_now_ns();
+        uint64_t ts = sl_now_ns();
         rc = sluice_eval(C, &next, 1);
-        lat[n_gen - 1] = now_ns() - ts;
+        lat[n_gen - 1] = sl_now_ns() - ts;
     }
     if (!o.json) {
         fwrite(outb, 1, sl_utf8_stream_flush(&us, outb), stdout);
         printf("\n");
     }
     fflush(stdout);
-    uint64_t t_end = now_ns();
+    uint64_t t_end = sl_now_ns();
     if (rc == -ECANCELED) {
         fprintf(stderr, "sluice: interrupted after %" PRId64 " tokens\n", n_gen);
         status = g_interrupted == SIGTERM ? 143 : 130;

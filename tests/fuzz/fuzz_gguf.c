@@ -22,8 +22,8 @@
 
 #include "kernels/types.h"
 #include "loader/gguf.h"
-#include "runtime/model.h"
-#include "runtime/tokenizer.h"
+#include "runtime/engine/model.h"
+#include "runtime/text/tokenizer.h"
 
 #define FZ_CHECK(cond) do { if (!(cond)) { fprintf(stderr, "fuzz_gguf: contract violated: %s (%s:%d)\n", #cond, __FILE__, __LINE__); abort(); } } while (0)
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "loader/gguf.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 
 #define TZ_CHECK(cond) do { if (!(cond)) { fprintf(stderr, "fuzz_tokenizer: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); abort(); } } while (0)
 

@@ -1,0 +1,414 @@
+/* runtime/engine/model.c — hyperparameters and weight table of a GGUF file, bound through its
+ * architecture description (runtime/engine/arch.h). */
+#include "runtime/engine/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/types.h"
+#include "loader/errmsg.h"
+#include "loader/fileio.h"
+
+/* Integer hyperparameter "<arch>.<key>", 1 <= value <= max (dflt when absent and not required). */
+static int get_hp(const sl_gguf *g, const char *arch, const char *key, int *out, int max, bool required, int dflt,
+                  char *err, size_t errlen)
+{
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    uint32_t v;
+    if (!sl_gguf_get_u32(g, full, &v)) {
+        if (sl_gguf_find_key(g, full) >= 0) {
+            snprintf(err, errlen, "model: %s has the wrong type or an out-of-range value", full);
+            return -EINVAL;
+        }
+        if (required) {
+            snprintf(err, errlen, "model: required key %s is missing", full);
+            return -EINVAL;
+        }
+        v = (uint32_t)dflt;
+    }
+    if (v < 1 || v > (uint32_t)max) {
+        snprintf(err, errlen, "model: %s = %u is out of range [1, %d]", full, v, max);
+        return -EINVAL;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Find tensor `name`, check its shape is (cols, rows) and its type computable; fill w. */
+static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, int64_t rows, bool required,
+                char *err, size_t errlen)
+{
+    const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
+    memset(w, 0, sizeof *w);
+    if (!t) {
+        if (required) snprintf(err, errlen, "model: tensor %s is missing", name);
+        return required ? -EINVAL : 1;
+    }
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
+        snprintf(err, errlen, "model: tensor %s has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                 "], expected [%" PRId64 ", %" PRId64 "]", name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], cols, rows);
+        return -EINVAL;
+    }
+    if (!sl_type_supported(t->type)) {
+        snprintf(err, errlen, "model: tensor %s has type %s, which sluice does not support yet "
+                 "(supported: F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K)", name, sl_type_name(t->type));
+        return -ENOTSUP;
+    }
+    w->name = strndup(t->name.ptr, t->name.len);
+    if (!w->name) return -ENOMEM;
+    w->type = t->type;
+    w->cols = cols;
+    w->rows = rows;
+    w->row_bytes = sl_row_bytes(t->type, cols);
+    w->offset = t->offset;
+    w->nbytes = t->nbytes;
+    return 0;
+}
+
+/* Read a vector weight into a fresh f32 array (norms are always held as f32). */
+static int load_vec(int fd, const sl_weight *w, float **out, char *err, size_t errlen)
+{
+    void *raw = malloc(w->nbytes);
+    float *f = malloc((size_t)w->cols * sizeof *f);
+    int rc = raw && f ? sl_pread_full(fd, raw, w->nbytes, w->offset) : -ENOMEM;
+    if (rc) {
+        snprintf(err, errlen, "model: reading %s at byte offset %" PRIu64 ": %s", w->name, w->offset, strerror(-rc));
+        free(raw);
+        free(f);
+        return rc;
+    }
+    sl_type_get(w->type)->dequant(raw, f, w->cols);
+    free(raw);
+    for (int64_t i = 0; i < w->cols; i++)
+        if (!isfinite(f[i])) {
+            snprintf(err, errlen, "model: non-finite value (%g) in %s at element %lld", f[i], w->name, (long long)i);
+            free(f);
+            return -EINVAL;
+        }
+    *out = f;
+    return 0;
+}
+
+int sl_layer_weights(sl_layer *L, sl_weight **o)
+{
+    int n = 0;
+    for (int i = 0; i < SL_BLOCK_MATS; i++)
+        if (sl_weight_present(&L->mat[i])) o[n++] = &L->mat[i];
+    return n;
+}
+
+uint64_t sl_layer_bytes(const sl_model *m, int l)
+{
+    sl_weight *w[SL_BLOCK_MATS];
+    uint64_t s = 0;
+    for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) s += w[i]->nbytes;
+    return s;
+}
+
+static void free_weight(sl_weight *w) { free((void *)w->name); }
+
+void sl_model_free(sl_model *m)
+{
+    if (!m) return;
+    if (m->layers) {
+        for (int l = 0; l < m->cfg.n_layers; l++) {
+            for (int i = 0; i < SL_BLOCK_MATS; i++) free_weight(&m->layers[l].mat[i]);
+            for (int i = 0; i < SL_BLOCK_VECS; i++) free(m->layers[l].vec[i]);
+        }
+        free(m->layers);
+    }
+    free_weight(&m->tok_embd);
+    if (!m->tied) free_weight(&m->output);
+    free(m->output_norm);
+    free(m->resident);
+    free(m->path);
+    sl_gguf_close(m->gguf);
+    free(m);
+}
+
+/* general.architecture -> its description, or a clear refusal naming what is supported. */
+static int find_arch(const sl_gguf *g, const sl_arch **out, char *err, size_t errlen)
+{
+    sl_str arch;
+    if (!sl_gguf_get_str(g, "general.architecture", &arch)) {
+        snprintf(err, errlen, "model: general.architecture is missing");
+        return -EINVAL;
+    }
+    *out = sl_arch_find(arch);
+    if (!*out) {
+        sl_errf(err, errlen, 0, "model: architecture '%.*s' is not supported (supported: %s)",
+                (int)(arch.len > 40 ? 40 : arch.len), arch.ptr, sl_arch_supported());
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+/* The integer shape hyperparameters every architecture has, checked against each other. */
+static int read_shape(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = get_hp(g, a, "embedding_length", &c->dim, 1 << 16, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "block_count", &c->n_layers, SL_MAX_LAYERS, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "feed_forward_length", &c->ffn_dim, 1 << 18, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "attention.head_count", &c->n_heads, 1024, true, 0, err, errlen)) ||
+        (rc = get_hp(g, a, "attention.head_count_kv", &c->n_kv_heads, 1024, false, c->n_heads, err, errlen)) ||
+        (rc = get_hp(g, a, "context_length", &c->ctx_train, 1 << 24, false, 2048, err, errlen)))
+        return rc;
+    if (c->dim % c->n_heads) {
+        snprintf(err, errlen, "model: embedding_length %d is not a multiple of head_count %d", c->dim, c->n_heads);
+        return -EINVAL;
+    }
+    if ((rc = get_hp(g, a, "attention.key_length", &c->head_dim, 1 << 12, false, c->dim / c->n_heads, err, errlen)))
+        return rc;
+    int vlen;
+    if ((rc = get_hp(g, a, "attention.value_length", &vlen, 1 << 12, false, c->head_dim, err, errlen))) return rc;
+    if (vlen != c->head_dim) {
+        snprintf(err, errlen, "model: attention.value_length %d differs from key_length %d (not supported)", vlen, c->head_dim);
+        return -ENOTSUP;
+    }
+    if (c->n_heads % c->n_kv_heads) {
+        snprintf(err, errlen, "model: head_count %d is not a multiple of head_count_kv %d", c->n_heads, c->n_kv_heads);
+        return -EINVAL;
+    }
+    if ((rc = get_hp(g, a, "rope.dimension_count", &c->rope_dim, c->head_dim, false, c->head_dim, err, errlen))) return rc;
+    if (c->rope_dim % 2) {
+        snprintf(err, errlen, "model: %s.rope.dimension_count %d is odd", a, c->rope_dim);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Optional float "<arch>.<key>" into *out (left as is when absent); must be a float when present. */
+static int get_f32_opt(const sl_gguf *g, const char *a, const char *key, float *out, char *err, size_t errlen)
+{
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", a, key);
+    if (sl_gguf_find_key(g, full) >= 0 && !sl_gguf_get_f32(g, full, out)) {
+        snprintf(err, errlen, "model: %s must be a float", full);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* RoPE base and scaling, RMSNorm epsilon. */
+static int read_rope_norm(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+{
+    int rc;
+    c->rope_base = 10000.0f;
+    c->rms_eps = 1e-5f;
+    if ((rc = get_f32_opt(g, a, "rope.freq_base", &c->rope_base, err, errlen)) ||
+        (rc = get_f32_opt(g, a, "attention.layer_norm_rms_epsilon", &c->rms_eps, err, errlen)))
+        return rc;
+    if (!(c->rope_base > 0) || !(c->rms_eps > 0) || c->rms_eps > 1) {
+        snprintf(err, errlen, "model: rope.freq_base %g or rms epsilon %g out of range", c->rope_base, c->rms_eps);
+        return -EINVAL;
+    }
+    /* Rope scaling: linear is a position multiplier; anything else would silently change every
+     * logit, so refuse it rather than run it wrongly. */
+    c->rope_scale = 1.0f;
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    sl_str st;
+    if (sl_gguf_get_str(g, key, &st) && !sl_str_eq(st, "none")) {
+        if (!sl_str_eq(st, "linear")) {
+            sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (only linear)", (int)(st.len > 20 ? 20 : st.len), st.ptr);
+            return -ENOTSUP;
+        }
+        float f;
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+        if (sl_gguf_get_f32(g, key, &f) && f > 0) c->rope_scale = 1.0f / f;
+    }
+    if (sl_gguf_find_tensor(g, "rope_freqs.weight")) {
+        snprintf(err, errlen, "model: rope_freqs.weight (Llama 3.1 long-context rope factors) is not supported yet");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+static int read_config(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch->name, c, err, errlen)))
+        return rc;
+    return arch->read_hparams ? arch->read_hparams(g, c, err, errlen) : 0;
+}
+
+/* An extent of the description resolved against the hyperparameters. */
+static int64_t dim_of(const sl_config *c, int d)
+{
+    const int64_t qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
+    switch (d) {
+    case SL_DIM_EMBD: return c->dim;
+    case SL_DIM_Q:    return qd;
+    case SL_DIM_KV:   return kvd;
+    case SL_DIM_QKV:  return qd + 2 * kvd;
+    case SL_DIM_FFN:  return c->ffn_dim;
+    case SL_DIM_FFN2: return 2 * (int64_t)c->ffn_dim;
+    case SL_DIM_HEAD: return c->head_dim;
+    default:          return 1;
+    }
+}
+
+/* Bind every block tensor the description lists; load the vectors.  fd is the open model file. */
+static int bind_blocks(sl_model *m, int fd, char *err, size_t errlen)
+{
+    const sl_arch *a = m->arch;
+    const sl_config *c = &m->cfg;
+    char name[96];
+    int rc;
+    for (int l = 0; l < c->n_layers; l++) {
+        sl_layer *L = &m->layers[l];
+        for (int i = 0; i < a->n_mats; i++) {
+            const sl_arch_tensor *t = &a->mats[i];
+            snprintf(name, sizeof name, t->name, l);
+            rc = bind(m->gguf, &L->mat[t->slot], name, dim_of(c, t->cols), dim_of(c, t->rows), t->required, err, errlen);
+            if (rc < 0) return rc;
+        }
+        for (int i = 0; i < a->n_vecs; i++) {
+            const sl_arch_tensor *t = &a->vecs[i];
+            sl_weight tmp;
+            snprintf(name, sizeof name, t->name, l);
+            rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), 1, t->required, err, errlen);
+            if (rc < 0) return rc;
+            if (rc == 1) continue;   /* optional and absent */
+            rc = load_vec(fd, &tmp, &L->vec[t->slot], err, errlen);
+            m->norm_bytes += (size_t)tmp.cols * 4;
+            free_weight(&tmp);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
+{
+    sl_model *m = calloc(1, sizeof *m);
+    if (!m) return -ENOMEM;
+    int rc = sl_gguf_open(path, &m->gguf, err, errlen);
+    if (rc) { free(m); return rc; }
+    m->path = strdup(path);
+    const sl_gguf *g = m->gguf;
+    sl_config *c = &m->cfg;
+    int fd = -1;
+    if (!m->path) { rc = -ENOMEM; goto fail; }
+    if ((rc = find_arch(g, &m->arch, err, errlen)) || (rc = read_config(g, m->arch, c, err, errlen))) goto fail;
+
+    const sl_gguf_tensor *te = sl_gguf_find_tensor(g, "token_embd.weight");
+    if (!te) { snprintf(err, errlen, "model: tensor token_embd.weight is missing"); rc = -EINVAL; goto fail; }
+    if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) { snprintf(err, errlen, "model: token_embd.weight has %" PRId64 " rows", te->ne[1]); rc = -EINVAL; goto fail; }
+    c->vocab = (int)te->ne[1];
+    if ((rc = bind(g, &m->tok_embd, "token_embd.weight", c->dim, c->vocab, true, err, errlen))) goto fail;
+    rc = bind(g, &m->output, "output.weight", c->dim, c->vocab, false, err, errlen);
+    if (rc < 0) goto fail;
+    if (rc == 1) { m->output = m->tok_embd; m->tied = true; }
+
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) { rc = -ENOMEM; goto fail; }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
+    if ((rc = bind_blocks(m, fd, err, errlen))) goto fail;
+
+    sl_weight tmp;
+    if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, err, errlen))) goto fail;
+    rc = load_vec(fd, &tmp, &m->output_norm, err, errlen);
+    m->norm_bytes += (size_t)c->dim * 4;
+    free_weight(&tmp);
+    if (rc) goto fail;
+    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) m->weight_bytes += sl_gguf_tensor_at(g, i)->nbytes;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    *out = m;
+    return 0;
+fail:
+    if (fd >= 0) close(fd);
+    if (rc > 0) rc = -EINVAL;
+    sl_model_free(m);
+    return rc;
+}
+
+void sl_model_set_streaming(sl_model *m, bool all, bool lm_head)
+{
+    if (all) {
+        for (int l = 0; l < m->cfg.n_layers; l++) {
+            sl_weight *w[SL_BLOCK_MATS];
+            for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) w[i]->stream = true;
+        }
+        m->tok_embd.stream = true;
+    }
+    if (all || lm_head) {
+        m->output.stream = true;
+        if (m->tied) m->tok_embd.stream = true;
+    }
+}
+
+int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
+{
+    /* every matrix of the model: heap, not stack (SL_MAX_LAYERS blocks of SL_BLOCK_MATS would be 72 KiB) */
+    sl_weight **all = malloc(((size_t)m->cfg.n_layers * SL_BLOCK_MATS + 2) * sizeof *all);
+    if (!all) return -ENOMEM;
+    int n = 0;
+    all[n++] = &m->tok_embd;
+    for (int l = 0; l < m->cfg.n_layers; l++) n += sl_layer_weights(&m->layers[l], all + n);
+    if (!m->tied) all[n++] = &m->output;
+    if (m->tied) m->tok_embd.stream = m->tok_embd.stream || m->output.stream;
+    int k = 0;
+    for (int i = 0; i < n; i++) if (!all[i]->stream) all[k++] = all[i];
+    n = k;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (all[i]->nbytes + 63) & ~(size_t)63;
+    unsigned char *blob = NULL;
+    if (posix_memalign((void **)&blob, 64, total ? total : 64)) {
+        snprintf(err, errlen, "model: cannot allocate %zu MiB for resident weights", total >> 20);
+        free(all);
+        return -ENOMEM;
+    }
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "model: cannot open %s: %s", m->path, strerror(e));
+        free(blob);
+        free(all);
+        return -e;
+    }
+    /* no asynchronous readahead: it would keep filling the cache after the last drop below (and the
+     * 8 MiB reads are large enough on their own) */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        /* Read in 8 MiB steps and drop each step from the page cache at once: resident weights live in
+         * our heap, and a budget (or a cgroup) also counts page cache, so a 400 MiB LM head must not
+         * sit in the cache twice while it loads.  Buffered reads keep the kernel's readahead. */
+        const uint64_t step = 8u << 20;
+        int rc = 0;
+        for (uint64_t done = 0; done < all[i]->nbytes && !rc; done += step) {
+            uint64_t len = all[i]->nbytes - done < step ? all[i]->nbytes - done : step;
+            rc = sl_pread_full(fd, blob + at + done, (size_t)len, all[i]->offset + done);
+            posix_fadvise(fd, (off_t)(all[i]->offset + done), (off_t)len, POSIX_FADV_DONTNEED);
+        }
+        if (rc) {
+            snprintf(err, errlen, "model: reading %s (%" PRIu64 " bytes at offset %" PRIu64 "): %s",
+                     all[i]->name, all[i]->nbytes, all[i]->offset, rc == -EIO ? "unexpected end of file or I/O error" : strerror(-rc));
+            close(fd);
+            free(blob);
+            free(all);
+            return rc;
+        }
+        all[i]->data = blob + at;
+        at += (all[i]->nbytes + 63) & ~(size_t)63;
+    }
+    if (m->tied) { m->output.data = m->tok_embd.data; m->output.stream = m->tok_embd.stream; }
+    /* Buffered reads pull in readahead beyond each tensor: drop the whole file's cache at the end. */
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    free(all);
+    m->resident = blob;
+    m->resident_bytes = total;
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* runtime/engine/model.h — a model bound from its GGUF file: hyperparameters and the weight table.
+ *
+ * The model describes where every weight is (file offset, type, shape) and, for weights held in
+ * memory, where that copy is.  Whether a weight is resident or streamed is decided by the caller
+ * (resident mode: everything; streaming: see runtime/engine/stream.h; the planner: runtime/plan/planner.h).
+ */
+#ifndef SL_RUNTIME_MODEL_H
+#define SL_RUNTIME_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/fileio.h"
+#include "loader/gguf.h"
+#include "runtime/engine/arch.h"
+
+typedef struct sl_config {
+    int   dim;          /* embedding width (<arch>.embedding_length) */
+    int   n_layers;     /* transformer blocks */
+    int   n_heads;      /* query heads */
+    int   n_kv_heads;   /* key/value heads (GQA: n_heads is a multiple of it) */
+    int   head_dim;     /* per-head width (dim / n_heads unless the file says otherwise) */
+    int   ffn_dim;      /* hidden width of the SwiGLU MLP */
+    int   vocab;        /* rows of the embedding table / output head */
+    int   ctx_train;    /* <arch>.context_length */
+    int   rope_dim;     /* rotated dims per head (<arch>.rope.dimension_count) */
+    float rope_base;    /* <arch>.rope.freq_base */
+    float rope_scale;   /* position multiplier (1 / linear scaling factor) */
+    float rms_eps;
+} sl_config;
+
+/* One weight matrix (or vector) as stored in the file. */
+typedef struct sl_weight {
+    const char *name;     /* NUL-terminated copy */
+    int      type;        /* enum sl_type */
+    int64_t  cols;        /* ne[0]: elements per row */
+    int64_t  rows;        /* ne[1] (1 for vectors) */
+    size_t   row_bytes;
+    uint64_t offset;      /* absolute file offset */
+    uint64_t nbytes;
+    const void *data;     /* resident copy, or NULL when the weight streams */
+    bool     stream;      /* set before sl_model_load_resident: leave this weight on disk */
+} sl_weight;
+
+/* A block's tensors by slot (runtime/engine/arch.h): a matrix with rows == 0 or a NULL vector is one
+ * the architecture (or this file, for optional ones) does not have. */
+typedef struct sl_layer {
+    sl_weight mat[SL_BLOCK_MATS];   /* see enum sl_block_mat for each one's shape */
+    float    *vec[SL_BLOCK_VECS];   /* f32, always resident */
+} sl_layer;
+
+static inline bool sl_weight_present(const sl_weight *w) { return w->rows > 0; }
+
+typedef struct sl_model {
+    const sl_arch *arch;      /* the description the file was bound with */
+    sl_gguf   *gguf;
+    char      *path;
+    sl_config  cfg;
+    sl_weight  tok_embd;      /* (vocab, dim): one row per token */
+    float     *output_norm;   /* (dim) */
+    sl_weight  output;        /* (vocab, dim); equals tok_embd when tied */
+    bool       tied;          /* no output.weight: the embedding table is the LM head */
+    sl_layer  *layers;        /* (n_layers) */
+    void      *resident;      /* one allocation holding resident weights (sl_model_load_resident) */
+    size_t     resident_bytes;
+    size_t     norm_bytes;    /* f32 norm vectors, always resident */
+    uint64_t   weight_bytes;  /* sum of all tensor bytes in the file */
+} sl_model;
+
+/* Parse and validate: architecture, hyperparameters, every tensor's presence, shape and type.
+ * Loads only the norm vectors (small) into memory.  0 or -errno with one line in err. */
+int  sl_model_open(const char *path, sl_model **out, char *err, size_t errlen);
+void sl_model_free(sl_model *m);
+
+/* Read every matrix whose `stream` flag is clear into one allocation.  0 or -errno. */
+int  sl_model_load_resident(sl_model *m, char *err, size_t errlen);
+
+/* Mark weights to stream: every matrix (all = true), or only the LM head (for a tied model that is
+ * the embedding table, which then also streams its rows). */
+void sl_model_set_streaming(sl_model *m, bool all, bool lm_head);
+
+/* The matrices block L has, in forward order (slot order), into out[0..SL_BLOCK_MATS); returns how
+ * many. */
+int  sl_layer_weights(sl_layer *L, sl_weight **out);
+
+/* Bytes of the matrices of block l. */
+uint64_t sl_layer_bytes(const sl_model *m, int l);
+
+#endif

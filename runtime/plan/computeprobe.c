@@ -1,0 +1,309 @@
+/* runtime/plan/computeprobe.c — measure the decode kernels' rate once per path, mode, threads and type.
+ *
+ * What is timed is exactly what decode runs: sl_matmul with one vector over a Q4_K/Q6_K/... matrix
+ * of 4096 columns (the activation is quantized per call, as in the forward pass), split over a
+ * pool of n threads.  Before every timed pass the matrix is flushed from all cache levels, because
+ * in a real token the weights come from DRAM: a model worth streaming is far bigger than the
+ * last-level cache, and a streamed piece arrives by DMA.  The matrix is 64 MiB, not smaller: a
+ * flushed 16 MiB matrix ran faster than the resident model decodes, a 64 MiB one at that rate
+ * (page-table walks over the larger span are the likely difference, and a real token pays them;
+ * the measurement is in docs/planner.md).  The figure kept is the median pass, so a pass that
+ * another process preempted does not count more than its share.
+ *
+ * Results are cached per key (kernel path, exact mode, sanitizer/unoptimized build, threads, type)
+ * next to the disk probe's, so a sanitizer test run cannot leave its slow figure for release runs.
+ */
+#include "runtime/plan/computeprobe.h"
+#include "runtime/plan/probecache.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kernels/ops.h"
+#include "kernels/simd.h"
+#include "kernels/threadpool.h"
+#include "kernels/clock.h"
+
+#define PROBE_COLS     4096       /* a llama-7/8B row; K-quant and Q8_0 blocks divide it */
+#define PROBE_NS       80000000   /* ~0.08 s of timed passes per type (+ ~0.05 s to fill the matrix) */
+#define PROBE_MIN_PASS 5
+#define PROBE_MAX_PASS 512
+#define POOL_ELEMS     32768      /* distinct random blocks the matrix is tiled from */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BUILD_FLAVOUR "-asan"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BUILD_FLAVOUR "-asan"
+#endif
+#endif
+#if !defined(BUILD_FLAVOUR) && !defined(__OPTIMIZE__)
+#define BUILD_FLAVOUR "-O0"
+#endif
+#ifndef BUILD_FLAVOUR
+#define BUILD_FLAVOUR ""
+#endif
+
+enum src { SRC_FALLBACK, SRC_CACHED, SRC_MEASURED, SRC_MEASURED_UNCACHED };
+
+/* Contract: the cache file of (active path and mode, this build's flavour, n_threads, type). */
+static void cache_path(int type, int n_threads, char *buf, size_t len)
+{
+    char dir[3800];
+    sl_probe_cache_dir(dir, sizeof dir);
+    snprintf(buf, len, "%s/compute-%s%s%s-t%d-%s.bw", dir, sl_kernels_for_type(type)->name, sl_kernels_exact() ? "-exact" : "",
+             BUILD_FLAVOUR, n_threads, sl_type_name(type));
+}
+
+/* Contract: the next value of a xorshift64 generator (state must be non-zero). */
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* Contract: a float in [-1, 1) from the generator. */
+static float rnd_unit(uint64_t *s) { return (float)((rnd(s) >> 40) * 0x1p-23) - 1.0f; }
+
+/* Contract: w[0..bytes) (a whole number of blocks of `type`) holds valid blocks: POOL_ELEMS random
+ * floats (magnitudes varying per 32 so block scales differ) are quantized with the type's reference
+ * quantizer and the matrix is tiled from randomly chosen runs of those blocks.  Quantizing the whole
+ * matrix would cost seconds (~0.1 µs per element).  -1 when out of memory. */
+static int fill(int type, unsigned char *w, size_t bytes, uint64_t *rng)
+{
+    const sl_type_info *ti = sl_type_get(type);
+    size_t pool_bytes = sl_row_bytes(type, POOL_ELEMS);
+    float *src = malloc(POOL_ELEMS * sizeof *src);
+    unsigned char *pool = malloc(pool_bytes);
+    if (!src || !pool) { free(src); free(pool); return -1; }
+    for (int i = 0; i < POOL_ELEMS; i += 32) {
+        float mag = ldexpf(1.0f, (int)(rnd(rng) % 7) - 3);
+        for (int j = 0; j < 32; j++) src[i + j] = rnd_unit(rng) * mag;
+    }
+    ti->quantize(src, pool, POOL_ELEMS);
+    /* runs of >= 256 bytes, so even 2-byte F16 "blocks" cost few copies */
+    size_t unit = (size_t)((256 + ti->bytes - 1) / ti->bytes) * (size_t)ti->bytes, units = pool_bytes / unit;
+    for (size_t o = 0; o < bytes; o += unit) {
+        size_t n = bytes - o < unit ? bytes - o : unit;
+        memcpy(w + o, pool + (size_t)(rnd(rng) % units) * unit, n);
+    }
+    free(src);
+    free(pool);
+    return 0;
+}
+
+typedef struct flush_job {
+    const unsigned char *p;
+    size_t n;
+} flush_job;
+
+/* Contract: thread ith of nth has evicted its share of the matrix's cache lines from every level
+ * (no-op where clflush is unavailable; the probe then relies on the matrix's size). */
+static void flush_worker(void *arg, int ith, int nth)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
+    const flush_job *j = arg;
+    size_t a = j->n * (size_t)ith / (size_t)nth / 64 * 64, b = j->n * (size_t)(ith + 1) / (size_t)nth;
+    for (size_t i = a; i < b; i += 64) __builtin_ia32_clflush(j->p + i);
+    __builtin_ia32_mfence();
+#else
+    (void)arg;
+    (void)ith;
+    (void)nth;
+#endif
+}
+
+/* Contract: qsort comparator for doubles, ascending. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What the measurements of one call share: the pool and the matrix buffer (faulting 64 MiB of
+ * pages in costs ~30 ms: once per call, not once per type). */
+typedef struct probe {
+    int n_threads;
+    sl_pool *pool;
+    unsigned char *buf;
+    size_t cap;
+} probe;
+
+/* Contract: frees what the probe allocated. */
+static void probe_free(probe *pr)
+{
+    sl_pool_free(pr->pool);
+    free(pr->buf);
+}
+
+/* Contract: the median bytes/s of timed sl_matmul passes (one vector, cache-cold `type` matrix of
+ * PROBE_COLS columns and at most probe_bytes) on the probe's pool; 0 when out of memory. */
+static double measure(probe *pr, int type, size_t probe_bytes)
+{
+    const size_t rb = sl_row_bytes(type, PROBE_COLS);
+    const int64_t rows = (int64_t)(probe_bytes / rb);
+    const size_t bytes = (size_t)rows * rb;
+    if (!pr->pool && !(pr->pool = sl_pool_create(pr->n_threads))) return 0;
+    if (pr->cap < bytes) {
+        free(pr->buf);
+        pr->cap = 0;
+        if (!(pr->buf = aligned_alloc(64, (bytes + 63) / 64 * 64))) return 0;
+        pr->cap = bytes;
+    }
+    unsigned char *w = pr->buf;
+    sl_pool *pool = pr->pool;
+    float *x = malloc(PROBE_COLS * sizeof *x), *out = malloc((size_t)rows * sizeof *out);
+    double *rate = malloc(PROBE_MAX_PASS * sizeof *rate);
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    double r = 0;
+    if (!x || !out || !rate || fill(type, w, bytes, &rng)) goto done;
+    for (int i = 0; i < PROBE_COLS; i++) x[i] = rnd_unit(&rng);
+    /* warm-up: pool threads running, per-thread activation scratch allocated */
+    sl_matmul(pool, type, w, rows, PROBE_COLS, rb, x, 1, out, rows);
+    flush_job fj = { w, bytes };
+    int n = 0;
+    uint64_t t_start = sl_now_ns();
+    while (n < PROBE_MAX_PASS && (n < PROBE_MIN_PASS || sl_now_ns() - t_start < PROBE_NS)) {
+        /* flushing on the pool leaves its workers spinning, so the timed call starts as a decode
+         * matmul does: right after the previous parallel loop */
+        sl_pool_run(pool, flush_worker, &fj);
+        uint64_t t0 = sl_now_ns();
+        sl_matmul(pool, type, w, rows, PROBE_COLS, rb, x, 1, out, rows);
+        uint64_t dt = sl_now_ns() - t0;
+        rate[n++] = (double)bytes / ((dt ? dt : 1) / 1e9);
+    }
+    qsort(rate, (size_t)n, sizeof *rate, cmp_double);
+    r = n % 2 ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
+done:
+    free(x);
+    free(out);
+    free(rate);
+    return r;
+}
+
+/* Contract: the rate of `type` on pr->n_threads threads (cached, or measured with pr), its source
+ * in *src, one line in how. */
+static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback, enum src *src, char *how,
+                       size_t howlen)
+{
+    const sl_type_info *ti = sl_type_get(type);
+    const int n_threads = pr->n_threads;
+    *src = SRC_FALLBACK;
+    if (!ti || !ti->dot || !ti->quantize || sl_row_bytes(type, PROBE_COLS) == 0) {
+        snprintf(how, howlen, "assumed %.2f GB/s (no kernel for %s)", fallback / 1e9, sl_type_name(type));
+        return fallback;
+    }
+    char cp[4096];
+    cache_path(type, n_threads, cp, sizeof cp);
+    FILE *f = fopen(cp, "r");
+    double bw = 0;
+    if (f) {
+        if (fscanf(f, "%lf", &bw) != 1) bw = 0;
+        fclose(f);
+        if (isfinite(bw) && bw > 1e6) {
+            *src = SRC_CACHED;
+            snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
+            return bw;
+        }
+    }
+    if (probe_bytes > SL_COMPUTE_PROBE_BYTES) probe_bytes = SL_COMPUTE_PROBE_BYTES;
+    if (probe_bytes < SL_COMPUTE_PROBE_MIN) {
+        snprintf(how, howlen, "assumed %.2f GB/s (no room in the budget to measure)", fallback / 1e9);
+        return fallback;
+    }
+    bw = measure(pr, type, probe_bytes);
+    if (!(isfinite(bw) && bw > 0)) {
+        snprintf(how, howlen, "assumed %.2f GB/s (out of memory for the probe)", fallback / 1e9);
+        return fallback;
+    }
+    if (probe_bytes < SL_COMPUTE_PROBE_BYTES) {
+        /* a smaller matrix runs faster than a model's do: good enough for this run, not for the cache */
+        *src = SRC_MEASURED_UNCACHED;
+        snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, %.0f MiB probe to fit the budget; not cached)",
+                 bw / 1e9, sl_kernels_for_type(type)->name, n_threads, n_threads == 1 ? "" : "s", probe_bytes / 1048576.0);
+        return bw;
+    }
+    *src = SRC_MEASURED;
+    sl_probe_cache_mkdirs(cp);
+    f = fopen(cp, "w");
+    if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
+             n_threads, n_threads == 1 ? "" : "s", cp);
+    return bw;
+}
+
+/* Contract: see computeprobe.h (one type; the pool and matrix live for this call only). */
+double sl_compute_rate(int type, int n_threads, size_t probe_bytes, double fallback, char *how, size_t howlen)
+{
+    probe pr = { .n_threads = n_threads < 1 ? 1 : n_threads };
+    enum src src;
+    double r = rate_for(&pr, type, probe_bytes, fallback, &src, how, howlen);
+    probe_free(&pr);
+    return r;
+}
+
+/* Contract: see computeprobe.h. */
+void sl_compute_bytes_by_type(const sl_model *m, uint64_t bytes[SL_TYPE_COUNT])
+{
+    memset(bytes, 0, SL_TYPE_COUNT * sizeof *bytes);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sl_weight *w[SL_BLOCK_MATS];
+        for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++)
+            if (w[i]->type >= 0 && w[i]->type < SL_TYPE_COUNT) bytes[w[i]->type] += w[i]->nbytes;
+    }
+    if (m->output.type >= 0 && m->output.type < SL_TYPE_COUNT) bytes[m->output.type] += m->output.nbytes;
+}
+
+/* Contract: see computeprobe.h (time adds up per type, so rates combine harmonically). */
+double sl_compute_combine(const uint64_t bytes[SL_TYPE_COUNT], const double rate[SL_TYPE_COUNT])
+{
+    double total = 0, secs = 0;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!bytes[t]) continue;
+        if (!(rate[t] > 0)) return 0;
+        total += (double)bytes[t];
+        secs += (double)bytes[t] / rate[t];
+    }
+    return secs > 0 ? total / secs : 0;
+}
+
+/* Contract: see computeprobe.h (the types share one pool and one matrix buffer). */
+double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_bytes, double fallback,
+                             double rate[SL_TYPE_COUNT], char *how, size_t howlen)
+{
+    uint64_t bytes[SL_TYPE_COUNT];
+    sl_compute_bytes_by_type(m, bytes);
+    memset(rate, 0, SL_TYPE_COUNT * sizeof *rate);
+    probe pr = { .n_threads = n_threads < 1 ? 1 : n_threads };
+    int n_src[4] = { 0 };
+    char types[256] = "", one[480], why[512] = "";
+    size_t tl = 0;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!bytes[t]) continue;
+        enum src src;
+        rate[t] = rate_for(&pr, t, probe_bytes, fallback, &src, one, sizeof one);
+        n_src[src]++;
+        if (src == SRC_FALLBACK && !*why) snprintf(why, sizeof why, "%s: %s", sl_type_name(t), one);
+        if (tl < sizeof types)
+            tl += (size_t)snprintf(types + tl, sizeof types - tl, "%s%s %.2f", tl ? ", " : "", sl_type_name(t), rate[t] / 1e9);
+    }
+    probe_free(&pr);
+    double r = sl_compute_combine(bytes, rate);
+    char dir[3800], state[4096];
+    sl_probe_cache_dir(dir, sizeof dir);
+    if (n_src[SRC_FALLBACK]) snprintf(state, sizeof state, "partly assumed: %s", why);
+    else if (n_src[SRC_MEASURED_UNCACHED]) snprintf(state, sizeof state, "measured now with a smaller probe to fit the budget, not cached");
+    else if (n_src[SRC_MEASURED]) snprintf(state, sizeof state, "measured now, cached in %s", dir);
+    else snprintf(state, sizeof state, "measured earlier, %s", dir);
+    snprintf(how, howlen, "%.2f GB/s for this model's types (%s, %d thread%s: %s GB/s; %s)", r / 1e9, sl_kernels()->name,
+             pr.n_threads, pr.n_threads == 1 ? "" : "s", types, state);
+    return r;
+}

@@ -1,0 +1,452 @@
+/* runtime/plan/planner.c — deciding what stays resident under a RAM budget.
+ *
+ * Cost model (all bytes the process holds):
+ *   base      code, libraries, thread stacks, allocator slack (constant, measured: a resident run of
+ *             the 1.2 MB bundled model peaks at 3.6 MiB RSS; 6 MiB leaves room for liburing/zstd/stacks)
+ *   meta      the GGUF metadata copy; vocab: the tokenizer's tables; norms: f32 norm vectors
+ *   act       activations for n_batch positions + attention scores + logits + sampler candidates
+ *   kv        KV cache: f16 if it fits, else q8_0 (34 bytes per 32 values), else spilled to a file
+ *             with one layer's f16 K and V in memory
+ *   stream    (pieces in flight + the one computing) x (largest piece + O_DIRECT slack) + bounce buffer
+ *   resident  weights pinned in memory
+ * Every weight byte is read once per token whether it belongs to a block or the LM head, so each
+ * resident byte saves exactly one byte of reading per token: any packing that fills the budget is
+ * optimal for bytes read.  Among equal packings we prefer units that also remove per-piece overhead:
+ * the LM head (read in the most pieces), then whole blocks, then single tensors of the next block.
+ * The embedding table is never pinned: it costs one row per token streamed, and the full table
+ * would save only that row.
+ */
+#include "runtime/plan/planner.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/engine/stream.h"
+
+#define MiB (1024.0 * 1024.0)
+#define BASE_BYTES (6ull << 20)
+#define DIO_SLACK 4096ull
+
+void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes)
+{
+    memset(pm, 0, sizeof *pm);
+    pm->cfg = m->cfg;
+    for (int l = 0; l < m->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            const sl_weight *w = &m->layers[l].mat[i];
+            if (!sl_weight_present(w)) continue;
+            pm->tensor_bytes[l][i] = w->nbytes;
+            pm->tensor_row_bytes[l][i] = w->row_bytes;
+            pm->tensor_type[l][i] = w->type;
+        }
+    }
+    pm->lm_head_bytes = m->output.nbytes;
+    pm->lm_head_row_bytes = m->output.row_bytes;
+    pm->lm_head_type = m->output.type;
+    pm->embd_bytes = m->tok_embd.nbytes;
+    pm->embd_row_bytes = m->tok_embd.row_bytes;
+    pm->tied = m->tied;
+    pm->norm_bytes = m->norm_bytes;
+    pm->meta_bytes = sl_gguf_meta_bytes(m->gguf);
+    pm->vocab_bytes = vocab_bytes;
+    pm->file_bytes = sl_gguf_file_size(m->gguf);
+}
+
+/* Contract: see planner.h (the same fixed costs sl_plan_make charges first). */
+uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm)
+{
+    return BASE_BYTES + pm->meta_bytes + pm->vocab_bytes + pm->norm_bytes;
+}
+
+static uint64_t act_bytes(const sl_plan_model *pm, int B, int n_ctx, int threads)
+{
+    const sl_config *c = &pm->cfg;
+    uint64_t qd = (uint64_t)c->n_heads * c->head_dim, kvd = (uint64_t)c->n_kv_heads * c->head_dim;
+    uint64_t per = 2ull * c->dim + 2 * qd + 2 * kvd + 2ull * c->ffn_dim;
+    /* attention scratch per thread: one GQA group's scores over the context + a head row (forward.c) */
+    uint64_t att = (uint64_t)(c->n_heads / c->n_kv_heads) * (uint64_t)n_ctx + (uint64_t)c->head_dim;
+    return ((uint64_t)B * per + (uint64_t)threads * att + (uint64_t)c->vocab) * 4 +     /* ctx scratch, logits */
+           (uint64_t)c->vocab * 8 +                                                    /* sampler candidates */
+           pm->embd_row_bytes + (uint64_t)c->dim * 4;                                   /* embedding row */
+}
+
+static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv)
+{
+    const sl_config *c = &pm->cfg;
+    uint64_t per_layer = 2ull * n_ctx * c->n_kv_heads * c->head_dim;   /* K and V values */
+    switch (kv) {
+    case SL_PLAN_KV_F16: return per_layer * 2 * c->n_layers;
+    case SL_PLAN_KV_Q8_0: return per_layer / 32 * 34 * c->n_layers;
+    default: return per_layer * 2;   /* spill: one layer's K and V in f16 */
+    }
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Largest piece when streamed tensors are cut into chunks of at most `chunk` bytes (a chunk holds at
+ * least one row) and the LM head into `head_rows` rows. */
+static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk)
+{
+    uint64_t mx = 0;
+    for (int l = 0; l < pm->cfg.n_layers; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            if (p->layer_resident[l][i] || !pm->tensor_bytes[l][i]) continue;
+            uint64_t piece = chunk ? max_u64(pm->tensor_row_bytes[l][i], chunk / pm->tensor_row_bytes[l][i] * pm->tensor_row_bytes[l][i])
+                                   : pm->tensor_bytes[l][i];
+            if (piece > pm->tensor_bytes[l][i]) piece = pm->tensor_bytes[l][i];
+            mx = max_u64(mx, piece);
+        }
+    if (!p->lm_head_resident) mx = max_u64(mx, (uint64_t)p->lm_head_rows * pm->lm_head_row_bytes);
+    return mx;
+}
+
+/* What loader/io.c allocates for (prefetch + 1) slots: each piece rounded up to pages plus a page of
+ * O_DIRECT slack, the bounce buffer for embedding rows (the read chunk: the piece size clamped to
+ * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row. */
+static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk, int prefetch)
+{
+    uint64_t piece = largest_piece(pm, p, chunk);
+    if (!piece) return 0;
+    uint64_t bounce = sl_stream_read_chunk(piece);
+    return (uint64_t)(prefetch + 1) * ((piece + 4095) / 4096 * 4096 + DIO_SLACK) + bounce + pm->embd_row_bytes;
+}
+
+
+/* ---- prediction --------------------------------------------------------------------------------
+ * A decode token walks the blocks in order, then the LM head.  Resident matrices compute at once;
+ * streamed ones are cut into the pieces runtime/engine/stream.c reads (chunk_bytes, LM head lm_head_rows
+ * rows), and the reader keeps prefetch + 1 pieces requested ahead of the one computing.  So reads
+ * overlap compute only within that window: while a long run of resident weights computes (the LM
+ * head and the first blocks, which follow each other from one token to the next), the disk reads
+ * the window's few MiB and then idles.  max(I/O, compute) ignores that (docs/planner.md has the
+ * llama3-8b measurement that showed it).  The token is therefore simulated: one disk serving requests in order at disk_bw, compute in
+ * forward order at the per-type rates.  Synchronous reads (the token's embedding row, the spilled
+ * KV cache of each layer at full context: the worst case) hold up compute and the disk alike.
+ * Not modelled: attention and the other per-token work outside matrix products (small at short
+ * contexts), and per-piece costs beyond bytes / rate (thread wake-ups after an I/O wait), which the
+ * disk hides whenever it is the bottleneck. */
+
+#define SIM_RING SL_STREAM_RING
+
+typedef struct sim {
+    double bw;                /* disk bytes/s; 0: reads are free */
+    int depth;                /* pieces requested ahead, including the one computing */
+    double t;                 /* compute clock */
+    double disk_free;         /* when the disk finishes what it has been asked for */
+    double released[SIM_RING];/* when piece k finished computing (k % SIM_RING) */
+    uint64_t k;               /* streamed pieces so far */
+} sim;
+
+/* Contract: seconds to compute `bytes` of `type` at the request's rate for that type. */
+static double compute_s(const sl_plan_req *req, int type, uint64_t bytes)
+{
+    double r = type >= 0 && type < SL_TYPE_COUNT && req->type_bw[type] > 0 ? req->type_bw[type] : req->compute_bw;
+    return r > 0 ? bytes / r : 0;
+}
+
+/* Contract: a synchronous read of `bytes` when compute gets to it: compute waits for it, and the
+ * pieces queued on the disk wait as long (the device serves it alongside them; its time is taken
+ * from theirs). */
+static void sim_sync_read(sim *s, uint64_t bytes)
+{
+    double d = s->bw > 0 ? bytes / s->bw : 0;
+    s->disk_free = (s->disk_free > s->t ? s->disk_free : s->t) + d;
+    s->t += d;
+}
+
+/* Contract: one streamed piece: requested when the piece `depth` places earlier was released (or
+ * at once for the first ones), read after everything requested before it, computed once read and
+ * once the previous compute is done. */
+static void sim_piece(sim *s, uint64_t len, double c)
+{
+    double req = s->k >= (uint64_t)s->depth ? s->released[(s->k - (uint64_t)s->depth) % SIM_RING] : 0;
+    double done = (s->disk_free > req ? s->disk_free : req) + (s->bw > 0 ? len / s->bw : 0);
+    s->disk_free = done;
+    s->t = (s->t > done ? s->t : done) + c;
+    s->released[s->k % SIM_RING] = s->t;
+    s->k++;
+}
+
+/* Contract: a matrix of `bytes` in rows of `row_bytes`: computed in place when resident, else as
+ * pieces of `rows_per_piece` rows. */
+static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t bytes, uint64_t row_bytes, int type,
+                       uint64_t rows_per_piece)
+{
+    if (resident || !row_bytes) { s->t += compute_s(req, type, bytes); return; }
+    uint64_t rows = bytes / row_bytes;
+    if (rows_per_piece < 1) rows_per_piece = 1;
+    for (uint64_t r = 0; r < rows; r += rows_per_piece) {
+        uint64_t len = (rows - r < rows_per_piece ? rows - r : rows_per_piece) * row_bytes;
+        sim_piece(s, len, compute_s(req, type, len));
+    }
+}
+
+/* Contract: fills pred_* of a feasible plan p (its resident flags, pieces and KV mode set). */
+static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const int L = pm->cfg.n_layers;
+    double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
+    int64_t pieces = 0;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+            if (!p->layer_resident[l][i] && pm->tensor_row_bytes[l][i]) {
+                uint64_t rows = pm->tensor_bytes[l][i] / pm->tensor_row_bytes[l][i];
+                uint64_t rpp = p->chunk_bytes ? p->chunk_bytes / pm->tensor_row_bytes[l][i] : rows;
+                if (rpp < 1) rpp = 1;
+                pieces += (int64_t)((rows + rpp - 1) / rpp);
+            }
+        }
+    p->pred_compute_s = comp;
+    p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
+    if (p->all_resident) {
+        p->pred_token_s = comp;
+        p->pred_tok_s = comp > 0 ? 1 / comp : 0;
+        return;
+    }
+    if (!p->lm_head_resident && pm->lm_head_row_bytes) {
+        uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
+        pieces += (int64_t)((pm->lm_head_bytes / pm->lm_head_row_bytes + rpp - 1) / rpp);
+    }
+    sim s = { .bw = req->disk_bw > 0 ? req->disk_bw : 0, .depth = p->prefetch + 1 };
+    if (s.depth > SIM_RING) s.depth = SIM_RING;
+    if (pieces && s.depth > pieces) s.depth = (int)pieces;
+    if (s.depth < 1) s.depth = 1;
+    const uint64_t spill_layer = p->kv == SL_PLAN_KV_SPILL && L ? p->kv_file_bytes / (uint64_t)L : 0;
+    double t_pass[3];
+    /* three passes: the first starts with an idle disk; the last is the steady state */
+    for (int pass = 0; pass < 3; pass++) {
+        sim_sync_read(&s, pm->embd_row_bytes);
+        for (int l = 0; l < L; l++) {
+            if (spill_layer) sim_sync_read(&s, spill_layer);
+            for (int i = 0; i < SL_BLOCK_MATS; i++) {
+                uint64_t rb = pm->tensor_row_bytes[l][i];
+                sim_matrix(&s, req, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
+                           p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
+            }
+        }
+        sim_matrix(&s, req, p->lm_head_resident, pm->lm_head_bytes, pm->lm_head_row_bytes, pm->lm_head_type,
+                   (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024));
+        t_pass[pass] = s.t;
+    }
+    p->pred_token_s = t_pass[2] - t_pass[1];
+    p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
+}
+
+/* Stage 1: does everything fit?  Then the plan is plain resident mode (the embedding table too:
+ * resident mode reads nothing per token).  Returns true and fills p when it does. */
+static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, uint64_t fixed, uint64_t weights,
+                              int B, int threads, sl_plan *p)
+{
+    uint64_t tot = fixed + act_bytes(pm, B, req->n_ctx, threads) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16) + weights;
+    if (tot > req->budget) return false;
+    const int L = pm->cfg.n_layers;
+    p->feasible = p->all_resident = true;
+    p->n_batch = B;
+    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+    p->kv = SL_PLAN_KV_F16;
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+    for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
+    p->lm_head_resident = true;
+    p->n_layers_resident = L;
+    p->resident_bytes = weights;
+    p->total_bytes = tot;
+    predict(pm, req, p);
+    return true;
+}
+
+/* The minimum budget's explanation: what dominates it and what to try. */
+static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, int kv_min, uint64_t min_stream,
+                            uint64_t min_chunk, uint64_t min_act, sl_plan *p)
+{
+    uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min);
+    const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
+    int n = snprintf(p->why, sizeof p->why,
+                     "needs at least %.0f MiB for this model at -c %d: KV cache %.1f MiB (%s), streaming buffers %.1f MiB "
+                     "(4 x %.1f MiB pieces), tokenizer %.1f MiB, metadata %.1f MiB, activations %.1f MiB, runtime %.0f MiB",
+                     p->min_budget / MiB + 0.5, req->n_ctx, kvb / MiB, kvn, min_stream / MiB,
+                     largest_piece(pm, p, min_chunk) / MiB, pm->vocab_bytes / MiB, pm->meta_bytes / MiB,
+                     min_act / MiB, BASE_BYTES / MiB);
+    if (kvb > p->min_budget / 3 && req->n_ctx > 256)
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d or --ram-budget %.0fM", req->n_ctx / 4,
+                 p->min_budget / MiB + 1.5);
+    else
+        snprintf(p->why + n, sizeof p->why - (size_t)n, "; try --ram-budget %.0fM", p->min_budget / MiB + 1.5);
+}
+
+/* Stage 3: KV precision, spilled -> q8_0 -> f16, as far as *spare allows. */
+static void grow_kv(const sl_plan_model *pm, const sl_plan_req *req, int kv_min, uint64_t *spare, sl_plan *p)
+{
+    p->kv = kv_min;
+    const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
+    for (int k = 0; k < 2; k++) {
+        if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
+        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv), nxt = kv_bytes(pm, req->n_ctx, up[k]);
+        if (nxt <= cur) { p->kv = up[k]; continue; }
+        if (nxt - cur > *spare) break;
+        *spare -= nxt - cur;
+        p->kv = up[k];
+    }
+    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv);
+    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16);
+}
+
+/* Stage 4: the prompt batch, doubling up to want_B. */
+static void grow_batch(const sl_plan_model *pm, const sl_plan_req *req, int want_B, int threads, uint64_t *spare,
+                       sl_plan *p)
+{
+    int B = 1;
+    while (B < want_B) {
+        int nb = B * 2 < want_B ? B * 2 : want_B;
+        uint64_t d = act_bytes(pm, nb, req->n_ctx, threads) - act_bytes(pm, B, req->n_ctx, threads);
+        if (d > *spare) break;
+        *spare -= d;
+        B = nb;
+    }
+    p->n_batch = B;
+    p->act_bytes = act_bytes(pm, B, req->n_ctx, threads);
+}
+
+/* Stage 5: piece size and prefetch, up a fixed ladder (only once the batch is complete). */
+static void grow_pieces(const sl_plan_model *pm, bool batch_done, uint64_t min_chunk, uint64_t min_stream,
+                        uint64_t *spare, sl_plan *p)
+{
+    uint64_t chunk = min_chunk, buf = min_stream;
+    int prefetch = 3;
+    if (batch_done) {
+        static const uint64_t ladder[][2] = { { 2u << 20, 3 }, { 4u << 20, 3 }, { 8u << 20, 3 } };
+        for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++) {
+            sl_plan t = *p;
+            t.lm_head_rows = 1024;
+            uint64_t nb = stream_buf(pm, &t, ladder[i][0], (int)ladder[i][1]);
+            if (nb > buf && nb - buf > *spare) break;
+            if (nb > buf) *spare -= nb - buf;
+            buf = nb > buf ? nb : buf;
+            chunk = ladder[i][0];
+            prefetch = (int)ladder[i][1];
+            p->lm_head_rows = 1024;
+        }
+    }
+    p->chunk_bytes = chunk;
+    p->prefetch = prefetch;
+    p->stream_buf_bytes = buf;   /* sized with nothing pinned: pinning only shrinks the largest piece */
+}
+
+/* Stage 6: weights, first fit over (LM head, block 0's tensors, block 1's, ...): each unit is pinned
+ * if it fits in what is left.  Returns the bytes pinned. */
+static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
+{
+    uint64_t res = 0;
+    if (!pm->tied && pm->lm_head_bytes <= avail) {
+        p->lm_head_resident = true;
+        avail -= pm->lm_head_bytes;
+        res += pm->lm_head_bytes;
+    }
+    for (int l = 0; l < pm->cfg.n_layers; l++) {
+        int pinned = 0;
+        for (int i = 0; i < SL_BLOCK_MATS; i++) {
+            if (pm->tensor_bytes[l][i] <= avail) {   /* an absent matrix (0 bytes) always "fits" */
+                p->layer_resident[l][i] = true;
+                avail -= pm->tensor_bytes[l][i];
+                res += pm->tensor_bytes[l][i];
+                pinned++;
+            }
+        }
+        if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;
+    }
+    return res;
+}
+
+/* Stages, in the order the budget reaches them:
+ *   1. everything resident, if it fits;
+ *   2. the streaming minimum (batch 1, the smallest KV, 1 MiB pieces, LM head in ~1 MiB pieces), or a
+ *      refusal that says what it needs;
+ *   3-6. what is above the minimum flows down a fixed order of uses, each taking what it can before the
+ *      next gets anything: KV precision, prompt batch (up to -b), piece size and prefetch, then
+ *      weights.  Because every stage's share only grows with the budget and weights come last, a
+ *      larger budget never pins fewer weights: bytes read per token never increase
+ *      (tests/test_planner.c checks this on a dense grid of budgets);
+ *   7. the prediction (predict()). */
+int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const sl_config *c = &pm->cfg;
+    memset(p, 0, sizeof *p);
+    if (c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || req->n_ctx < 1 || req->n_batch < 1) {
+        snprintf(p->why, sizeof p->why, "bad request (layers %d, -c %d, -b %d)", c->n_layers, req->n_ctx, req->n_batch);
+        return -EINVAL;
+    }
+    for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
+        for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
+    const int L = c->n_layers, threads = req->n_threads > 0 ? req->n_threads : 1;
+    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
+
+    p->base_bytes = BASE_BYTES;
+    p->meta_bytes = pm->meta_bytes;
+    p->vocab_bytes = pm->vocab_bytes;
+    p->norm_bytes = pm->norm_bytes;
+    const uint64_t fixed = p->base_bytes + p->meta_bytes + p->vocab_bytes + p->norm_bytes;
+    const int want_B = req->n_batch < req->n_ctx ? req->n_batch : req->n_ctx;
+
+    /* 2. The streaming minimum.  1 MiB pieces with 3 in flight: this disk needs several reads
+     *    outstanding to approach its sequential rate (docs/streaming.md); 4 slots of 1 MiB cost little
+     *    even in a tight budget.  (Computed before stage 1: an all-resident plan still reports it.) */
+    const uint64_t min_chunk = 1u << 20;
+    int min_head_rows = (int)(min_chunk / (pm->lm_head_row_bytes ? pm->lm_head_row_bytes : 1));
+    if (min_head_rows < 1) min_head_rows = 1;
+    if (min_head_rows > 1024) min_head_rows = 1024;
+    const int kv_min = req->allow_spill ? SL_PLAN_KV_SPILL : req->allow_q8_kv ? SL_PLAN_KV_Q8_0 : SL_PLAN_KV_F16;
+    p->lm_head_rows = min_head_rows;
+    const uint64_t min_stream = stream_buf(pm, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
+    const uint64_t min_act = act_bytes(pm, 1, req->n_ctx, threads);
+    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min) + min_stream;
+
+    /* 1. */
+    if (plan_all_resident(pm, req, fixed, weights, want_B, threads, p)) return 0;
+    if (p->min_budget > req->budget) {
+        explain_minimum(pm, req, kv_min, min_stream, min_chunk, min_act, p);
+        return -ENOSPC;
+    }
+
+    /* 3-6. */
+    uint64_t spare = req->budget - p->min_budget;
+    grow_kv(pm, req, kv_min, &spare, p);
+    grow_batch(pm, req, want_B, threads, &spare, p);
+    grow_pieces(pm, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
+    const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
+    const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;
+    p->resident_bytes = res;
+    /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply) */
+    p->stream_bytes = weights - pm->embd_bytes - res + (pm->tied ? pm->lm_head_bytes : 0);
+    p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;
+    p->feasible = p->total_bytes <= req->budget;
+    if (!p->feasible) {   /* cannot happen by construction; refuse rather than overrun */
+        snprintf(p->why, sizeof p->why, "internal: plan of %.1f MiB exceeds the budget", p->total_bytes / MiB);
+        return -ENOSPC;
+    }
+
+    /* 7. */
+    uint64_t spill_io = p->kv == SL_PLAN_KV_SPILL ? p->kv_file_bytes : 0;   /* worst case: full context */
+    p->read_per_token = p->stream_bytes + pm->embd_row_bytes + spill_io;
+    predict(pm, req, p);
+    return 0;
+}
+
+void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    if (p->feasible) predict(pm, req, p);
+}
+
+void sl_plan_apply(const sl_plan *p, sl_model *m)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        for (int i = 0; i < SL_BLOCK_MATS; i++) m->layers[l].mat[i].stream = !p->layer_resident[l][i];
+    }
+    m->tok_embd.stream = !p->all_resident;
+    m->output.stream = !p->lm_head_resident;
+    if (m->tied) m->output.stream = m->tok_embd.stream;
+}

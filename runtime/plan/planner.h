@@ -1,0 +1,132 @@
+/* runtime/plan/planner.h — the --ram-budget planner: what stays resident, what streams, and how.
+ *
+ * A pure function: (model description, budget, context, batch, disk and compute rates) -> plan.
+ * It performs no I/O and allocates nothing, so it is unit-tested on hand-built 8B/13B shapes.
+ * The plan accounts for everything the process holds (see sl_plan fields); the run then allocates
+ * exactly what the plan says, and --stats compares the plan with the measured peak.
+ * The rates come in through the request; sl_plan_rates (plan_print.c) measures them.
+ */
+#ifndef SL_RUNTIME_PLANNER_H
+#define SL_RUNTIME_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/types.h"
+#include "runtime/engine/model.h"
+
+#define SL_PLAN_MAX_LAYERS SL_MAX_LAYERS
+
+/* What the planner needs to know about a model (built from sl_model, or by hand in tests). */
+typedef struct sl_plan_model {
+    sl_config cfg;
+    /* per block and slot (enum sl_block_mat, forward order); 0 bytes: the block has no such matrix */
+    uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
+    uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
+    int      tensor_type[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* enum sl_type: picks the compute rate */
+    uint64_t lm_head_bytes, lm_head_row_bytes;
+    int      lm_head_type;
+    uint64_t embd_bytes, embd_row_bytes;
+    bool     tied;
+    uint64_t norm_bytes;      /* f32 norm vectors (always resident) */
+    uint64_t meta_bytes;      /* parsed GGUF metadata held in memory */
+    uint64_t vocab_bytes;     /* tokenizer tables */
+    uint64_t file_bytes;
+} sl_plan_model;
+
+enum sl_plan_kv { SL_PLAN_KV_F16 = 0, SL_PLAN_KV_Q8_0 = 1, SL_PLAN_KV_SPILL = 2 };
+
+typedef struct sl_plan_req {
+    uint64_t budget;          /* bytes the process may hold: RSS + page cache it creates */
+    int      n_ctx;
+    int      n_batch;         /* requested max batch; the plan may lower it */
+    int      n_threads;
+    double   disk_bw;         /* bytes/s, O_DIRECT sequential (0: unknown, reads cost no time) */
+    double   compute_bw;      /* bytes of weights per second the kernels process (decode), for any
+                               * type without its own rate below (0: unknown, compute is free) */
+    double   type_bw[SL_TYPE_COUNT];   /* per weight type (runtime/plan/computeprobe.h); 0: compute_bw */
+    char     disk_how[320];   /* where the rates came from, for printing (not used by the planner) */
+    char     compute_how[640];
+    bool     allow_spill;     /* KV may live in a file (the engine supports it) */
+    bool     allow_q8_kv;
+} sl_plan_req;
+
+typedef struct sl_plan {
+    bool     feasible;
+    bool     all_resident;    /* plain resident mode: nothing streams */
+    uint64_t min_budget;      /* the least budget that works at this -c */
+    char     why[512];        /* infeasible: what dominates the minimum, what to try */
+
+    /* fixed costs */
+    uint64_t base_bytes;      /* code, libraries, stacks, allocator slack */
+    uint64_t meta_bytes, vocab_bytes, norm_bytes;
+    uint64_t act_bytes;       /* activations and scratch for n_batch positions, logits, sampler */
+    int      n_batch;
+
+    /* KV cache */
+    int      kv;              /* enum sl_plan_kv */
+    uint64_t kv_bytes;        /* resident KV bytes (spill: one layer's buffer) */
+    uint64_t kv_file_bytes;   /* spill: size of the KV file */
+
+    /* weights */
+    bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
+    bool     lm_head_resident;
+    int      n_layers_resident;   /* blocks entirely resident */
+    uint64_t resident_bytes;  /* weights held in memory */
+    uint64_t stream_bytes;    /* weights read per token (one pass) */
+
+    /* streaming */
+    uint64_t chunk_bytes;     /* row-chunk size (0: whole tensors) */
+    int      prefetch;
+    int      lm_head_rows;
+    uint64_t stream_buf_bytes;/* slots x (largest piece + O_DIRECT slack) */
+
+    uint64_t total_bytes;     /* everything above: <= budget when feasible */
+    uint64_t read_per_token;  /* weights + embedding row + KV spill traffic */
+    double   pred_tok_s;      /* decode prediction: 1 / pred_token_s */
+    double   pred_token_s;    /* one decode token, reads overlapping compute as the reader allows */
+    double   pred_io_s, pred_compute_s;   /* per token: disk busy time, compute time */
+} sl_plan;
+
+/* Fill pm from an opened model (only the table; no I/O). */
+void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes);
+
+/* Make the plan.  Returns 0 with plan->feasible set, or -ENOSPC (plan->why explains, min_budget
+ * says how much would work), or -EINVAL for a bad request. */
+int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan);
+
+/* Apply a feasible plan to a model: set each weight's stream flag. */
+void sl_plan_apply(const sl_plan *p, sl_model *m);
+
+/* The fixed costs the planner charges before anything else: runtime, metadata, tokenizer, norms.
+ * What the process already holds once a model is open, before its plan is applied. */
+uint64_t sl_plan_fixed_bytes(const sl_plan_model *pm);
+
+/* Fill req->compute_bw, type_bw and compute_how for model m (pm made from it; req->budget and
+ * n_threads set), and req->disk_bw / disk_how when the disk rate is given: disk_gbs > 0 (--disk-bw
+ * GB/s); otherwise disk_bw is left 0 for sl_plan_disk_rate, once the plan says how the run reads.
+ * compute_gbs > 0 is used as given (--compute-bw); otherwise the compute rate is measured once per
+ * kernel path, thread count and weight type (runtime/plan/computeprobe.h), its probe matrix kept within
+ * what the budget leaves above the fixed costs.  Does I/O: not part of the pure planner. */
+void sl_plan_rates(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, double disk_gbs, double compute_gbs);
+
+/* For a plan made without a disk rate (req->disk_bw 0): measure how fast the model file reads the
+ * way this plan streams it — `backend` (enum sl_io_backend; buffered when no_direct), the plan's
+ * piece size, prefetch + 1 pieces in flight (runtime/plan/diskprobe.h; cached per configuration unless
+ * `fresh`) — set req->disk_bw and disk_how, and redo the prediction.  The plan's decisions do not
+ * depend on the disk rate, only its prediction does.  An all-resident plan reads nothing: no probe. */
+void sl_plan_disk_rate(const sl_model *m, const sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, int backend,
+                       bool no_direct, bool fresh);
+
+/* Redo plan's pred_* fields from req's rates (sl_plan_make does this already). */
+void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan);
+
+/* Human-readable table (sluice plan) and JSON. */
+void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
+void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
+
+/* Budget "auto": MemAvailable and the cgroup limit, whichever is lower, minus a safety margin.
+ * Writes how it was derived into `how`.  0 if unknown. */
+uint64_t sl_plan_auto_budget(char *how, size_t howlen);
+
+#endif

@@ -1,0 +1,217 @@
+/* runtime/text/chat_template.c — recognizing and rendering chat templates (see chat_template.h).
+ *
+ * The formats follow each family's documented prompt format; where a family has variants the
+ * marker strings that tell them apart are the ones llama.cpp's llm_chat_detect_template uses (read
+ * for the facts only), so a GGUF file is formatted the same way by both runtimes. */
+#include "runtime/text/chat_template.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const k_names[SL_TMPL_COUNT] = {
+    [SL_TMPL_PLAIN] = "plain",           [SL_TMPL_CHATML] = "chatml",
+    [SL_TMPL_LLAMA2] = "llama2",         [SL_TMPL_LLAMA2_SYS] = "llama2-sys",
+    [SL_TMPL_LLAMA2_SYS_BOS] = "llama2-sys-bos", [SL_TMPL_LLAMA2_SYS_STRIP] = "llama2-sys-strip",
+    [SL_TMPL_MISTRAL_V1] = "mistral-v1", [SL_TMPL_MISTRAL_V3] = "mistral-v3",
+    [SL_TMPL_MISTRAL_V3_TEKKEN] = "mistral-v3-tekken", [SL_TMPL_MISTRAL_V7] = "mistral-v7",
+    [SL_TMPL_LLAMA3] = "llama3",         [SL_TMPL_ZEPHYR] = "zephyr",
+    [SL_TMPL_GEMMA] = "gemma",
+};
+
+const char *sl_chat_template_name(int t) { return t >= 0 && t < SL_TMPL_COUNT ? k_names[t] : "unknown"; }
+
+const char *sl_chat_template_names(void)
+{
+    return "plain, chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3, "
+           "mistral-v3-tekken, mistral-v7, llama3, zephyr, gemma";
+}
+
+int sl_chat_template_from_name(const char *name)
+{
+    for (int t = 0; t < SL_TMPL_COUNT; t++)
+        if (!strcmp(name, k_names[t])) return t;
+    return SL_TMPL_UNKNOWN;
+}
+
+int sl_chat_template_detect(const char *s)
+{
+    if (!s || !*s) return SL_TMPL_UNKNOWN;
+    int byname = sl_chat_template_from_name(s);
+    if (byname != SL_TMPL_UNKNOWN) return byname;
+#define HAS(x) (strstr(s, x) != NULL)
+    if (HAS("<|im_start|>"))
+        /* Phi-4 (<|im_sep|>) and SmolVLM (<end_of_utterance>) reuse the marker with other formats */
+        return HAS("<|im_sep|>") || HAS("<end_of_utterance>") ? SL_TMPL_UNKNOWN : SL_TMPL_CHATML;
+    if (!strncmp(s, "mistral", 7) || HAS("[INST]")) {
+        if (HAS("[SYSTEM_PROMPT]")) return SL_TMPL_MISTRAL_V7;
+        if (HAS("' [INST] ' + system_message") || HAS("[AVAILABLE_TOOLS]")) {
+            if (HAS(" [INST]")) return SL_TMPL_MISTRAL_V1;
+            if (HAS("\"[INST]\"")) return SL_TMPL_MISTRAL_V3_TEKKEN;
+            return SL_TMPL_MISTRAL_V3;
+        }
+        if (HAS("content.strip()")) return SL_TMPL_LLAMA2_SYS_STRIP;
+        if (HAS("bos_token + '[INST]")) return SL_TMPL_LLAMA2_SYS_BOS;
+        if (HAS("<<SYS>>")) return SL_TMPL_LLAMA2_SYS;
+        return SL_TMPL_LLAMA2;
+    }
+    if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>")) return SL_TMPL_LLAMA3;
+    if (HAS("<start_of_turn>")) return SL_TMPL_GEMMA;
+    /* Zephyr: <|user|> turns closed by <|endoftext|> (or eos_token); Phi-3 closes them with <|end|>
+     * and ChatGLM starts with [gMASK]: those are other formats. */
+    if (HAS("<|user|>") && (HAS("<|endoftext|>") || HAS("eos_token")) && !HAS("<|end|>") && !HAS("[gMASK]"))
+        return SL_TMPL_ZEPHYR;
+#undef HAS
+    return SL_TMPL_UNKNOWN;
+}
+
+const char *sl_chat_template_end_token(int t)
+{
+    switch (t) {
+    case SL_TMPL_CHATML: return "<|im_end|>";
+    case SL_TMPL_LLAMA3: return "<|eot_id|>";
+    case SL_TMPL_GEMMA: return "<end_of_turn>";
+    case SL_TMPL_ZEPHYR: return "<|endoftext|>";
+    default: return NULL;   /* Llama 2 / Mistral end answers with </s>, the EOS token */
+    }
+}
+
+const char *sl_chat_template_stop_text(int t) { return t == SL_TMPL_PLAIN ? "\nUser:" : NULL; }
+
+/* ---- rendering --------------------------------------------------------------------------------- */
+
+typedef struct sbuf { char *p; size_t n, cap; bool oom; } sbuf;
+
+static void put_n(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) { b->oom = true; return; }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+
+/* s without leading and trailing ASCII whitespace (as the templates' trim / strip()). */
+static void put_trim(sbuf *b, const char *s)
+{
+    size_t a = 0, e = strlen(s);
+    while (a < e && isspace((unsigned char)s[a])) a++;
+    while (e > a && isspace((unsigned char)s[e - 1])) e--;
+    put_n(b, s + a, e - a);
+}
+
+static void put_content(sbuf *b, const char *s, bool trim) { if (trim) put_trim(b, s); else put(b, s); }
+
+static bool is(const char *role, const char *r) { return !strcmp(role, r); }
+
+static void render_llama2(sbuf *b, int t, const sl_chat_msg *m, int n)
+{
+    bool sys = t != SL_TMPL_LLAMA2, bos_inside = t == SL_TMPL_LLAMA2_SYS_BOS, strip = t == SL_TMPL_LLAMA2_SYS_STRIP;
+    bool inside = true;   /* the first [INST] is written up front; BOS comes from the tokenizer */
+    put(b, "[INST] ");
+    for (int i = 0; i < n; i++) {
+        if (!inside) {
+            inside = true;
+            put(b, bos_inside ? "<s>[INST] " : "[INST] ");
+        }
+        if (is(m[i].role, "system")) {
+            if (sys) { put(b, "<<SYS>>\n"); put_content(b, m[i].content, strip); put(b, "\n<</SYS>>\n\n"); }
+            else { put_content(b, m[i].content, strip); put(b, "\n"); }
+        } else if (is(m[i].role, "user")) {
+            put_content(b, m[i].content, strip);
+            put(b, " [/INST]");
+        } else {
+            put_content(b, m[i].content, strip);
+            put(b, "</s>");
+            inside = false;
+        }
+    }
+}
+
+static void render_mistral(sbuf *b, int t, const sl_chat_msg *m, int n)
+{
+    const char *lead = t == SL_TMPL_MISTRAL_V1 ? " " : "", *trail = t == SL_TMPL_MISTRAL_V3_TEKKEN ? "" : " ";
+    bool inside = false;
+    for (int i = 0; i < n; i++) {
+        if (!inside) { put(b, lead); put(b, "[INST]"); put(b, trail); inside = true; }
+        if (is(m[i].role, "system")) { put(b, m[i].content); put(b, "\n\n"); }
+        else if (is(m[i].role, "user")) { put(b, m[i].content); put(b, lead); put(b, "[/INST]"); }
+        else {
+            put(b, trail);
+            put_content(b, m[i].content, t == SL_TMPL_MISTRAL_V3);
+            put(b, "</s>");
+            inside = false;
+        }
+    }
+}
+
+char *sl_chat_render(int t, const sl_chat_msg *m, int n, bool add_ass, size_t *len)
+{
+    sbuf b = { 0 };
+    put(&b, "");
+    switch (t) {
+    case SL_TMPL_CHATML:
+        for (int i = 0; i < n; i++) { put(&b, "<|im_start|>"); put(&b, m[i].role); put(&b, "\n"); put(&b, m[i].content); put(&b, "<|im_end|>\n"); }
+        if (add_ass) put(&b, "<|im_start|>assistant\n");
+        break;
+    case SL_TMPL_LLAMA2: case SL_TMPL_LLAMA2_SYS: case SL_TMPL_LLAMA2_SYS_BOS: case SL_TMPL_LLAMA2_SYS_STRIP:
+        render_llama2(&b, t, m, n);
+        break;
+    case SL_TMPL_MISTRAL_V1: case SL_TMPL_MISTRAL_V3: case SL_TMPL_MISTRAL_V3_TEKKEN:
+        render_mistral(&b, t, m, n);
+        break;
+    case SL_TMPL_MISTRAL_V7:
+        for (int i = 0; i < n; i++) {
+            if (is(m[i].role, "system")) { put(&b, "[SYSTEM_PROMPT] "); put(&b, m[i].content); put(&b, "[/SYSTEM_PROMPT]"); }
+            else if (is(m[i].role, "user")) { put(&b, "[INST] "); put(&b, m[i].content); put(&b, "[/INST]"); }
+            else { put(&b, " "); put(&b, m[i].content); put(&b, "</s>"); }
+        }
+        break;
+    case SL_TMPL_LLAMA3:
+        for (int i = 0; i < n; i++) {
+            put(&b, "<|start_header_id|>"); put(&b, m[i].role); put(&b, "<|end_header_id|>\n\n");
+            put_trim(&b, m[i].content); put(&b, "<|eot_id|>");
+        }
+        if (add_ass) put(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case SL_TMPL_ZEPHYR:
+        for (int i = 0; i < n; i++) { put(&b, "<|"); put(&b, m[i].role); put(&b, "|>\n"); put(&b, m[i].content); put(&b, "<|endoftext|>\n"); }
+        if (add_ass) put(&b, "<|assistant|>\n");
+        break;
+    case SL_TMPL_GEMMA: {
+        /* no system role: the system text opens the next user turn */
+        sbuf sys = { 0 };
+        for (int i = 0; i < n; i++) {
+            if (is(m[i].role, "system")) { put_trim(&sys, m[i].content); continue; }
+            bool model = is(m[i].role, "assistant");
+            put(&b, "<start_of_turn>"); put(&b, model ? "model" : m[i].role); put(&b, "\n");
+            if (sys.n && !model) { put_n(&b, sys.p, sys.n); put(&b, "\n\n"); sys.n = 0; }
+            put_trim(&b, m[i].content); put(&b, "<end_of_turn>\n");
+        }
+        if (sys.oom) b.oom = true;
+        free(sys.p);
+        if (add_ass) put(&b, "<start_of_turn>model\n");
+        break;
+    }
+    default:   /* plain */
+        for (int i = 0; i < n; i++) {
+            if (is(m[i].role, "system")) { put(&b, m[i].content); put(&b, "\n\n"); }
+            else if (is(m[i].role, "user")) { put(&b, "User: "); put(&b, m[i].content); put(&b, "\n"); }
+            else { put(&b, "Assistant:"); put(&b, m[i].content); put(&b, "\n"); }
+        }
+        if (add_ass) put(&b, "Assistant:");
+        break;
+    }
+    if (b.oom) { free(b.p); return NULL; }
+    if (len) *len = b.n;
+    return b.p;
+}
