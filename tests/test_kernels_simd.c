@@ -96,8 +96,9 @@ static double max_abs(const float *x, int n)
     return m;
 }
 
-/* "native: avx2 avx512" plus the SIMD paths this CPU lacks (checked only under emulation, by
- * test_kernels_avx512_emu), for the summary lines: a pass must say what it covered. */
+/* "native: avx2 avx512" plus the SIMD paths this CPU lacks (checked elsewhere: AVX-512 under SIMDe
+ * by test_kernels_avx512_emu on x86, NEON under qemu by scripts/test-arm64.sh), for the summary
+ * lines: a pass must say what it covered. */
 static const char *paths_ran(void)
 {
     static char buf[128];
@@ -108,7 +109,7 @@ static const char *paths_ran(void)
         const size_t cap = sl_kernels_available(p) ? sizeof buf : sizeof lack;
         snprintf(dst + strlen(dst), cap - strlen(dst), " %s", sl_kpath_name(p));
     }
-    if (*lack) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; not on this CPU (emulated only):%s", lack);
+    if (*lack) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; not on this CPU:%s", lack);
     return buf;
 }
 
