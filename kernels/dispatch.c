@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 static const sl_kernel_set portable_set = {
     "portable",
@@ -67,7 +70,7 @@ static const type_pref k_prefs[] = {
 };
 
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,
- * which also checks that the OS saves the wide registers). */
+ * which also checks that the OS saves the wide registers; aarch64 ones from the kernel's HWCAP). */
 bool sl_kernels_available(int path)
 {
     switch (path) {
@@ -83,6 +86,12 @@ bool sl_kernels_available(int path)
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512vnni");
 #endif
+#if defined(__aarch64__)
+    /* Advanced SIMD is part of every AArch64 CPU Linux runs on; the kernel still reports it */
+    case SL_KPATH_NEON: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+    case SL_KPATH_NEON_DOTPROD:
+        return (getauxval(AT_HWCAP) & HWCAP_ASIMD) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+#endif
     default: return false;
     }
 }
@@ -95,13 +104,15 @@ const sl_kernel_set *sl_kernels_for(int path)
     case SL_KPATH_PORTABLE: return &portable_set;
     case SL_KPATH_AVX2: return &sl_kernels_avx2_set;
     case SL_KPATH_AVX512: return &sl_kernels_avx512_set;
+    case SL_KPATH_NEON: return &sl_kernels_neon_set;
+    case SL_KPATH_NEON_DOTPROD: return &sl_kernels_neon_dotprod_set;
     default: return NULL;
     }
 }
 
 const char *sl_kpath_name(int path)
 {
-    static const char *const names[SL_KPATH_COUNT] = { "portable", "avx2", "avx512" };
+    static const char *const names[SL_KPATH_COUNT] = { "portable", "avx2", "avx512", "neon", "neon_dotprod" };
     if (path == SL_KPATH_AUTO) return "auto";
     return path >= 0 && path < SL_KPATH_COUNT ? names[path] : "?";
 }

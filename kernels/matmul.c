@@ -99,7 +99,13 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_IQ4_XS: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_iq4_xs_q8_k, NULL, NULL }; break;
     default: break;   /* other types: the reference f32 dot */
     }
-    if (f.quant && !f.qdot) f = (act_fmt){ .fdot = ti ? ti->dot : NULL };   /* a set without this dot */
+    /* a set without this type's integer dot (or its activation quantizer): the portable set's,
+     * which gives the same bits (kernels/simd.h); failing that, the exact f32 dot */
+    if ((f.quant && !f.qdot) || (!f.quant && f.qdot) || (!f.qdot && !f.fdot)) {
+        const sl_kernel_set *portable = sl_kernels_for(SL_KPATH_PORTABLE);
+        if (portable && ks != portable) return fmt_for(portable, type, exact);
+        f = (act_fmt){ .fdot = ti ? ti->dot : NULL };
+    }
     return f;
 }
 

@@ -18,7 +18,8 @@
  * A result never depends on anything but (row, vector): not on the batch size, the thread count or
  * how a matrix is split into row pieces.
  *
- * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI).  At first use each
+ * Paths: portable C (always), AVX2 (+FMA, F16C), AVX-512 (F, BW, VL, VNNI); on aarch64 NEON and
+ * NEON + dotprod (kernels/simd_neon.c; features from getauxval(AT_HWCAP)).  At first use each
  * weight type gets the widest path the CPU supports (cpuid), unless dispatch.c's static per-type
  * table names a narrower one measured faster on that kind of CPU (bench_kernels --ab; wider is
  * not always faster: 512-bit K-quant dots ran slower than 256-bit ones on some CPUs).  Mixing
@@ -68,7 +69,11 @@
 
 #include "kernels/types.h"
 
-enum sl_kpath { SL_KPATH_AUTO = -1, SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2, SL_KPATH_COUNT = 3 };
+enum sl_kpath {
+    SL_KPATH_AUTO = -1, SL_KPATH_PORTABLE = 0, SL_KPATH_AVX2 = 1, SL_KPATH_AVX512 = 2,
+    SL_KPATH_NEON = 3, SL_KPATH_NEON_DOTPROD = 4,   /* aarch64: kernels/simd_neon.c */
+    SL_KPATH_COUNT = 5
+};
 
 /* Activation quantizer: x[0..n) -> blocks at y (n a multiple of the block size: 32 for Q8_0, 256
  * for Q8_K).  x must be finite. */
@@ -125,7 +130,7 @@ int  sl_kernels_path(void);
 /* The set whose dots run matrices of weight type `type` (any id; unknown ones get the base set). */
 const sl_kernel_set *sl_kernels_for_type(int type);
 int  sl_kernels_path_for_type(int type);
-const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "auto", "?" */
+const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", "neon_dotprod", "auto", "?" */
 /* Force a path for every type for the whole process (SL_KPATH_AUTO: back to the per-type table):
  * 0, or -ENOTSUP when the CPU lacks it (nothing changes), -EINVAL for an unknown path.  Not meant
  * to be called while matrix products are running. */
@@ -166,10 +171,12 @@ float sl_qdot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t 
 float sl_qdot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_qdot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 
-/* Per-path sets, defined in kernels/simd_avx2.c and kernels/simd_avx512.c (NULL-filled names on
- * other architectures). */
+/* Per-path sets, defined in kernels/simd_avx2.c, kernels/simd_avx512.c and kernels/simd_neon.c
+ * (NULL-filled names on other architectures). */
 extern const sl_kernel_set sl_kernels_avx2_set;
 extern const sl_kernel_set sl_kernels_avx512_set;
+extern const sl_kernel_set sl_kernels_neon_set;
+extern const sl_kernel_set sl_kernels_neon_dotprod_set;
 /* AVX2 functions shared with the AVX-512 set (the activation quantizers, whose bytes are the same
  * on every path, and the 4-vector dots, whose bits are). */
 void sl_avx2_quantize_q8_0(const float *restrict x, void *restrict y, int64_t n);

@@ -593,5 +593,5 @@ const sl_kernel_set sl_kernels_avx2_set = {
 };
 
 #else   /* not x86: dispatch.c never hands this set out */
-const sl_kernel_set sl_kernels_avx2_set = { "avx2" };
+const sl_kernel_set sl_kernels_avx2_set = { .name = "avx2" };
 #endif

@@ -329,5 +329,5 @@ const sl_kernel_set sl_kernels_avx512_set = {
 };
 
 #else   /* not x86: dispatch.c never hands this set out */
-const sl_kernel_set sl_kernels_avx512_set = { "avx512" };
+const sl_kernel_set sl_kernels_avx512_set = { .name = "avx512" };
 #endif

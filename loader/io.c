@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include "kernels/clock.h"
@@ -113,6 +116,38 @@ int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, siz
     return 0;
 }
 
+/* Contract: the O_DIRECT alignment of fd (a power of two): the file system's (statx
+ * STATX_DIOALIGN: offset and memory alignment), else the logical block size of the device (BLKSSZGET
+ * on a block device, sysfs queue/logical_block_size for the device a file lives on), else 4096, the
+ * largest logical block size in common use, when nothing tells. */
+static size_t dio_alignment(int fd, const struct stat *st)
+{
+    size_t a = 0;
+#ifdef STATX_DIOALIGN
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+        sx.stx_dio_offset_align > 0) {
+        a = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align : sx.stx_dio_mem_align;
+    }
+#endif
+    int lbs = 0;
+    if (!a && S_ISBLK(st->st_mode) && ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0) a = (size_t)lbs;
+    if (!a) {   /* a partition has no queue/ of its own: its disk's is one level up */
+        const char *const fmt[2] = { "/sys/dev/block/%u:%u/queue/logical_block_size",
+                                     "/sys/dev/block/%u:%u/../queue/logical_block_size" };
+        for (int k = 0; k < 2 && !a; k++) {
+            char p[96];
+            snprintf(p, sizeof p, fmt[k], major(st->st_dev), minor(st->st_dev));
+            FILE *f = fopen(p, "r");
+            unsigned long v = 0;
+            if (f && fscanf(f, "%lu", &v) == 1 && v >= 512 && v <= (1u << 20)) a = v;
+            if (f) fclose(f);
+        }
+    }
+    if (!a || (a & (a - 1))) a = 4096;
+    return a;
+}
+
 /* Open the file descriptor: with O_DIRECT unless refused (or not wanted), then prove O_DIRECT works
  * with one real aligned read (some filesystems accept the flag and fail every read). */
 static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen)
@@ -132,15 +167,8 @@ static int open_fd(sl_io *io, bool want_direct, char *err, size_t errlen)
         io->fd = fd;
     }
     io->size = (uint64_t)st.st_size;
-    io->align = 4096;
-#ifdef STATX_DIOALIGN
-    struct statx sx;
-    if (io->direct && statx(io->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
-        (sx.stx_mask & STATX_DIOALIGN)) {
-        if (sx.stx_dio_offset_align > io->align) io->align = sx.stx_dio_offset_align;
-        if (sx.stx_dio_mem_align > io->align) io->align = sx.stx_dio_mem_align;
-    }
-#endif
+    io->align = io->direct ? dio_alignment(io->fd, &st) : 0;
+    if (io->align < io->page) io->align = io->page;
     if (io->direct && io->size > 0) {
         void *probe = NULL;
         ssize_t n = -1;
@@ -173,9 +201,15 @@ refused:
  * glibc's dynamic mmap threshold: a reader opened and closed before the run (the disk probe) would
  * otherwise push the run's later multi-MiB allocations onto the heap, where freed memory lingers in
  * the peak RSS.  NULL when out of memory. */
+static size_t sys_page(void)
+{
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
 static void *buf_alloc(size_t len, size_t align)
 {
-    if (align <= (size_t)SL_IO_PAGE) {
+    if (align <= sys_page()) {   /* mmap aligns to the real page (not to a simulated one) */
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
     }
@@ -186,7 +220,7 @@ static void *buf_alloc(size_t len, size_t align)
 static void buf_free(void *p, size_t len, size_t align)
 {
     if (!p) return;
-    if (align <= (size_t)SL_IO_PAGE) munmap(p, len);
+    if (align <= sys_page()) munmap(p, len);
     else free(p);
 }
 
@@ -196,10 +230,11 @@ static void buf_free(void *p, size_t len, size_t align)
 static int alloc_buffers(sl_io *io, char *err, size_t errlen)
 {
     if (io->active == SL_IO_MMAP) {
-        io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * SL_IO_PAGE);
+        io->mem_bytes = (size_t)io->nslots * (io->max_piece + 2 * io->page);
         return 0;
     }
-    io->bufsize = sl_io_align_up(io->max_piece, io->align) + io->align;
+    /* whole pages: what a slot costs in RSS is what mem_bytes says, on any page size */
+    io->bufsize = sl_io_align_up(sl_io_align_up(io->max_piece, io->align) + io->align, io->page);
     for (int i = 0; i < io->nslots; i++) {
         void *p = buf_alloc(io->bufsize, io->align);
         if (!p) {
@@ -239,10 +274,13 @@ static void free_io(sl_io *io)
  * fall back to pread there). */
 int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, size_t errlen)
 {
+    const size_t real_page = sys_page();
+    const size_t page = o && o->page_size ? o->page_size : real_page;
     if (!path || !o || !out || o->slots < 1 || o->slots > SL_IO_MAX_SLOTS || o->max_piece == 0 ||
-        o->max_piece > SIZE_MAX / 4 || o->backend < SL_IO_PREAD || o->backend > SL_IO_URING) {
-        snprintf(err, errlen, "%s: bad reader options (slots 1..%d, max_piece > 0)",
-                 path ? path : "(null)", SL_IO_MAX_SLOTS);
+        o->max_piece > SIZE_MAX / 4 || o->backend < SL_IO_PREAD || o->backend > SL_IO_URING ||
+        (page & (page - 1)) || page % real_page || page > (1u << 20)) {
+        snprintf(err, errlen, "%s: bad reader options (slots 1..%d, max_piece > 0, page_size 0 or a "
+                 "power-of-two multiple of %zu up to 1 MiB)", path ? path : "(null)", SL_IO_MAX_SLOTS, real_page);
         return -EINVAL;
     }
     sl_io *io = calloc(1, sizeof *io);
@@ -252,6 +290,7 @@ int sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, si
         return -ENOMEM;
     }
     io->fd = -1;
+    io->page = page;
     io->nslots = o->slots;
     io->max_piece = o->max_piece;
     io->asked = io->active = o->backend;

@@ -54,6 +54,8 @@ typedef struct sl_io_opts {
     bool     no_direct;   /* don't try O_DIRECT: buffered reads, POSIX_FADV_DONTNEED after use */
     size_t   chunk;       /* largest single read (syscall or SQE); 0 = SL_IO_DEFAULT_CHUNK */
     const sl_io_fault *fault;   /* NULL in production (then the process-wide default applies) */
+    size_t   page_size;   /* 0 = the run-time page size; tests pass a larger power of two (a multiple of
+                             the real one, <= 1 MiB) to run as on a 16 or 64 KiB-page kernel */
 } sl_io_opts;
 
 typedef struct sl_io_stats {
@@ -84,7 +86,8 @@ int  sl_io_open(const char *path, const sl_io_opts *o, sl_io **out, char *err, s
 int  sl_io_request(sl_io *io, uint64_t offset, size_t len);
 
 /* Block until slot `slot` has its bytes.  On success returns 0 and *data = first byte of the range;
- * *data stays valid until sl_io_release.  (uintptr_t)*data % 4096 == offset % 4096, so *data is
+ * *data stays valid until sl_io_release.  (uintptr_t)*data % P == offset % P for P = the page size
+ * (4096 or more; with a simulated page_size, the real one), so *data is
  * 32-byte aligned whenever offset is.  On failure returns a negative errno (sl_io_errmsg says why),
  * *data = NULL, and the slot must still be released.  Calling it again returns the same result. */
 int  sl_io_wait(sl_io *io, int slot, const void **data);

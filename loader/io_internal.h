@@ -15,7 +15,6 @@
 #include <sys/types.h>
 
 #define SL_IO_MSGLEN 320
-#define SL_IO_PAGE   4096u   /* page size assumed for mmap ranges */
 #define SL_IO_DROP_GRAIN (2u << 20)   /* largest page-cache folio (PMD size): cache drops round to it */
 
 /* Backend-side state of a slot.  Worker backends (pread, mmap) change it under io->mu. */
@@ -51,7 +50,8 @@ struct sl_io {
     char        *path;
     int          fd;
     bool         direct;      /* fd has O_DIRECT */
-    size_t       align;       /* O_DIRECT offset/length/memory alignment (>= 4096) */
+    size_t       page;        /* run-time page size (sl_io_opts.page_size in tests): mmap ranges */
+    size_t       align;       /* O_DIRECT offset/length/memory alignment: the device's, at least a page */
     size_t       chunk;       /* largest single read, multiple of align */
     uint64_t     size;        /* file size at open */
     sl_io_backend asked, active;

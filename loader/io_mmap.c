@@ -49,6 +49,8 @@ static struct guard {
 static struct sigaction g_prev_bus;
 static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
 
+static size_t g_sig_page = 4096;   /* the run-time page size, read at install (sysconf is not async-signal-safe) */
+
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
     uintptr_t a = (uintptr_t)si->si_addr;
@@ -57,8 +59,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
         size_t n = atomic_load(&g_guard[i].len);
         if (!s || !n || a < s || a - s >= n) continue;
         atomic_int *lost = g_guard[i].lost;
-        void *page = (void *)(a - a % SL_IO_PAGE);
-        if (mmap(page, SL_IO_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) break;
+        void *page = (void *)(a - a % g_sig_page);
+        if (mmap(page, g_sig_page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) break;
         if (lost) atomic_store(lost, 1);
         return;   /* the faulting load runs again and reads zeros */
     }
@@ -73,6 +75,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 
 static void guard_install(void)
 {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg > 0) g_sig_page = (size_t)pg;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigbus;
@@ -148,7 +152,7 @@ static int mmap_fill(sl_io *io, sl_io_slot *s)
 {
     int r = check_range(io, s);
     if (r) return r;
-    uint64_t a = sl_io_align_down(s->off, SL_IO_PAGE), e = sl_io_align_up(s->off + s->len, SL_IO_PAGE);
+    uint64_t a = sl_io_align_down(s->off, io->page), e = sl_io_align_up(s->off + s->len, io->page);
     void *m = mmap(NULL, e - a, PROT_READ, MAP_SHARED, io->fd, (off_t)a);
     if (m == MAP_FAILED) {
         int err = errno;
@@ -166,8 +170,13 @@ static int mmap_fill(sl_io *io, sl_io_slot *s)
     for (uint64_t p = a; p < e; p += 2u << 20)
         (void)posix_fadvise(io->fd, (off_t)p, (off_t)(e - p < (2u << 20) ? e - p : (2u << 20)),
                             POSIX_FADV_WILLNEED);
-    for (size_t p = 0; p < s->maplen;) {
-        size_t n = s->maplen - p < io->chunk ? s->maplen - p : io->chunk;
+    /* Pages to populate: those holding the piece, in the kernel's pages.  That is the whole mapping
+     * unless a simulated page size (sl_io_opts.page_size) rounds it past pages beyond end of file. */
+    const long rp = sysconf(_SC_PAGESIZE);
+    size_t fill = sl_io_align_up(s->off + s->len - a, rp > 0 ? (size_t)rp : 4096);
+    if (fill > s->maplen) fill = s->maplen;
+    for (size_t p = 0; p < fill;) {
+        size_t n = fill - p < io->chunk ? fill - p : io->chunk;
         SL_IO_ADD(io, reads_issued, 1);
         if (!io->populate_ok) {          /* kernel < 5.14: readahead only, pages fault in on use */
             (void)madvise(s->map + p, n, MADV_WILLNEED);

@@ -245,8 +245,8 @@ Test(fast_invariants, paths_and_batch_size_bit_identical, .timeout = 300)
             float *ref = run_tokens(model, &g, 512, &V);
             char ran[64] = "portable";
             /* each SIMD path on its own, then the dispatch table's per-type mix (the default) */
-            const int modes[] = { SL_KPATH_AVX2, SL_KPATH_AVX512, SL_KPATH_AUTO };
-            for (int mi = 0; mi < 3; mi++) {
+            const int modes[] = { SL_KPATH_AVX2, SL_KPATH_AVX512, SL_KPATH_NEON, SL_KPATH_NEON_DOTPROD, SL_KPATH_AUTO };
+            for (int mi = 0; mi < (int)(sizeof modes / sizeof *modes); mi++) {
                 const int p = modes[mi];
                 if (sl_kernels_force(p) != 0) continue;
                 float *got = run_tokens(model, &g, 512, &V);

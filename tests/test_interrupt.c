@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "loader/gguf.h"
+#include "loader/io.h"
 
 extern char **environ;
 
@@ -245,7 +246,11 @@ Test(io_faults, eio_stops_with_one_line)
         char *out, *err;
         run_io(io_backends[b], fault, &st, &out, &err);
         cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: status %d", io_backends[b], st);
-        cr_expect(one_line(err), "%s: stderr is not one line: %s", io_backends[b], err);
+        /* without io_uring the uring backend says once that it reads with pread, then fails alike */
+        const char *line = err;
+        if (!strcmp(io_backends[b], "uring") && !sl_io_uring_available() && strstr(err, "io_uring unavailable"))
+            line = strchr(err, '\n') ? strchr(err, '\n') + 1 : err;
+        cr_expect(one_line(line), "%s: stderr is not one line: %s", io_backends[b], err);
         cr_expect(strstr(err, "Input/output error"), "%s: %s", io_backends[b], err);
         cr_expect(strstr(err, "blk.0.") && strstr(err, ".weight"), "%s: no tensor named: %s", io_backends[b], err);
         free(out);
@@ -254,11 +259,15 @@ Test(io_faults, eio_stops_with_one_line)
     /* io_uring completions failing with EIO */
     int st;
     char *out, *err;
-    run_io("uring", "cqe_err=5", &st, &out, &err);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "cqe_err: status %d", st);
-    cr_expect(strstr(err, "Input/output error") && one_line(err), "cqe_err: %s", err);
-    free(out);
-    free(err);
+    if (sl_io_uring_available()) {
+        run_io("uring", "cqe_err=5", &st, &out, &err);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "cqe_err: status %d", st);
+        cr_expect(strstr(err, "Input/output error") && one_line(err), "cqe_err: %s", err);
+        free(out);
+        free(err);
+    } else {
+        fprintf(stderr, "skipped: io_uring CQE errors (io_uring unavailable here)\n");
+    }
     /* a malformed fault spec is refused with one line, not ignored */
     run_io("pread", "bogus", &st, &out, &err);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "bogus: status %d", st);

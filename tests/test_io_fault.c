@@ -109,7 +109,7 @@ Test(io_fault, eio_at_offset, .init = setup, .fini = teardown) {
 /* CQE errors on every 4th completion: each wait is either exact bytes or -EIO with a message; both
  * happen; slots keep working; EINTR/EAGAIN completions alternately are retried transparently. */
 Test(io_fault, uring_cqe_errors, .init = setup, .fini = teardown) {
-    if (!sl_io_uring_available()) cr_skip_test("io_uring unavailable here");
+    if (!sl_io_uring_available()) cr_skip_test("skipped: io_uring unavailable here (io_uring_queue_init fails: no kernel support, or qemu-user)");
     sl_io_fault flt = { .cqe_err_every = 4 };
     sl_io *io = iot_open(F.path, SL_IO_URING, 4, MAX_PIECE, false, 64 << 10, &flt);
     uint64_t rs = 7;

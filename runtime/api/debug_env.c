@@ -28,7 +28,7 @@ int sluice_debug_env(char *err, size_t errlen)
         int want = strcmp(v, "auto") ? -2 : SL_KPATH_AUTO;
         for (int p = 0; p < SL_KPATH_COUNT; p++)
             if (!strcmp(v, sl_kpath_name(p))) want = p;
-        if (want == -2) BAD("SLUICE_KERNELS=%s is not one of auto|portable|avx2|avx512", v);
+        if (want == -2) BAD("SLUICE_KERNELS=%s is not one of auto|portable|avx2|avx512|neon|neon_dotprod", v);
         else if (sl_kernels_force(want)) BAD("SLUICE_KERNELS=%s: this CPU cannot run it", v);
     }
     if ((v = env_set("SLUICE_EXACT"))) sl_kernels_set_exact(strcmp(v, "0") != 0);

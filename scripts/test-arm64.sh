@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Cross-build sluice for aarch64 and run the whole Criterion suite (goldens included) under
+# qemu-user on this amd64 host.  Installs what it needs (scripts/install-deps-arm64.sh).
+#
+# - ctest runs each test through qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR, set by the
+#   toolchain file); programs the tests start (sluice, sluice-gen) run through the kernel's
+#   binfmt_misc entry for aarch64, registered here when missing (needs root, as CI has).
+# - QEMU_CPU=max gives the emulated CPU NEON and the dotprod extension, so the kernel tests check
+#   both NEON paths against the portable one, the goldens run on the path the dispatcher picks
+#   (neon_dotprod), and test_golden_fast checks the logits of every path (portable, neon,
+#   neon_dotprod, auto) bit-identical, at batch 512 and 1.
+# - qemu-user does not emulate io_uring: the engine falls back to pread and says so, and the tests
+#   that need io_uring report "skipped: …".  SL_TEST_QEMU_USER=1 tells the tests they are emulated
+#   (tests/qemu_testutil.h: lower speed floors, no mmap page-cache bound).
+# BUILD_DIR (default build-arm64); extra arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-arm64}
+export SL_ARM64_ROOT=${SL_ARM64_ROOT:-$PWD/build-arm64-deps}
+BUILD_DIR=$BUILD_DIR bash scripts/build-arm64.sh
+
+# binfmt_misc: lets a test exec an aarch64 program (the test binaries spawn sluice themselves).
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+BINFMT=/proc/sys/fs/binfmt_misc
+if [ ! -e "$BINFMT/register" ]; then
+  $SUDO mount -t binfmt_misc binfmt_misc "$BINFMT" || { echo "test-arm64: needs binfmt_misc (mount failed)" >&2; exit 1; }
+fi
+if [ ! -e "$BINFMT/qemu-aarch64" ]; then
+  # the entry Debian's qemu-user-static ships (flag F: the interpreter is opened now, so it also
+  # works inside chroots and containers)
+  grep -v '^#' /usr/lib/binfmt.d/qemu-aarch64.conf | $SUDO tee "$BINFMT/register" >/dev/null ||
+    { echo "test-arm64: cannot register the aarch64 binfmt_misc entry" >&2; exit 1; }
+  echo "test-arm64: registered binfmt_misc entry qemu-aarch64"
+fi
+
+# qemu maps the guest's file paths into this root first: arm64 Criterion and libnanomsg live there,
+# everything else (the arm64 loader, libc, liburing, zstd) in the multiarch dirs it falls back to.
+export QEMU_LD_PREFIX=$SL_ARM64_ROOT
+export QEMU_CPU=max
+export SL_TEST_QEMU_USER=1
+export CRITERION_VERBOSITY_LEVEL=1   # Criterion prints [SKIP] lines (with their reason) only from level 1
+start=$(date +%s)
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
+# what the emulator could not run, as the tests said it (their output is hidden when they pass)
+grep -hoE '\[SKIP\].*|^skipped: .*' "$BUILD_DIR/Testing/Temporary/LastTest.log" | sort | uniq -c | sed 's/^/test-arm64: /' || true
+echo "test-arm64: qemu test time $(( $(date +%s) - start )) s"
