@@ -225,7 +225,11 @@ Test(chat_tty, ctrl_c_stops_the_answer_not_the_chat)
     size_t r = term_wait(&t, p1 + 3, "conversation cleared", 10);
     size_t p2 = term_wait(&t, r, "\n> ", 10);
     (void)p2;
-    term_type(&t, "\x04");   /* Ctrl-D at the prompt leaves */
+    /* /quit, not Ctrl-D: right after an interrupted answer the prompt can show while the terminal
+     * is still in cooked mode, and a Ctrl-D typed in that moment is eaten by the line discipline
+     * (seen in CI under load; see the closing note of session 4): a known issue, not what this
+     * test is about (Ctrl-C stops the answer and the chat goes on). */
+    term_type(&t, "/quit\r");
     cr_expect_eq(term_exit(&t, 30), 0);
 }
 
