@@ -17,6 +17,23 @@
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/cli/options.h"
+
+#ifndef SL_HAVE_SERVE
+/* Built without libmicrohttpd or jansson (e.g. a cross build without their arm64 packages): the
+ * command exists and says what it needs. */
+static const cli_opt *const serve_tables[] = { cli_meta_table, NULL };
+const cli_cmd cli_cmd_serve = { "serve", "an OpenAI-compatible HTTP server (not in this build)", "sluice serve [options]",
+                                serve_tables, NULL };
+
+int cmd_serve(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    cli_err("serve: this sluice was built without the server (it needs libmicrohttpd and jansson: "
+            "scripts/install-deps.sh installs them, then rebuild)");
+    return 1;
+}
+#else
 #include "runtime/serve/serve.h"
 
 enum {
@@ -184,3 +201,4 @@ done:
     sluice_close(M);
     return status;
 }
+#endif /* SL_HAVE_SERVE */
