@@ -79,7 +79,7 @@ static double max_diff(const float *a, const float *b, int n, double *rms)
     double mx = 0, s2 = 0;
     for (int i = 0; i < n; i++) {
         const double d = fabs((double)a[i] - b[i]);
-        mx = fmax(mx, d);
+        mx = d > mx ? d : mx;   /* not fmax(): gcc 12 for aarch64 crashes vectorizing that reduction */
         s2 += d * d;
     }
     if (rms) *rms = sqrt(s2 / n);

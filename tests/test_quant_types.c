@@ -445,7 +445,10 @@ Test(quant_types, q8_1_activations_follow_their_definition)
             double amax = 0;
             int sum = 0;
             for (int j = 0; j < 32; j++) {
-                amax = fmax(amax, fabs(x[b * 32 + j]));
+                /* a plain compare: gcc 12 for aarch64 crashes (internal compiler error in
+                 * vect_transform_reduction) vectorizing an fmax() reduction over doubles */
+                const double ax = fabs(x[b * 32 + j]);
+                amax = ax > amax ? ax : amax;
                 sum += (int8_t)blk[4 + j];
             }
             const double s = le_half(blk + 2);
