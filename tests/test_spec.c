@@ -331,3 +331,69 @@ Test(spec, sampling_keeps_the_distribution)
     sluice_close(m0);
     sluice_close(m1);
 }
+
+/* ---- edges: a context that fills up, a context made for sluice_batch, lookup ids ---------------- */
+
+/* n greedy tokens after "Once upon a time" on stories260K with n_ctx positions; with `look` as lookup
+ * (drafting on) or none (drafting off); the context made by sluice_ctx_new_seq when `seq`. */
+static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, gen_out *out)
+{
+    sluice_params p;
+    sluice_params_default(&p);
+    p.n_threads = 1;
+    p.n_ctx = n_ctx;
+    p.draft = look ? SLUICE_DRAFT_NGRAM : SLUICE_DRAFT_OFF;
+    p.draft_max = 8;
+    p.draft_fixed = true;
+    char err[512];
+    sluice_model *m;
+    sluice_ctx *c;
+    cr_assert_eq(sluice_open(STORIES, &p, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq((seq ? sluice_ctx_new_seq : sluice_ctx_new)(m, &c, err, sizeof err), 0, "%s", err);
+    if (look) cr_assert_eq(sluice_ctx_set_lookup(c, look, nl), 0, "%s", sluice_ctx_error(c));
+    int32_t prompt[16];
+    int np = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, prompt, 16);
+    cr_assert(np > 0 && np < 16);
+    cr_assert_eq(sluice_eval(c, prompt, np), 0, "%s", sluice_ctx_error(c));
+    sluice_sampler_params sp;
+    sluice_sampler_params_default(&sp);
+    sp.temp = 0;
+    sluice_sampler *s = sluice_sampler_new(m, &sp);
+    memset(out, 0, sizeof *out);
+    cr_assert_geq(sluice_generate(c, s, 128, collect, out), 0, "%s", sluice_ctx_error(c));
+    sluice_get_stats(m, c, &out->st);
+    sluice_sampler_free(s);
+    sluice_ctx_free(c);
+    sluice_close(m);
+}
+
+Test(spec, edges_full_context_batch_context_lookup_ids)
+{
+    gen_out ref, got;
+    /* a context that fills while drafts are accepted: as many tokens as one-token decoding gives */
+    edge_generate(48, false, NULL, 0, &ref);
+    cr_assert(ref.n > 20 && ref.n < 128, "the context (48) ends the reference: %d tokens", ref.n);
+    edge_generate(48, false, ref.ids, ref.n, &got);
+    cr_assert_gt(got.st.n_accepted, 0, "the continuation as lookup is accepted");
+    same_tokens(&ref, &got, "full context");
+    /* a context for sluice_batch keeps one logits row: it decodes one token per pass, never
+     * reading rows it does not have */
+    edge_generate(48, true, ref.ids, ref.n, &got);
+    same_tokens(&ref, &got, "sluice_ctx_new_seq context");
+    cr_assert_eq(got.st.n_drafted, 0, "no drafts without logits rows to verify them");
+    /* lookup ids outside the vocabulary are refused when given, not found at a verifying pass */
+    sluice_params p;
+    sluice_params_default(&p);
+    char err[512];
+    sluice_model *m;
+    sluice_ctx *c;
+    cr_assert_eq(sluice_open(STORIES, &p, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+    const int32_t bad[] = { 5, 100000, 7 }, neg[] = { -1 };
+    cr_assert_eq(sluice_ctx_set_lookup(c, bad, 3), -EINVAL);
+    cr_assert(strstr(sluice_ctx_error(c), "outside the vocabulary"), "%s", sluice_ctx_error(c));
+    cr_assert_eq(sluice_ctx_set_lookup(c, neg, 1), -EINVAL);
+    cr_assert_eq(sluice_ctx_set_lookup(c, bad, 1), 0);
+    sluice_ctx_free(c);
+    sluice_close(m);
+}

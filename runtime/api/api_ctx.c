@@ -103,7 +103,7 @@ int sluice_rewind(sluice_ctx *C, int n)
 
 void sluice_reset(sluice_ctx *C) { if (C) sluice_rewind(C, 0); }
 
-static int eval_locked(sluice_ctx *C, const int32_t *t, int n);
+static int eval_locked(sluice_ctx *C, const int32_t *t, int n, bool progress);
 
 /* ---- evaluation --------------------------------------------------------------------------------
  * Prompt progress: batches are reported as they finish; when weights stream, the weight source is
@@ -151,9 +151,18 @@ static void prog_reset(void *self)
     if (ps->inner->reset) ps->inner->reset(ps->inner->self);
 }
 
+static int eval_checked(sluice_ctx *C, const int32_t *t, int n, bool progress);
+
 int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
 {
     if (!CTX_OK(C, "sluice_eval")) return -EINVAL;
+    return eval_checked(C, t, n, true);
+}
+
+/* sluice_eval's checks and pass; `progress`: report a multi-token pass as a prompt pass (a
+ * speculative verifying pass is generation, and its progress line would erase the output's). */
+static int eval_checked(sluice_ctx *C, const int32_t *t, int n, bool progress)
+{
     C->err[0] = 0;
     if (n < 0 || (n > 0 && !t)) {
         snprintf(C->err, sizeof C->err, "eval: %s", n < 0 ? "negative token count" : "NULL tokens");
@@ -173,17 +182,17 @@ int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
         }
     int lrc = api_model_lock(C->M, C->err, sizeof C->err);
     if (lrc) return lrc;
-    int rc = eval_locked(C, t, n);
+    int rc = eval_locked(C, t, n, progress);
     api_model_unlock(C->M);
     return rc;
 }
 
 /* sluice_eval with the model's lock held and the arguments checked. */
-static int eval_locked(sluice_ctx *C, const int32_t *t, int n)
+static int eval_locked(sluice_ctx *C, const int32_t *t, int n, bool progress)
 {
     sl_ctx *c = C->c;
     const sluice_params *p = &C->M->p;
-    bool show = p->progress && n > 1;
+    bool show = progress && p->progress && n > 1;
     prog_src ps = { .inner = c->src, .p = p, .total = n };
     if (show && c->src) {
         ps.base = (sl_wsource){ &ps, prog_matmul, prog_row, prog_errmsg, prog_reset };
@@ -402,6 +411,10 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
     }
     int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
     if (k > room) k = room;
+    /* the verifying pass must be one batch whose every row keeps its logits (a context made for
+     * sluice_batch has n_batch 1 and one logits row: it cannot verify drafts) */
+    int rows = C->c->n_batch < C->c->logits_cap ? C->c->n_batch : C->c->logits_cap;
+    if (k > rows - 1) k = rows - 1;
     if (k > e->n_max - e->n - 1) k = e->n_max - e->n - 1;   /* drafts beyond n_max are never reported */
     return k > 0 ? k : 0;
 }
@@ -418,7 +431,7 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     int k = draft_len(C, e), nd = k ? sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1) : 0;
     batch[0] = id;
     uint64_t t0 = sl_now_ns();
-    int rc = sluice_eval(C, batch, nd + 1);
+    int rc = eval_checked(C, batch, nd + 1, false);
     if (rc) return rc;
     C->n_passes++;
     C->n_drafted += (uint64_t)nd;
@@ -430,6 +443,9 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
         if (!ok) { *next = t; break; }
         C->n_accepted++;
+        /* what one-token decoding would have evaluated when it reports batch[i+1] (emit stops at a
+         * full context by this count) */
+        C->n_toks = base + i + 1;
         if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
             keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
             sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i + 1);
@@ -484,6 +500,12 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
 int sluice_ctx_set_lookup(sluice_ctx *C, const int32_t *ids, int n)
 {
     if (!CTX_OK(C, "sluice_ctx_set_lookup") || n < 0 || (n > 0 && !ids)) return -EINVAL;
+    for (int i = 0; i < n; i++)   /* a draft outside the vocabulary would make the verifying pass fail */
+        if (ids[i] < 0 || ids[i] >= C->M->m->cfg.vocab) {
+            snprintf(C->err, sizeof C->err, "lookup: token %d is id %d, outside the vocabulary [0, %d)", i, ids[i],
+                     C->M->m->cfg.vocab);
+            return -EINVAL;
+        }
     int32_t *copy = NULL;
     if (n > 0) {
         copy = malloc((size_t)n * sizeof *copy);

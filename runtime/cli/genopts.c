@@ -155,7 +155,7 @@ static int apply_value(const char *a, const char *v, int id, gen_opts *o)
         else if (!strcmp(v, "block")) { o->chunk = 0; if (o->prefetch < 7) o->prefetch = 7; }
         else { if (!cli_float(a, v, 0.001, 65536, &d)) return -1; o->chunk = (uint64_t)(d * 1048576); }
         return 1;
-    case GEN_PREFETCH: return cli_int(a, v, 1, 60, &o->prefetch) ? 1 : -1;
+    case GEN_PREFETCH: return cli_int(a, v, 1, 32, &o->prefetch) ? 1 : -1;   /* the library's bound */
     case GEN_HEAD_CHUNK: return cli_int(a, v, 1, 1 << 24, &o->head_rows) ? 1 : -1;
     case GEN_DRAFT_MAX: return cli_int(a, v, 1, 64, &o->draft_max) ? 1 : -1;
     case GEN_LOOKUP: o->lookup = v; if (o->draft == SLUICE_DRAFT_AUTO) o->draft = SLUICE_DRAFT_NGRAM; return 1;
@@ -247,8 +247,11 @@ int gen_load_lookup(const gen_opts *o, sluice_model *M, sluice_ctx *C)
         free(buf);
         return -1;
     }
-    int32_t *ids = malloc((n + 1) * sizeof *ids);
-    int k = ids ? sluice_tokenize(M, buf, (ptrdiff_t)n, 0, ids, (int)n + 1) : -ENOMEM;
+    /* count first: a byte can make several tokens (an SPM vocabulary without "▁" spells a space
+     * as three byte tokens), so the text's length is no bound on its token count */
+    int nt = sluice_tokenize(M, buf, (ptrdiff_t)n, 0, NULL, 0);
+    int32_t *ids = nt >= 0 ? malloc(((size_t)nt + 1) * sizeof *ids) : NULL;
+    int k = nt < 0 ? nt : !ids ? -ENOMEM : sluice_tokenize(M, buf, (ptrdiff_t)n, 0, ids, nt);
     free(buf);
     int rc = k < 0 ? k : sluice_ctx_set_lookup(C, ids, k);
     free(ids);

@@ -136,8 +136,8 @@ static void print_text(const inspected *in)
                sl_vocab_family(in->v), sl_vocab_pre(in->v), sl_vocab_n_tokens(in->v), sl_vocab_bos(in->v),
                sl_vocab_eos(in->v), mib(sl_vocab_mem_bytes(in->v)));
     if (sl_gguf_get_str(g, "tokenizer.chat_template", &tmpl)) {
-        size_t first = strcspn(tmpl.ptr, "\n");
-        if (first > tmpl.len) first = tmpl.len;
+        const char *nl = memchr(tmpl.ptr, '\n', tmpl.len);   /* metadata strings are not NUL-terminated */
+        size_t first = nl ? (size_t)(nl - tmpl.ptr) : tmpl.len;
         printf("chat template %" PRIu64 " bytes: ", tmpl.len);
         cli_print_escaped(stdout, tmpl.ptr, first > 100 ? 100 : first);
         printf("%s\n", first < tmpl.len || first > 100 ? " ... (--json or --kv show it whole)" : "");

@@ -90,10 +90,10 @@ static enum MHD_Result health(sl_server *s, struct MHD_Connection *c)
 
 static enum MHD_Result models(sl_server *s, struct MHD_Connection *c)
 {
-    char *b = NULL;
-    int n = asprintf(&b, "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":0,"
-                     "\"owned_by\":\"sluice\",\"context_length\":%d}]}", s->o.model_name, s->n_ctx);
-    return send_json(s, c, n < 0 ? NULL : b, n < 0 ? 0 : (size_t)n);
+    size_t len = 0;
+    char *b = oai_models_body(s, &len);   /* jansson escapes the name (a file name may hold '"') */
+    if (!b) return send_error(s, c, 500, "out of memory");
+    return send_json(s, c, b, len);
 }
 
 static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
@@ -371,6 +371,12 @@ int sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, ch
     if (!s) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     s->M = M;
     s->o = *o;
+    /* the name goes into every response's JSON, which must be UTF-8 (the default is the file's name) */
+    size_t nlen = strlen(o->model_name), used = 0;
+    s->model_name = malloc(3 * nlen + 1);
+    if (!s->model_name) { free(s); snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    s->model_name[utf8_clean(o->model_name, nlen, s->model_name, &used)] = 0;
+    s->o.model_name = s->model_name;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     sluice_model_info info;
@@ -469,6 +475,7 @@ void sl_server_free(sl_server *s)
     if (s->d) sl_server_shutdown(s, 0);
     sched_stop(s);
     free(s->queue);
+    free(s->model_name);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);

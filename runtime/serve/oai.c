@@ -341,6 +341,12 @@ char *oai_sse_usage(sl_server *s, const job *j, size_t *len)
     return event(o, len);
 }
 
+char *oai_models_body(const sl_server *s, size_t *len)
+{
+    return dump(json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i}]}", "object", "list", "data", "id", s->o.model_name, "object",
+                          "model", "created", 0, "owned_by", "sluice", "context_length", s->n_ctx), len);
+}
+
 char *oai_error_body(int status, const char *m, size_t *len)
 {
     const char *type = status == 401 ? "authentication_error" : status == 404 ? "not_found_error"

@@ -76,6 +76,7 @@ struct sl_server {
     int port;
     int tmpl;                     /* enum sl_chat_tmpl */
     int32_t tmpl_end_tok;
+    char *model_name;             /* o.model_name as valid UTF-8 (bad bytes as U+FFFD): o.model_name points here */
     int n_ctx, n_vocab, n_batch;
 
     struct sched *sch;            /* the scheduler's slots and batch (sched.c) */
@@ -115,6 +116,8 @@ char *oai_sse_usage(sl_server *s, const job *j, size_t *len);
 /* {"error":{"message":..., "type":..., "code":...}} (malloc'd). */
 char *oai_error_body(int status, const char *msg, size_t *len);
 const char *oai_finish_name(int finish);
+/* The /v1/models body (malloc'd). */
+char *oai_models_body(const sl_server *s, size_t *len);
 
 /* ---- text (sched.c) ---- */
 /* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;
