@@ -41,9 +41,9 @@ void sl_softmax(float *x, int n)
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-void sl_swiglu(float *gate, const float *up, int n)
+void sl_swiglu(float *gate, const float *up, size_t n)
 {
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];
     }
@@ -78,7 +78,7 @@ void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, 
             att[(size_t)h * n + t] = s * scale;
         }
     }
-    if (softcap > 0) sl_softcap(att, nq * n, softcap);
+    if (softcap > 0) sl_softcap(att, (size_t)nq * (size_t)n, softcap);
     for (int h = 0; h < nq; h++) sl_softmax(att + (size_t)h * n, n);
     memset(out, 0, (size_t)nq * hd * sizeof *out);
     for (int t = 0; t < n; t++) {
@@ -111,17 +111,17 @@ void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, floa
     }
 }
 
-void sl_geglu(float *gate, const float *up, int n)
+void sl_geglu(float *gate, const float *up, size_t n)
 {
     const float sqrt_2_over_pi = 0.79788456080286535588f, coef_a = 0.044715f;
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         float u = gate[i];
         gate[i] = 0.5f * u * (1.0f + tanhf(sqrt_2_over_pi * u * (1.0f + coef_a * u * u))) * up[i];
     }
 }
 
-void sl_softcap(float *x, int n, float cap)
+void sl_softcap(float *x, size_t n, float cap)
 {
     const float inv = 1.0f / cap;
-    for (int i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
+    for (size_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
 }

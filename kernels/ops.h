@@ -31,7 +31,7 @@ void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int typ
                    float scale, float *att, float *tmp, float *out);
 
 /* gate[i] = silu(gate[i]) * up[i]. */
-void sl_swiglu(float *gate, const float *up, int n);
+void sl_swiglu(float *gate, const float *up, size_t n);
 
 /* out[b][r] = dot(row r of W, x[b]) for r in [0, rows), b in [0, nb).
  * W: `rows` rows of `cols` elements of `type`, row stride `row_bytes`; x: nb vectors of `cols`
@@ -79,11 +79,11 @@ void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, floa
 
 /* gate[i] = gelu(gate[i]) * up[i], gelu in its tanh form 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))),
  * evaluated in f32 (ggml evaluates it through an f16 table; see ../shared/README.md "gemma2"). */
-void sl_geglu(float *gate, const float *up, int n);
+void sl_geglu(float *gate, const float *up, size_t n);
 
 /* x[i] = cap * tanh(x[i] / cap) (Gemma 2's logit soft-capping), computed as ggml does: the
  * division as a product with 1/cap. */
-void sl_softcap(float *x, int n, float cap);
+void sl_softcap(float *x, size_t n, float cap);
 
 /* sl_attn_heads with the scores soft-capped before the softmax (softcap 0: none, exactly
  * sl_attn_heads): att_h[t] = softcap * tanh(scale * (q_h . K[t]) / softcap). */

@@ -280,8 +280,8 @@ static int ffn_block(sl_ctx *c, int l, int nb)
     if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
         (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
         return rc;
-    if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, nb * cf->ffn_dim);
-    else sl_swiglu(c->hb, c->hb2, nb * cf->ffn_dim);
+    if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
+    else sl_swiglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
     return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb, L->vec[SL_VEC_POST_FFN_NORM]);
 }
 
@@ -308,7 +308,7 @@ static int lm_head(sl_ctx *c, int nb)
             return -EDOM;
         }
     /* after the check: tanh would turn an overflow (inf) into a plausible cap value */
-    if (cf->final_softcap > 0) sl_softcap(c->logits, n_out * cf->vocab, cf->final_softcap);
+    if (cf->final_softcap > 0) sl_softcap(c->logits, (size_t)n_out * (size_t)cf->vocab, cf->final_softcap);
     return 0;
 }
 
