@@ -153,3 +153,90 @@ Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teard
         unlink(path);
     }
 }
+
+/* ---- the smaller file types: Q3_K_M, Q2_K, IQ4_XS ------------------------------------------- */
+
+/* Tensors of each type in a dry run of `shape` in `type`; the file size in *total. */
+static void type_counts(const char *shape, const char *type, int count[SL_TYPE_COUNT], unsigned long long *total)
+{
+    char args[512], path[300];
+    snprintf(args, sizeof args, "--shape %s --type %s --out '%s/x.gguf' --dry-run", shape, type, tdir);
+    cr_assert_eq(gen(args), 0, "%s %s", shape, type);
+    snprintf(path, sizeof path, "%s/out.txt", tdir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    memset(count, 0, SL_TYPE_COUNT * sizeof *count);
+    char line[256], name[128], tname[16];
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "total\t%llu", total) == 1) break;
+        cr_assert_eq(sscanf(line, "%127s\t%15s", name, tname), 2, "%s", line);
+        int t = 0;
+        while (t < SL_TYPE_COUNT && strcmp(sl_type_name(t), tname)) t++;
+        cr_assert_lt(t, SL_TYPE_COUNT, "%s", line);
+        count[t]++;
+    }
+    fclose(f);
+}
+
+/* llama.cpp's mixes, counted by hand from its rules for a 32-block llama3-8b (n_gqa 4) and a
+ * 40-block llama2-13b (n_gqa 1): 9 matrices a block (q k v o gate up down) + token_embd + output. */
+Test(gen_arch, small_file_type_mixes, .init = setup, .fini = teardown)
+{
+    static const struct { const char *shape, *type; int q2k, q3k, q4k, q5k, q6k, iq4xs; } want[] = {
+        /* Q3_K_M: q k gate up + token_embd Q3_K; o, v (blocks >= 2), down (>= 32/16) Q4_K; v, down of blocks 0-1 Q5_K */
+        { "llama3-8b", "Q3_K_M", 0, 4 * 32 + 1, 32 + 30 + 30, 4, 1, 0 },
+        { "llama2-13b", "Q3_K_M", 0, 4 * 40 + 1, 40 + 38 + 38, 4, 1, 0 },
+        /* Q2_K: q k gate up + token_embd Q2_K; o, down Q3_K; v Q4_K when n_gqa >= 4, else Q3_K */
+        { "llama3-8b", "Q2_K", 4 * 32 + 1, 2 * 32, 32, 0, 1, 0 },
+        { "llama2-13b", "Q2_K", 4 * 40 + 1, 3 * 40, 0, 0, 1, 0 },
+        /* IQ4_XS: everything IQ4_XS but v (Q5_K when n_gqa >= 4) and the output */
+        { "llama3-8b", "IQ4_XS", 0, 0, 0, 32, 1, 6 * 32 + 1 },
+        { "llama2-13b", "IQ4_XS", 0, 0, 0, 0, 1, 7 * 40 + 1 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int c[SL_TYPE_COUNT];
+        unsigned long long total = 0;
+        type_counts(want[i].shape, want[i].type, c, &total);
+        fprintf(stderr, "sluice-gen %-10s %-6s %llu bytes: Q2_K %d Q3_K %d Q4_K %d Q5_K %d Q6_K %d IQ4_XS %d\n", want[i].shape,
+                want[i].type, total, c[SL_TYPE_Q2_K], c[SL_TYPE_Q3_K], c[SL_TYPE_Q4_K], c[SL_TYPE_Q5_K], c[SL_TYPE_Q6_K],
+                c[SL_TYPE_IQ4_XS]);
+        cr_assert(c[SL_TYPE_Q2_K] == want[i].q2k && c[SL_TYPE_Q3_K] == want[i].q3k && c[SL_TYPE_Q4_K] == want[i].q4k &&
+                  c[SL_TYPE_Q5_K] == want[i].q5k && c[SL_TYPE_Q6_K] == want[i].q6k && c[SL_TYPE_IQ4_XS] == want[i].iq4xs,
+                  "%s %s: type counts differ from llama.cpp's mix", want[i].shape, want[i].type);
+    }
+}
+
+/* Each new file type on a narrow llama3-8b (the real vocabulary and n_gqa 4): sluice opens it, the
+ * file type key says the type, and resident, streamed and budgeted decodes give the same logits. */
+Test(gen_arch, small_file_types_run_and_stream, .init = setup, .fini = teardown)
+{
+    static const struct { const char *type; uint32_t ftype; int v_type; } types[] = {
+        { "Q3_K_M", 12, SL_TYPE_Q5_K }, { "Q2_K", 10, SL_TYPE_Q4_K }, { "IQ4_XS", 30, SL_TYPE_Q5_K },
+    };
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        char args[512], path[300], err[256];
+        snprintf(path, sizeof path, "%s/%s.gguf", tdir, types[i].type);
+        snprintf(args, sizeof args, "--shape llama3-8b --type %s --out '%s' --layers 2 --dim 512 --heads 8 --kv-heads 2 "
+                 "--ffn 512 --quiet", types[i].type, path);
+        cr_assert_eq(gen(args), 0, "%s", types[i].type);
+        sl_model *m;
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", types[i].type, err);
+        uint32_t ft = 0;
+        cr_assert(sl_gguf_get_u32(m->gguf, "general.file_type", &ft) && ft == types[i].ftype, "%s: file type %u",
+                  types[i].type, ft);
+        cr_assert_eq(m->layers[0].mat[SL_MAT_V].type, types[i].v_type, "%s attn_v", types[i].type);
+        cr_assert_eq(m->output.type, SL_TYPE_Q6_K, "%s output", types[i].type);
+        const int V = m->cfg.vocab;
+        const uint64_t file = sl_gguf_file_size(m->gguf);
+        sl_model_free(m);
+        float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
+        logits_of(path, 0, false, a, V);
+        logits_of(path, 0, true, b, V);
+        logits_of(path, file / 3 + (24u << 20), false, c, V);
+        for (int k = 0; k < V; k++) cr_assert(isfinite(a[k]), "%s: logit %d not finite", types[i].type, k);
+        cr_assert_eq(memcmp(a, b, (size_t)V * 4), 0, "%s: streamed logits differ from resident", types[i].type);
+        cr_assert_eq(memcmp(a, c, (size_t)V * 4), 0, "%s: budgeted logits differ from resident", types[i].type);
+        free(a); free(b); free(c);
+        unlink(path);
+    }
+}
