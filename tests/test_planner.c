@@ -432,6 +432,56 @@ Test(planner, compute_probe_respects_small_room, .init = cache_setup, .fini = ca
     cr_assert_eq(r, 1.5e9);
 }
 
+/* The probe's matrix for every type sluice computes with is valid: dequantized it is finite (a
+ * misplaced f16 scale field would hold random bits, Inf/NaN in 1 of 32 blocks; 4 MiB is thousands of
+ * blocks), varied (not a constant pattern), and a pure function of the seed. */
+Test(planner, compute_probe_blocks_of_every_type)
+{
+    const size_t bytes = 4u << 20;
+    unsigned char *a = malloc(bytes), *b = malloc(bytes);
+    float *x = malloc(sizeof(float) * 4096);
+    int n_types = 0;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        const sl_type_info *ti = sl_type_get(t);
+        if (!sl_type_supported(t)) {
+            if (ti) cr_assert_eq(sl_compute_probe_fill(t, a, (size_t)ti->bytes * 16, 1), -EINVAL, "%s", ti->name);
+            continue;
+        }
+        n_types++;
+        const size_t n = bytes / (size_t)ti->bytes * (size_t)ti->bytes, row = sl_row_bytes(t, 4096);
+        cr_assert_eq(sl_compute_probe_fill(t, a, n, 7), 0, "%s", ti->name);
+        cr_assert_eq(sl_compute_probe_fill(t, b, n, 7), 0, "%s", ti->name);
+        cr_assert_eq(memcmp(a, b, n), 0, "%s: same seed, other bytes", ti->name);
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t r = 0; r + row <= n; r += row) {
+            ti->dequant(a + r, x, 4096);
+            for (int k = 0; k < 4096; k++) {
+                cr_assert(isfinite(x[k]), "%s: row %zu element %d is %g", ti->name, r / row, k, x[k]);
+                lo = fmin(lo, x[k]);
+                hi = fmax(hi, x[k]);
+            }
+        }
+        cr_assert(lo < 0 && hi > 0, "%s: values %g..%g", ti->name, lo, hi);
+        cr_assert_eq(sl_compute_probe_fill(t, a, (size_t)ti->bytes + 1, 7), -EINVAL, "%s: part of a block", ti->name);
+    }
+    cr_assert_geq(n_types, 22, "every type with kernels (8 + the 14 of issue 16)");
+    free(a);
+    free(b);
+    free(x);
+}
+
+/* Every type with kernels is measured, none assumed (a small probe: measured, not cached). */
+Test(planner, compute_probe_measures_every_type, .init = cache_setup, .fini = cache_teardown, .timeout = 300)
+{
+    char how[512];
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!sl_type_supported(t)) continue;
+        double r = sl_compute_rate(t, 2, SL_COMPUTE_PROBE_MIN, -1.0, how, sizeof how);
+        cr_assert(isfinite(r) && r > tq_rate_floor(1e7) && strstr(how, "measured now"), "%s: %g %s", sl_type_name(t), r,
+                  how);
+    }
+}
+
 /* The model-level figure: per-type rates for exactly the types the model multiplies with, mixed by
  * their bytes (the bundled stories260K model). */
 Test(planner, compute_rate_of_a_model, .init = cache_setup, .fini = cache_teardown)

@@ -34,6 +34,11 @@
  * ("measured now", "measured earlier", "fallback"). */
 double sl_compute_rate(int type, int n_threads, size_t probe_bytes, double fallback, char *how, size_t howlen);
 
+/* The probe's matrix: dst[0..bytes) (a whole number of blocks of `type`) filled with valid random
+ * blocks of any supported type (f16 scales finite and normal), a pure function of seed.  0, or
+ * -EINVAL (a type without kernels, or bytes not whole blocks), -ENOMEM. */
+int sl_compute_probe_fill(int type, void *dst, size_t bytes, uint64_t seed);
+
 /* bytes[t] = bytes of the matrices of type t that a decode token multiplies with: the seven of every
  * block and the LM head (the embedding table only gives one row per token and is not counted,
  * unless it is the LM head of a tied model). */
