@@ -17,7 +17,8 @@
  *   sub-block scales are uniform (Q4_K 32..63 with min = scale so each sub-block is centred,
  *   Q6_K 64..127), and the f16 super-block scale is d0·U(0.8, 1.2) with d0 chosen so the element
  *   std equals σ.  That is roughly what quantizing Gaussian weights gives (bell-shaped quant
- *   histograms, varying scales), without pretending to be a trained model.
+ *   histograms, varying scales), without pretending to be a trained model.  Q2_K, Q3_K and IQ4_XS
+ *   blocks: tools/sluice-gen/lowbit.c.
  *
  * Pipeline: the tensor data is cut into ≤ 4 MiB chunks; G generator threads fill a ring of slots,
  * the main thread hands them to the GGUF writer in order (bounded memory: ring + 1 MiB buffer).
@@ -554,6 +555,34 @@ out:
 
 /* ---- main --------------------------------------------------------------------------------- */
 
+/* Contract: true when gen_units() synthesizes every tensor's type (the mix falls back to Q5_0 and
+ * others for odd row lengths, which parse_args rules out); else says which tensor and false. */
+static bool types_synthesized(const tplan *plan, int n, const char *ftype_name)
+{
+    for (int i = 0; i < n; i++) {
+        const int ty = plan[i].type;
+        if (ty != SL_TYPE_F32 && ty != SL_TYPE_F16 && ty != SL_TYPE_Q8_0 && ty != SL_TYPE_Q4_0 && ty != SL_TYPE_Q4_K &&
+            ty != SL_TYPE_Q5_K && ty != SL_TYPE_Q6_K && !gen_lowbit_has(ty)) {
+            fprintf(stderr, "sluice-gen: %s would be %s in a %s file, which sluice-gen does not synthesize\n", plan[i].name,
+                    sl_type_name(ty), ftype_name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Contract: "13 Q3_K, 7 Q4_K, ..." — the tensors of each quantized or F16 type, in id order. */
+static void type_mix(const tplan *plan, int n, char *buf, size_t len)
+{
+    int count[SL_TYPE_COUNT] = { 0 };
+    for (int i = 0; i < n; i++) count[plan[i].type]++;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int t = 0; t < SL_TYPE_COUNT && at < len; t++)
+        if (count[t] && t != SL_TYPE_F32)
+            at += (size_t)snprintf(buf + at, len - at, "%s%d %s", at ? ", " : "", count[t], sl_type_name(t));
+}
+
 static const char *volatile g_tmp;   /* temp file to unlink if we are interrupted */
 
 static void on_signal(int sig)
@@ -616,17 +645,11 @@ int main(int argc, char **argv)
     tplan *plan = calloc((size_t)gen_max_tensors(&o), sizeof *plan);
     if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); sl_gguf_close(voc); return 1; }
     int n = gen_build_plan(&o, (int64_t)vocab, plan);
-    for (int i = 0; i < n; i++) {
-        plan_units(&plan[i]);
-        const int ty = plan[i].type;   /* the types gen_units() synthesizes (the mix may fall back to others) */
-        if (ty != SL_TYPE_F32 && ty != SL_TYPE_F16 && ty != SL_TYPE_Q8_0 && ty != SL_TYPE_Q4_0 && ty != SL_TYPE_Q4_K &&
-            ty != SL_TYPE_Q5_K && ty != SL_TYPE_Q6_K && !gen_lowbit_has(ty)) {
-            fprintf(stderr, "sluice-gen: %s would be %s in a %s file, which sluice-gen does not synthesize\n",
-                    plan[i].name, sl_type_name(ty), o.ftype_name);
-            free(plan);
-            sl_gguf_close(voc);
-            return 1;
-        }
+    for (int i = 0; i < n; i++) plan_units(&plan[i]);
+    if (!types_synthesized(plan, n, o.ftype_name)) {
+        free(plan);
+        sl_gguf_close(voc);
+        return 1;
     }
 
     double t0 = now_s();
@@ -670,12 +693,8 @@ int main(int argc, char **argv)
     }
     double dt = now_s() - t0;
     if (!o.quiet) {
-        int count[SL_TYPE_COUNT] = { 0 };
-        for (int i = 0; i < n; i++) count[plan[i].type]++;
-        char mix[256] = "";
-        for (int t = 0, at = 0; t < SL_TYPE_COUNT && at < (int)sizeof mix; t++)
-            if (count[t] && t != SL_TYPE_F32)
-                at += snprintf(mix + at, sizeof mix - (size_t)at, "%s%d %s", at ? ", " : "", count[t], sl_type_name(t));
+        char mix[256];
+        type_mix(plan, n, mix, sizeof mix);
         printf("sluice-gen: wrote %s: %s %s, %d layers, dim %d, vocab %" PRIu64 ", %d tensors (%s), "
                "%" PRIu64 " bytes (%.3f GB) in %.1f s (%.0f MB/s)\n", o.out, o.s.name, o.ftype_name,
                o.s.layers, o.s.dim, vocab, n, mix, size, size / 1e9, dt, size / 1e6 / dt);

@@ -332,11 +332,9 @@ double sl_compute_combine(const uint64_t bytes[SL_TYPE_COUNT], const double rate
 }
 
 /* Contract: see computeprobe.h (the types share one pool and one matrix buffer). */
-double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_bytes, double fallback,
-                             double rate[SL_TYPE_COUNT], char *how, size_t howlen)
+double sl_compute_rate_mix(const uint64_t bytes[SL_TYPE_COUNT], int n_threads, size_t probe_bytes, double fallback,
+                           double rate[SL_TYPE_COUNT], char *how, size_t howlen)
 {
-    uint64_t bytes[SL_TYPE_COUNT];
-    sl_compute_bytes_by_type(m, bytes);
     memset(rate, 0, SL_TYPE_COUNT * sizeof *rate);
     probe pr = { .n_threads = n_threads < 1 ? 1 : n_threads };
     int n_src[4] = { 0 };
@@ -362,4 +360,13 @@ double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_byte
     snprintf(how, howlen, "%.2f GB/s for this model's types (%s, %d thread%s: %s GB/s; %s)", r / 1e9, sl_kernels()->name,
              pr.n_threads, pr.n_threads == 1 ? "" : "s", types, state);
     return r;
+}
+
+/* Contract: see computeprobe.h. */
+double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_bytes, double fallback,
+                             double rate[SL_TYPE_COUNT], char *how, size_t howlen)
+{
+    uint64_t bytes[SL_TYPE_COUNT];
+    sl_compute_bytes_by_type(m, bytes);
+    return sl_compute_rate_mix(bytes, n_threads, probe_bytes, fallback, rate, how, howlen);
 }

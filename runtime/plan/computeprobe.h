@@ -48,6 +48,11 @@ void sl_compute_bytes_by_type(const sl_model *m, uint64_t bytes[SL_TYPE_COUNT]);
  * there are no bytes or a type with bytes has no positive rate. */
 double sl_compute_combine(const uint64_t bytes[SL_TYPE_COUNT], const double rate[SL_TYPE_COUNT]);
 
+/* sl_compute_rate for every type with bytes[t] > 0: rate[t] for those types (0 for the others) and
+ * the combined rate of the mix as the return value; `how` summarises (as below). */
+double sl_compute_rate_mix(const uint64_t bytes[SL_TYPE_COUNT], int n_threads, size_t probe_bytes, double fallback,
+                           double rate[SL_TYPE_COUNT], char *how, size_t howlen);
+
 /* sl_compute_rate for every type m multiplies with: rate[t] for those types (0 for the others) and
  * the combined rate of m's mix as the return value; `how` summarises (rates per type, where they
  * came from). */
