@@ -153,3 +153,201 @@ Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teard
         unlink(path);
     }
 }
+
+/* ---- the smaller file types: Q3_K_M, Q2_K, IQ4_XS ------------------------------------------- */
+
+/* Tensors of each type in a dry run of `shape` in `type`; the file size in *total. */
+static void type_counts(const char *shape, const char *type, int count[SL_TYPE_COUNT], unsigned long long *total)
+{
+    char args[512], path[300];
+    snprintf(args, sizeof args, "--shape %s --type %s --out '%s/x.gguf' --dry-run", shape, type, tdir);
+    cr_assert_eq(gen(args), 0, "%s %s", shape, type);
+    snprintf(path, sizeof path, "%s/out.txt", tdir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    memset(count, 0, SL_TYPE_COUNT * sizeof *count);
+    char line[256], name[128], tname[16];
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "total\t%llu", total) == 1) break;
+        cr_assert_eq(sscanf(line, "%127s\t%15s", name, tname), 2, "%s", line);
+        int t = 0;
+        while (t < SL_TYPE_COUNT && strcmp(sl_type_name(t), tname)) t++;
+        cr_assert_lt(t, SL_TYPE_COUNT, "%s", line);
+        count[t]++;
+    }
+    fclose(f);
+}
+
+/* Named shapes: byte sizes within 1% of the public llama.cpp files (dry run: the tensor table is
+ * computed and the metadata measured, no data written).  1%: the public sizes are known to 3
+ * digits (0.1%); the per-tensor rules move a file by less than that bound (Q3_K_M's attn_v and
+ * ffn_down rules are 0.4% of it, IQ4_XS's ffn_down rule 0.8%, Q2_K's attn_v rule 0.6%), so the rules
+ * themselves are checked tensor by tensor against llama-quantize's files (tests/test_gen.c) and by
+ * the type counts below. */
+Test(gen_arch, named_shape_sizes, .init = setup, .fini = teardown)
+{
+    /* the public Meta-Llama-3-8B Q3_K_M, Q2_K and IQ4_XS files: 4.02, 3.18 and 4.45 GB */
+    static const struct { const char *shape, *type; double bytes; int layers; } ref[] = {
+        { "tinyllama-1.1b", "Q4_K_M", 0.668e9, 22 }, { "llama2-7b", "Q4_K_M", 4.08e9, 32 },
+        { "llama3-8b", "Q4_K_M", 4.9207e9, 32 },     { "mistral-7b", "Q4_K_M", 4.37e9, 32 },
+        { "llama2-13b", "Q4_K_M", 7.87e9, 40 },      { "llama3-8b", "Q3_K_M", 4.02e9, 32 },
+        { "llama3-8b", "Q2_K", 3.18e9, 32 },         { "llama3-8b", "IQ4_XS", 4.45e9, 32 },
+    };
+    for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
+        int c[SL_TYPE_COUNT], rows = 0;
+        unsigned long long total = 0;
+        type_counts(ref[i].shape, ref[i].type, c, &total);
+        for (int t = 0; t < SL_TYPE_COUNT; t++) rows += c[t];
+        fprintf(stderr, "sluice-gen %-15s %-6s %llu bytes (%+.2f%% vs the public file)\n", ref[i].shape, ref[i].type, total,
+                100 * (total / ref[i].bytes - 1));
+        cr_assert_eq(rows, 3 + 9 * ref[i].layers, "%s tensor count", ref[i].shape);
+        cr_assert(fabs(total / ref[i].bytes - 1) < 0.01, "%s %s: %llu bytes vs %.0f", ref[i].shape, ref[i].type, total,
+                  ref[i].bytes);
+        char tmp[300];
+        snprintf(tmp, sizeof tmp, "%s/x.gguf", tdir);
+        cr_assert_neq(access(tmp, F_OK), 0, "a dry run writes nothing");
+        snprintf(tmp, sizeof tmp, "%s/x.gguf.tmp", tdir);
+        cr_assert_neq(access(tmp, F_OK), 0, "a dry run leaves no temp file");
+    }
+}
+
+/* llama.cpp's mixes, counted by hand from its rules for a 32-block llama3-8b (n_gqa 4) and a
+ * 40-block llama2-13b (n_gqa 1): 9 matrices a block (q k v o gate up down) + token_embd + output. */
+Test(gen_arch, small_file_type_mixes, .init = setup, .fini = teardown)
+{
+    static const struct { const char *shape, *type; int q2k, q3k, q4k, q5k, q6k, iq4xs; } want[] = {
+        /* Q3_K_M: q k gate up + token_embd Q3_K; o, v (blocks >= 2), down (>= 32/16) Q4_K; v, down of blocks 0-1 Q5_K */
+        { "llama3-8b", "Q3_K_M", 0, 4 * 32 + 1, 32 + 30 + 30, 4, 1, 0 },
+        { "llama2-13b", "Q3_K_M", 0, 4 * 40 + 1, 40 + 38 + 38, 4, 1, 0 },
+        /* Q2_K: q k gate up + token_embd Q2_K; o, down Q3_K; v Q4_K when n_gqa >= 4, else Q3_K */
+        { "llama3-8b", "Q2_K", 4 * 32 + 1, 2 * 32, 32, 0, 1, 0 },
+        { "llama2-13b", "Q2_K", 4 * 40 + 1, 3 * 40, 0, 0, 1, 0 },
+        /* IQ4_XS: everything IQ4_XS but v (Q5_K when n_gqa >= 4) and the output */
+        { "llama3-8b", "IQ4_XS", 0, 0, 0, 32, 1, 6 * 32 + 1 },
+        { "llama2-13b", "IQ4_XS", 0, 0, 0, 0, 1, 7 * 40 + 1 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int c[SL_TYPE_COUNT];
+        unsigned long long total = 0;
+        type_counts(want[i].shape, want[i].type, c, &total);
+        fprintf(stderr, "sluice-gen %-10s %-6s %llu bytes: Q2_K %d Q3_K %d Q4_K %d Q5_K %d Q6_K %d IQ4_XS %d\n", want[i].shape,
+                want[i].type, total, c[SL_TYPE_Q2_K], c[SL_TYPE_Q3_K], c[SL_TYPE_Q4_K], c[SL_TYPE_Q5_K], c[SL_TYPE_Q6_K],
+                c[SL_TYPE_IQ4_XS]);
+        cr_assert(c[SL_TYPE_Q2_K] == want[i].q2k && c[SL_TYPE_Q3_K] == want[i].q3k && c[SL_TYPE_Q4_K] == want[i].q4k &&
+                  c[SL_TYPE_Q5_K] == want[i].q5k && c[SL_TYPE_Q6_K] == want[i].q6k && c[SL_TYPE_IQ4_XS] == want[i].iq4xs,
+                  "%s %s: type counts differ from llama.cpp's mix", want[i].shape, want[i].type);
+    }
+}
+
+/* Each new file type on a narrow llama3-8b (the real vocabulary and n_gqa 4): sluice opens it, the
+ * file type key says the type, and resident, streamed and budgeted decodes give the same logits. */
+Test(gen_arch, small_file_types_run_and_stream, .init = setup, .fini = teardown)
+{
+    static const struct { const char *type; uint32_t ftype; int v_type; } types[] = {
+        { "Q3_K_M", 12, SL_TYPE_Q5_K }, { "Q2_K", 10, SL_TYPE_Q4_K }, { "IQ4_XS", 30, SL_TYPE_Q5_K },
+    };
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        char args[512], path[300], err[256];
+        snprintf(path, sizeof path, "%s/%s.gguf", tdir, types[i].type);
+        snprintf(args, sizeof args, "--shape llama3-8b --type %s --out '%s' --layers 2 --dim 512 --heads 8 --kv-heads 2 "
+                 "--ffn 512 --quiet", types[i].type, path);
+        cr_assert_eq(gen(args), 0, "%s", types[i].type);
+        sl_model *m;
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", types[i].type, err);
+        uint32_t ft = 0;
+        cr_assert(sl_gguf_get_u32(m->gguf, "general.file_type", &ft) && ft == types[i].ftype, "%s: file type %u",
+                  types[i].type, ft);
+        cr_assert_eq(m->layers[0].mat[SL_MAT_V].type, types[i].v_type, "%s attn_v", types[i].type);
+        cr_assert_eq(m->output.type, SL_TYPE_Q6_K, "%s output", types[i].type);
+        const int V = m->cfg.vocab;
+        const uint64_t file = sl_gguf_file_size(m->gguf);
+        sl_model_free(m);
+        float *a = malloc((size_t)V * 4), *b = malloc((size_t)V * 4), *c = malloc((size_t)V * 4);
+        logits_of(path, 0, false, a, V);
+        logits_of(path, 0, true, b, V);
+        logits_of(path, file / 3 + (24u << 20), false, c, V);
+        for (int k = 0; k < V; k++) cr_assert(isfinite(a[k]), "%s: logit %d not finite", types[i].type, k);
+        cr_assert_eq(memcmp(a, b, (size_t)V * 4), 0, "%s: streamed logits differ from resident", types[i].type);
+        cr_assert_eq(memcmp(a, c, (size_t)V * 4), 0, "%s: budgeted logits differ from resident", types[i].type);
+        free(a); free(b); free(c);
+        unlink(path);
+    }
+}
+
+/* ---- sluice plan: what a smaller file of the same model would do ------------------------------ */
+
+/* `sluice plan -m model --ram-budget budget --disk-bw 1 --compute-bw 2 [extra]`'s stdout (malloc'd). */
+static char *plan_of(const char *model, const char *budget, const char *extra)
+{
+    char cmd[2048], path[300];
+    snprintf(path, sizeof path, "%s/plan.txt", tdir);
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s/sluice' plan -m '%s' --ram-budget %s --disk-bw 1 --compute-bw 2 %s "
+             "> '%s' 2>&1", tdir, SL_BINARY_DIR, model, budget, extra, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+/* The number after "key": in json from `from` on (-1 when absent). */
+static double json_num(const char *from, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(from, k);
+    return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+/* A Q4_K_M file that streams lists the smaller files with what each would read per token and
+ * decode at; generating those files and planning them gives the same numbers.  Tolerance 1%: the
+ * estimate uses this file's metadata size (the other file's differs by a few bytes: its
+ * description names another type), which can only move what the budget pins by that much; sizes
+ * within 64 bytes (that difference plus the 32-byte alignment padding).  A shape whose blocks
+ * outweigh the LM head (a vocabulary of 32000, 8 blocks of dim 1024, n_gqa 4). */
+Test(gen_arch, plan_lists_smaller_files, .init = setup, .fini = teardown)
+{
+    static const char *types[] = { "Q4_K_M", "Q3_K_M", "Q2_K" };
+    char path[3][300];
+    for (int i = 0; i < 3; i++) {
+        char args[1024];
+        snprintf(path[i], sizeof path[i], "%s/%s.gguf", tdir, types[i]);
+        snprintf(args, sizeof args, "--shape custom --type %s --out '%s' --layers 8 --dim 1024 --heads 8 --kv-heads 2 "
+                 "--ffn 4096 --quiet", types[i], path[i]);
+        cr_assert_eq(gen(args), 0, "%s", types[i]);
+    }
+    char *text = plan_of(path[0], "80M", "");
+    cr_assert(strstr(text, "mode: streaming"), "%s", text);
+    cr_assert(strstr(text, "a Q3_K_M file of this model (~100 MB) would stream ") &&
+              strstr(text, "a Q2_K file of this model (~83 MB) would stream "), "%s", text);
+    free(text);
+    text = plan_of(path[0], "1G", "");
+    cr_assert(strstr(text, "mode: resident") && !strstr(text, "file of this model"), "resident: no such lines\n%s", text);
+    free(text);
+    text = plan_of(path[2], "80M", "");
+    cr_assert(!strstr(text, "file of this model"), "nothing is smaller than Q2_K\n%s", text);
+    free(text);
+
+    char *json = plan_of(path[0], "80M", "--json");
+    const double now = json_num(json, "pred_tok_s");
+    for (int i = 1; i < 3; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "{\"type\":\"%s\"", types[i]);
+        const char *alt = strstr(json, key);
+        cr_assert_not_null(alt, "%s missing: %s", types[i], json);
+        const double file = json_num(alt, "file_bytes"), rd = json_num(alt, "read_per_token"), tok = json_num(alt, "pred_tok_s");
+        char *real = plan_of(path[i], "80M", "--json");
+        const double rfile = json_num(real, "model_bytes"), rrd = json_num(real, "read_per_token"), rtok = json_num(real, "pred_tok_s");
+        fprintf(stderr, "plan of Q4_K_M at 80M: %s would read %.0f bytes/token, %.3f tok/s (now %.3f); the generated %s: "
+                "%.0f bytes/token, %.3f tok/s\n", types[i], rd, tok, now, types[i], rrd, rtok);
+        cr_assert(fabs(file - rfile) <= 64, "%s: estimated %.0f bytes, the file has %.0f", types[i], file, rfile);
+        cr_assert(fabs(rd / rrd - 1) < 0.01, "%s: read per token %.0f vs %.0f", types[i], rd, rrd);
+        cr_assert(fabs(tok / rtok - 1) < 0.01, "%s: %.4f vs %.4f tok/s", types[i], tok, rtok);
+        cr_assert_gt(tok, now, "%s streams less: faster", types[i]);
+        free(real);
+    }
+    free(json);
+}

@@ -432,6 +432,56 @@ Test(planner, compute_probe_respects_small_room, .init = cache_setup, .fini = ca
     cr_assert_eq(r, 1.5e9);
 }
 
+/* The probe's matrix for every type sluice computes with is valid: dequantized it is finite (a
+ * misplaced f16 scale field would hold random bits, Inf/NaN in 1 of 32 blocks; 4 MiB is thousands of
+ * blocks), varied (not a constant pattern), and a pure function of the seed. */
+Test(planner, compute_probe_blocks_of_every_type)
+{
+    const size_t bytes = 4u << 20;
+    unsigned char *a = malloc(bytes), *b = malloc(bytes);
+    float *x = malloc(sizeof(float) * 4096);
+    int n_types = 0;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        const sl_type_info *ti = sl_type_get(t);
+        if (!sl_type_supported(t)) {
+            if (ti) cr_assert_eq(sl_compute_probe_fill(t, a, (size_t)ti->bytes * 16, 1), -EINVAL, "%s", ti->name);
+            continue;
+        }
+        n_types++;
+        const size_t n = bytes / (size_t)ti->bytes * (size_t)ti->bytes, row = sl_row_bytes(t, 4096);
+        cr_assert_eq(sl_compute_probe_fill(t, a, n, 7), 0, "%s", ti->name);
+        cr_assert_eq(sl_compute_probe_fill(t, b, n, 7), 0, "%s", ti->name);
+        cr_assert_eq(memcmp(a, b, n), 0, "%s: same seed, other bytes", ti->name);
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t r = 0; r + row <= n; r += row) {
+            ti->dequant(a + r, x, 4096);
+            for (int k = 0; k < 4096; k++) {
+                cr_assert(isfinite(x[k]), "%s: row %zu element %d is %g", ti->name, r / row, k, x[k]);
+                lo = fmin(lo, x[k]);
+                hi = fmax(hi, x[k]);
+            }
+        }
+        cr_assert(lo < 0 && hi > 0, "%s: values %g..%g", ti->name, lo, hi);
+        cr_assert_eq(sl_compute_probe_fill(t, a, (size_t)ti->bytes + 1, 7), -EINVAL, "%s: part of a block", ti->name);
+    }
+    cr_assert_geq(n_types, 22, "every type with kernels (8 + the 14 of issue 16)");
+    free(a);
+    free(b);
+    free(x);
+}
+
+/* Every type with kernels is measured, none assumed (a small probe: measured, not cached). */
+Test(planner, compute_probe_measures_every_type, .init = cache_setup, .fini = cache_teardown, .timeout = 300)
+{
+    char how[512];
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (!sl_type_supported(t)) continue;
+        double r = sl_compute_rate(t, 2, SL_COMPUTE_PROBE_MIN, -1.0, how, sizeof how);
+        cr_assert(isfinite(r) && r > tq_rate_floor(1e7) && strstr(how, "measured now"), "%s: %g %s", sl_type_name(t), r,
+                  how);
+    }
+}
+
 /* The model-level figure: per-type rates for exactly the types the model multiplies with, mixed by
  * their bytes (the bundled stories260K model). */
 Test(planner, compute_rate_of_a_model, .init = cache_setup, .fini = cache_teardown)
@@ -509,4 +559,98 @@ Test(planner, disk_probe_keys_configuration_and_caches, .init = cache_setup, .fi
     cr_assert_eq(small, 1.5e9);
     cr_assert(strstr(how, "too small"), "%s", how);
     unlink(path);
+}
+
+/* ---- smaller files of the same model (runtime/plan/plan_alt.c) ------------------------------- */
+
+/* Contract: the plan model of a file (a vocabulary of 1 MiB: only its size matters here). */
+static void plan_model_of(const char *path, sl_plan_model *pm)
+{
+    char err[256];
+    sl_model *m;
+    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", path, err);
+    sl_plan_model_from(pm, m, 1 * MiB);
+    sl_model_free(m);
+}
+
+/* The model sl_plan_model_as makes from micro-llama's Q4_K_M file is, tensor by tensor, the one of
+ * the file llama-quantize made in that type from the same F16 model (same types, row and tensor
+ * bytes; the file size within the metadata's difference), and planning it predicts what planning
+ * that file predicts, with per-type compute rates that differ (so a wrong type would show). */
+Test(planner, smaller_file_model_matches_llama_quantize)
+{
+    static const struct { const char *file; int ftype; } cases[] = {
+        { "Q3_K_M", 12 }, { "Q2_K", 10 }, { "IQ4_XS", 30 }, { "Q5_K_M", 17 }, { "Q6_K", 18 }, { "Q8_0", 7 }, { "Q4_0", 2 },
+    };
+    sl_plan_model *base = malloc(sizeof *base), *ref = malloc(sizeof *ref), *as = malloc(sizeof *as);
+    plan_model_of(SL_SHARED_DIR "/models/micro-llama.Q4_K_M.gguf", base);
+    sl_plan_req r = req_for(sl_plan_fixed_bytes(base) + 2 * MiB + base->file_bytes / 3, 256);
+    for (int t = 0; t < SL_TYPE_COUNT; t++) r.type_bw[t] = 1e9 * (1 + t % 7);
+    sl_plan *pa = malloc(sizeof *pa), *pr = malloc(sizeof *pr);
+    cr_assert_eq(sl_plan_make(base, &r, pa), 0, "%s", pa->why);
+    cr_assert(!pa->all_resident, "the budget must make the Q4_K_M file stream");
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char path[256];
+        snprintf(path, sizeof path, SL_SHARED_DIR "/models/micro-llama.%s.gguf", cases[c].file);
+        plan_model_of(path, ref);
+        cr_assert(sl_plan_model_as(base, cases[c].ftype, as), "%s", cases[c].file);
+        for (int l = 0; l < ref->cfg.n_layers; l++)
+            for (int i = 0; i < SL_BLOCK_MATS; i++) {
+                cr_assert_eq(as->tensor_type[l][i], ref->tensor_type[l][i], "%s block %d slot %d: %s, the file has %s",
+                             cases[c].file, l, i, sl_type_name(as->tensor_type[l][i]), sl_type_name(ref->tensor_type[l][i]));
+                cr_assert_eq(as->tensor_bytes[l][i], ref->tensor_bytes[l][i]);
+                cr_assert_eq(as->tensor_row_bytes[l][i], ref->tensor_row_bytes[l][i]);
+            }
+        cr_assert_eq(as->lm_head_type, ref->lm_head_type, "%s LM head", cases[c].file);
+        cr_assert_eq(as->lm_head_bytes, ref->lm_head_bytes);
+        cr_assert_eq(as->embd_bytes, ref->embd_bytes, "%s token_embd", cases[c].file);
+        cr_assert_eq(as->embd_row_bytes, ref->embd_row_bytes);
+        /* llama-quantize's files carry the same keys but for general.file_type's value: data offsets
+         * can move by the alignment padding (32) */
+        cr_assert(llabs((long long)as->file_bytes - (long long)ref->file_bytes) <= 64, "%s: %llu bytes, the file %llu",
+                  cases[c].file, (unsigned long long)as->file_bytes, (unsigned long long)ref->file_bytes);
+        as->meta_bytes = ref->meta_bytes;   /* the one input the estimate takes from this file */
+        cr_assert_eq(sl_plan_make(as, &r, pa), 0, "%s: %s", cases[c].file, pa->why);
+        cr_assert_eq(sl_plan_make(ref, &r, pr), 0, "%s: %s", cases[c].file, pr->why);
+        cr_assert_eq(pa->stream_bytes, pr->stream_bytes, "%s", cases[c].file);
+        cr_assert_float_eq(pa->pred_tok_s, pr->pred_tok_s, 1e-9 * pr->pred_tok_s, "%s", cases[c].file);
+    }
+    free(base); free(ref); free(as); free(pa); free(pr);
+}
+
+/* sl_plan_alternatives: exactly the smaller file types, largest first, each planned as
+ * sl_plan_model_as + sl_plan_make plan it; a file reads less per token the smaller it is here. */
+Test(planner, smaller_file_alternatives, .init = setup)
+{
+    sl_plan_req r = req_for(3072 * MiB, 4096);   /* even the Q2_K file (2.96 GiB) streams */
+    sl_plan_alt alt[SL_PLAN_MAX_ALTS];
+    int n = sl_plan_alternatives(&llama3_8b, &r, alt, SL_PLAN_MAX_ALTS);
+    static const char *want[] = { "Q4_0", "IQ4_XS", "Q3_K_M", "Q2_K" };   /* smaller than Q4_K_M's 4.92 GB */
+    cr_assert_eq(n, 4);
+    sl_plan_model *as = malloc(sizeof *as);
+    sl_plan *p = malloc(sizeof *p);
+    cr_assert_eq(sl_plan_make(&llama3_8b, &r, p), 0);
+    double prev_tok_s = p->pred_tok_s;
+    uint64_t prev_read = p->read_per_token;
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(alt[i].name, want[i]);
+        cr_assert(sl_plan_model_as(&llama3_8b, alt[i].ftype, as));
+        cr_assert_eq(alt[i].file_bytes, as->file_bytes);
+        cr_assert(i == 0 || alt[i].file_bytes < alt[i - 1].file_bytes);
+        cr_assert_eq(sl_plan_make(as, &r, p), 0);
+        cr_assert(alt[i].feasible && !alt[i].all_resident);
+        cr_assert_eq(alt[i].read_per_token, p->read_per_token);
+        cr_assert_float_eq(alt[i].pred_tok_s, p->pred_tok_s, 1e-12);
+        cr_assert_lt(alt[i].read_per_token, prev_read, "%s", alt[i].name);
+        cr_assert_gt(alt[i].pred_tok_s, prev_tok_s, "%s", alt[i].name);
+        prev_read = alt[i].read_per_token;
+        prev_tok_s = alt[i].pred_tok_s;
+    }
+    /* the Q3_K_M file: 4.02 GB like the public one (the hand-built shape has no metadata bytes) */
+    cr_assert(fabs(alt[2].file_bytes / 4.02e9 - 1) < 0.01, "%llu", (unsigned long long)alt[2].file_bytes);
+    /* a Q2_K model has no smaller file */
+    cr_assert(sl_plan_model_as(&llama3_8b, 10, as));
+    cr_assert_eq(sl_plan_alternatives(as, &r, alt, SL_PLAN_MAX_ALTS), 0);
+    free(as);
+    free(p);
 }

@@ -17,7 +17,8 @@
  *   sub-block scales are uniform (Q4_K 32..63 with min = scale so each sub-block is centred,
  *   Q6_K 64..127), and the f16 super-block scale is d0·U(0.8, 1.2) with d0 chosen so the element
  *   std equals σ.  That is roughly what quantizing Gaussian weights gives (bell-shaped quant
- *   histograms, varying scales), without pretending to be a trained model.
+ *   histograms, varying scales), without pretending to be a trained model.  Q2_K, Q3_K and IQ4_XS
+ *   blocks: tools/sluice-gen/lowbit.c.
  *
  * Pipeline: the tensor data is cut into ≤ 4 MiB chunks; G generator threads fill a ring of slots,
  * the main thread hands them to the GGUF writer in order (bounded memory: ring + 1 MiB buffer).
@@ -27,6 +28,7 @@
 #include "tools/sluice-gen/gen.h"
 #include "kernels/types.h"
 #include "kernels/f16.h"
+#include "loader/ftype.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -89,7 +91,7 @@ static const char *vocab_dir(void) { return vocab_dir_for("ggml-vocab-llama-spm.
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: sluice-gen --shape NAME|custom --type Q4_K_M|Q8_0|Q4_0|F16 --out FILE [options]\n"
+"usage: sluice-gen --shape NAME|custom --type FILETYPE --out FILE [options]\n"
 "  Writes a synthetic llama GGUF: real shapes, tensor order, llama.cpp type mix and file size,\n"
 "  the real tokenizer, random weights (no language ability).\n"
 "shapes: tinyllama-1.1b llama2-7b llama3-8b mistral-7b llama2-13b llama3.1-8b qwen2.5-7b qwen3-8b\n"
@@ -106,17 +108,24 @@ static void usage(FILE *f)
 "  --threads N       generator threads (1..%d)                                  [2]\n"
 "  --quiet           no progress, no summary\n"
 "  --dry-run         print the tensor table and the file size; write nothing\n"
+"file types: %s\n"
 "weights: std 1/sqrt(ne0) for matmul weights, 1 for token_embd, 1/sqrt(dim) for output,\n"
 "  norms 1 + 0.1*N(0,1) in F32.  F16 holds sigma*N(0,1).  Quantized blocks are synthesized\n"
 "  directly: clipped, discretized Gaussian quants centred on the zero point, uniform sub-block\n"
-"  scales (Q4_K 32..63 with mins = scales, Q6_K 64..127), f16 block scale d0*U(0.8,1.2) with d0\n"
+"  scales (Q4_K 32..63 with mins = scales, Q6_K 64..127, Q3_K 16..31, Q2_K 8..15 with mins =\n"
+"  scales, IQ4_XS +-16..31), f16 block scale d0*U(0.8,1.2) with d0\n"
 "  set so the element std is sigma.  Output is byte-identical for a given seed and thread count\n"
 "  does not matter.\n"
 "type mix (llama.cpp llama_tensor_get_type): Q4_K_M: Q4_K, with Q6_K for output (and a tied\n"
 "  token_embd) and for attn_v/ffn_down of layers i < L/8, i >= 7L/8, (i - L/8) %% 3 == 2;\n"
-"  Q5_K for a fused attn_qkv (phi3); Q4_0: Q4_0, output Q6_K; Q8_0: all Q8_0; F16: all F16;\n"
+"  Q5_K for a fused attn_qkv (phi3); Q5_K_M likewise with Q5_K and Q6_K (qkv Q6_K);\n"
+"  Q3_K_M: Q3_K, attn_v Q5_K in blocks 0-1 then Q4_K, ffn_down Q5_K for i < L/16 then Q4_K,\n"
+"  attn_output and attn_qkv Q4_K; Q2_K: Q2_K, attn_v Q4_K (Q3_K when heads/kv-heads < 4),\n"
+"  ffn_down and attn_output Q3_K; IQ4_XS: IQ4_XS, attn_v Q5_K when heads/kv-heads >= 4 (as\n"
+"  llama-quantize makes it with an importance matrix); every quantized type but Q8_0:\n"
+"  output (and a tied token_embd) Q6_K; Q8_0: all Q8_0; F16: all F16;\n"
 "  1-D tensors (norms, biases, rope factors) always F32.\n",
-            vocab_dir(), MAX_THREADS);
+            vocab_dir(), MAX_THREADS, sl_ftype_names());
 }
 
 static _Noreturn void bad_args(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -204,11 +213,9 @@ static void parse_args(int argc, char **argv, opts *o)
     if (theta > 0) o->s.theta = (float)theta;
 
     const char *t = o->ftype_name;
-    if      (!strcmp(t, "Q4_K_M")) o->ftype = FT_Q4_K_M;
-    else if (!strcmp(t, "Q8_0"))   o->ftype = FT_Q8_0;
-    else if (!strcmp(t, "Q4_0"))   o->ftype = FT_Q4_0;
-    else if (!strcmp(t, "F16"))    o->ftype = FT_F16;
-    else bad_args("unknown --type '%s' (Q4_K_M, Q8_0, Q4_0, F16)", t);
+    const sl_ftype_info *fi = sl_ftype_by_name(t);
+    if (!fi) bad_args("unknown --type '%s' (supported: %s)", t, sl_ftype_names());
+    o->ftype = fi->ftype;
 
     const shape *s = &o->s;
     if (s->dim % s->heads) bad_args("dim %d is not a multiple of heads %d", s->dim, s->heads);
@@ -216,22 +223,13 @@ static void parse_args(int argc, char **argv, opts *o)
     if (s->heads % s->kv_heads) bad_args("heads %d is not a multiple of kv-heads %d", s->heads, s->kv_heads);
     /* Row lengths are dim and ffn: each must split into whole blocks of every type used.  llama.cpp
      * would fall back to Q5_0/Q5_1/Q8_0 for odd shapes; sluice-gen generates no such fallbacks. */
-    int need = o->ftype == FT_Q4_K_M ? 256 : o->ftype == FT_F16 ? 1 : 32;
+    int need = sl_type_get(fi->base_type)->blck;
     if (s->dim % need || s->ffn % need || (gen_head_dim(s) * s->heads) % need)
         bad_args("--type %s needs dim, ffn and heads x head_dim to be multiples of %d (got %d, %d, %d)", t, need, s->dim,
                  s->ffn, gen_head_dim(s) * s->heads);
 }
 
 /* ---- random numbers and quant tables ------------------------------------------------------ */
-
-static inline uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-/* splitmix64 stream: state advances by the golden gamma, output is the mixed state. */
-static inline uint64_t next64(uint64_t *s) { return mix64(*s += 0x9e3779b97f4a7c15ull); }
 
 static float gauss_tab[65536];            /* Φ⁻¹((i + 0.5) / 65536): symmetric, tails ±4.17 */
 static uint8_t q4k_tab[65536], q5k_tab[65536], q6k_tab[65536], q40_tab[65536];
@@ -266,6 +264,7 @@ static void init_tables(void)
         s4k += (a - 7.5) * (a - 7.5); s6k += b * b; s40 += c * c; s80 += e * e;
     }
     q5k_std = sqrt(s5k / 65536);
+    gen_lowbit_init(gauss_tab);
     q4k_std = sqrt(s4k / 65536); q6k_std = sqrt(s6k / 65536); q40_std = sqrt(s40 / 65536); q80_std = sqrt(s80 / 65536);
 }
 
@@ -294,7 +293,7 @@ static void plan_units(tplan *t)
     case SL_TYPE_Q6_K: denom = JIT_RMS * rms_uniform_int(64, 127) * q6k_std; break;
     case SL_TYPE_Q4_0: denom = JIT_RMS * q40_std; break;
     case SL_TYPE_Q8_0: denom = JIT_RMS * q80_std; break;
-    default: break;
+    default: if (gen_lowbit_has(t->type)) denom = gen_lowbit_denom(t->type); break;
     }
     t->d0 = (float)(t->sigma / denom);
 }
@@ -426,7 +425,8 @@ static void gen_units(const tplan *t, uint64_t seed, uint64_t first, uint64_t n,
             break;
         }
         default:
-            memset(dst, 0, t->unit_bytes);   /* unreachable: pick_type only yields the types above */
+            if (gen_lowbit_has(t->type)) gen_lowbit_block(t->type, dst, d, &s);
+            else memset(dst, 0, t->unit_bytes);   /* unreachable: main() checks every tensor's type */
         }
     }
 }
@@ -555,6 +555,34 @@ out:
 
 /* ---- main --------------------------------------------------------------------------------- */
 
+/* Contract: true when gen_units() synthesizes every tensor's type (the mix falls back to Q5_0 and
+ * others for odd row lengths, which parse_args rules out); else says which tensor and false. */
+static bool types_synthesized(const tplan *plan, int n, const char *ftype_name)
+{
+    for (int i = 0; i < n; i++) {
+        const int ty = plan[i].type;
+        if (ty != SL_TYPE_F32 && ty != SL_TYPE_F16 && ty != SL_TYPE_Q8_0 && ty != SL_TYPE_Q4_0 && ty != SL_TYPE_Q4_K &&
+            ty != SL_TYPE_Q5_K && ty != SL_TYPE_Q6_K && !gen_lowbit_has(ty)) {
+            fprintf(stderr, "sluice-gen: %s would be %s in a %s file, which sluice-gen does not synthesize\n", plan[i].name,
+                    sl_type_name(ty), ftype_name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Contract: "13 Q3_K, 7 Q4_K, ..." — the tensors of each quantized or F16 type, in id order. */
+static void type_mix(const tplan *plan, int n, char *buf, size_t len)
+{
+    int count[SL_TYPE_COUNT] = { 0 };
+    for (int i = 0; i < n; i++) count[plan[i].type]++;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int t = 0; t < SL_TYPE_COUNT && at < len; t++)
+        if (count[t] && t != SL_TYPE_F32)
+            at += (size_t)snprintf(buf + at, len - at, "%s%d %s", at ? ", " : "", count[t], sl_type_name(t));
+}
+
 static const char *volatile g_tmp;   /* temp file to unlink if we are interrupted */
 
 static void on_signal(int sig)
@@ -602,8 +630,9 @@ int main(int argc, char **argv)
 
     /* gen_units() writes ggml's block layouts byte by byte: make sure the kernels agree on them. */
     static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 }, { SL_TYPE_Q5_K, 256, 176 },
-                                     { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 } };
-    for (int i = 0; i < 5; i++) {
+                                     { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 }, { SL_TYPE_Q2_K, 256, 84 },
+                                     { SL_TYPE_Q3_K, 256, 110 }, { SL_TYPE_IQ4_XS, 256, 136 } };
+    for (int i = 0; i < (int)(sizeof layout / sizeof layout[0]); i++) {
         const sl_type_info *ti = sl_type_get(layout[i][0]);
         if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {
             fprintf(stderr, "sluice-gen: internal error: block layout of type %d disagrees with kernels/types.c\n", layout[i][0]);
@@ -617,6 +646,11 @@ int main(int argc, char **argv)
     if (!plan) { fprintf(stderr, "sluice-gen: out of memory\n"); sl_gguf_close(voc); return 1; }
     int n = gen_build_plan(&o, (int64_t)vocab, plan);
     for (int i = 0; i < n; i++) plan_units(&plan[i]);
+    if (!types_synthesized(plan, n, o.ftype_name)) {
+        free(plan);
+        sl_gguf_close(voc);
+        return 1;
+    }
 
     double t0 = now_s();
     sl_gguf_writer *w;
@@ -659,14 +693,15 @@ int main(int argc, char **argv)
     }
     double dt = now_s() - t0;
     if (!o.quiet) {
-        int n6 = 0;
-        for (int i = 0; i < n; i++) n6 += plan[i].type == SL_TYPE_Q6_K;
-        printf("sluice-gen: wrote %s: %s %s, %d layers, dim %d, vocab %" PRIu64 ", %d tensors (%d Q6_K), "
+        char mix[256];
+        type_mix(plan, n, mix, sizeof mix);
+        printf("sluice-gen: wrote %s: %s %s, %d layers, dim %d, vocab %" PRIu64 ", %d tensors (%s), "
                "%" PRIu64 " bytes (%.3f GB) in %.1f s (%.0f MB/s)\n", o.out, o.s.name, o.ftype_name,
-               o.s.layers, o.s.dim, vocab, n, n6, size, size / 1e9, dt, size / 1e6 / dt);
-        if (!o.custom && o.tied == o.s.tied && o.ftype == FT_Q4_K_M && o.s.ref_q4km > 0)
-            printf("sluice-gen: llama.cpp's %s Q4_K_M file is about %.3f GB: %+.2f%%\n", o.s.name,
-                   o.s.ref_q4km / 1e9, 100.0 * ((double)size - o.s.ref_q4km) / o.s.ref_q4km);
+               o.s.layers, o.s.dim, vocab, n, mix, size, size / 1e9, dt, size / 1e6 / dt);
+        const double ref = gen_ref_bytes(&o.s, o.ftype);
+        if (!o.custom && o.tied == o.s.tied && ref > 0)
+            printf("sluice-gen: llama.cpp's %s %s file is about %.3f GB: %+.2f%%\n", o.s.name, o.ftype_name,
+                   ref / 1e9, 100.0 * ((double)size - ref) / ref);
     }
     free(plan);
     return 0;

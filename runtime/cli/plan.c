@@ -38,7 +38,9 @@ const cli_cmd cli_cmd_plan = {
     "plan", "show what stays resident and what streams under --ram-budget (the model is not run)",
     "sluice plan [-m MODEL] [--ram-budget SIZE|auto | --budgets LIST] [options]", plan_tables,
     "Prints what stays resident, what streams, the memory of each part against the budget, and the\n"
-    "predicted decode speed.  Rates are cached under ~/.cache/sluice.\n"
+    "predicted decode speed; when the plan streams, also what a smaller file type of the same model\n"
+    "(Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, ...) would read per token and decode at.  Rates are cached under\n"
+    "~/.cache/sluice.\n"
 };
 
 typedef struct plan_opts {
@@ -140,6 +142,8 @@ static int plan_one(const plan_opts *o)
     sl_plan_req req;
     int status = 1;
     if (pm && plan && plan_for(m, sl_vocab_mem_bytes(voc), o, pm, &req, plan) == 0) {
+        /* a streaming plan lists the smaller files of this model: their types' compute rates too */
+        if (!plan->all_resident && plan->stream_bytes) sl_plan_alt_rates(pm, &req);
         if (o->json) sl_plan_print_json(plan, pm, &req, stdout);
         else sl_plan_print(plan, pm, &req, stdout);
         status = 0;

@@ -16,6 +16,7 @@
 #include "runtime/plan/computeprobe.h"
 #include "runtime/plan/probecache.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -73,27 +74,82 @@ static uint64_t rnd(uint64_t *s)
 /* Contract: a float in [-1, 1) from the generator. */
 static float rnd_unit(uint64_t *s) { return (float)((rnd(s) >> 40) * 0x1p-23) - 1.0f; }
 
-/* Contract: w[0..bytes) (a whole number of blocks of `type`) holds valid blocks: POOL_ELEMS random
- * floats (magnitudes varying per 32 so block scales differ) are quantized with the type's reference
- * quantizer and the matrix is tiled from randomly chosen runs of those blocks.  Quantizing the whole
- * matrix would cost seconds (~0.1 µs per element).  -1 when out of memory. */
-static int fill(int type, unsigned char *w, size_t bytes, uint64_t *rng)
+/* Where each block type keeps its f16 scales (byte offsets in ggml's block structs,
+ * kernels/k_common.h, k_quants.h, iq_common.h; the block size is checked against kernels/types.c).
+ * Every other byte of a block is quants, grid indices, signs or packed sub-block scales, for which
+ * any value is valid; IQ1_M has no f16 field but spreads its scale over the top nibbles of its four
+ * scale words (bytes 48..55). */
+static const struct { int type, bytes, n_f16, off[2]; } BLOCK_F16[] = {
+    { SL_TYPE_Q4_0, 18, 1, { 0 } },     { SL_TYPE_Q4_1, 20, 2, { 0, 2 } },   { SL_TYPE_Q5_0, 22, 1, { 0 } },
+    { SL_TYPE_Q5_1, 24, 2, { 0, 2 } },  { SL_TYPE_Q8_0, 34, 1, { 0 } },      { SL_TYPE_Q2_K, 84, 2, { 80, 82 } },
+    { SL_TYPE_Q3_K, 110, 1, { 108 } },  { SL_TYPE_Q4_K, 144, 2, { 0, 2 } },  { SL_TYPE_Q5_K, 176, 2, { 0, 2 } },
+    { SL_TYPE_Q6_K, 210, 1, { 208 } },  { SL_TYPE_IQ2_XXS, 66, 1, { 0 } },   { SL_TYPE_IQ2_XS, 74, 1, { 0 } },
+    { SL_TYPE_IQ2_S, 82, 1, { 0 } },    { SL_TYPE_IQ3_XXS, 98, 1, { 0 } },   { SL_TYPE_IQ3_S, 110, 1, { 0 } },
+    { SL_TYPE_IQ1_S, 50, 1, { 0 } },    { SL_TYPE_IQ1_M, 56, 0, { 0 } },     { SL_TYPE_IQ4_NL, 18, 1, { 0 } },
+    { SL_TYPE_IQ4_XS, 136, 1, { 0 } },
+};
+
+/* Contract: a random finite normal f16 of magnitude in [2^-10, 2^-2), either sign. */
+static uint16_t rnd_f16(uint64_t *s)
+{
+    const uint64_t r = rnd(s);
+    return (uint16_t)((r & 0x8000) | (5 + (r >> 16) % 8) << 10 | ((r >> 32) & 0x3ff));
+}
+
+/* Contract: blk[0..bytes) is one valid random block of the BLOCK_F16 entry e. */
+static void random_block(int e, unsigned char *blk, uint64_t *rng)
+{
+    for (int i = 0; i < BLOCK_F16[e].bytes; i += 8) {
+        const uint64_t r = rnd(rng);
+        memcpy(blk + i, &r, (size_t)(BLOCK_F16[e].bytes - i < 8 ? BLOCK_F16[e].bytes - i : 8));
+    }
+    for (int k = 0; k < BLOCK_F16[e].n_f16; k++) {
+        const uint16_t h = rnd_f16(rng);
+        memcpy(blk + BLOCK_F16[e].off[k], &h, 2);
+    }
+    if (BLOCK_F16[e].type == SL_TYPE_IQ1_M) {   /* nibble k of the f16 goes to the top nibble of word k */
+        const uint16_t h = rnd_f16(rng);
+        for (int k = 0; k < 4; k++) {
+            uint16_t w;
+            memcpy(&w, blk + 48 + 2 * k, 2);
+            w = (uint16_t)((w & 0x0fff) | ((h >> (4 * k)) & 15) << 12);
+            memcpy(blk + 48 + 2 * k, &w, 2);
+        }
+    }
+}
+
+/* Contract: see computeprobe.h.  Float types are quantized from random floats (their "blocks" are
+ * the values); block types are random blocks (random_block), so no quantizer is needed: a decode
+ * kernel's speed does not depend on the values, only on them being valid.  The matrix is tiled
+ * from randomly chosen runs of a pool of POOL_ELEMS elements: generating or quantizing all of it
+ * would cost far more than the timed passes. */
+int sl_compute_probe_fill(int type, void *dst, size_t bytes, uint64_t seed)
 {
     const sl_type_info *ti = sl_type_get(type);
+    if (!ti || !sl_type_supported(type) || bytes % (size_t)ti->bytes) return -EINVAL;
+    int e = -1;
+    for (int i = 0; i < (int)(sizeof BLOCK_F16 / sizeof BLOCK_F16[0]); i++)
+        if (BLOCK_F16[i].type == type) e = i;
+    if (e < 0 ? ti->blck != 1 || !ti->quantize : BLOCK_F16[e].bytes != ti->bytes) return -EINVAL;
+    uint64_t rng = seed | 1;
     size_t pool_bytes = sl_row_bytes(type, POOL_ELEMS);
-    float *src = malloc(POOL_ELEMS * sizeof *src);
-    unsigned char *pool = malloc(pool_bytes);
-    if (!src || !pool) { free(src); free(pool); return -1; }
-    for (int i = 0; i < POOL_ELEMS; i += 32) {
-        float mag = ldexpf(1.0f, (int)(rnd(rng) % 7) - 3);
-        for (int j = 0; j < 32; j++) src[i + j] = rnd_unit(rng) * mag;
+    unsigned char *pool = malloc(pool_bytes), *w = dst;
+    float *src = e < 0 ? malloc(POOL_ELEMS * sizeof *src) : NULL;
+    if (!pool || (e < 0 && !src)) { free(src); free(pool); return -ENOMEM; }
+    if (e < 0) {
+        for (int i = 0; i < POOL_ELEMS; i += 32) {
+            float mag = ldexpf(1.0f, (int)(rnd(&rng) % 7) - 3);
+            for (int j = 0; j < 32; j++) src[i + j] = rnd_unit(&rng) * mag;
+        }
+        ti->quantize(src, pool, POOL_ELEMS);
+    } else {
+        for (size_t o = 0; o < pool_bytes; o += (size_t)ti->bytes) random_block(e, pool + o, &rng);
     }
-    ti->quantize(src, pool, POOL_ELEMS);
     /* runs of >= 256 bytes, so even 2-byte F16 "blocks" cost few copies */
     size_t unit = (size_t)((256 + ti->bytes - 1) / ti->bytes) * (size_t)ti->bytes, units = pool_bytes / unit;
     for (size_t o = 0; o < bytes; o += unit) {
         size_t n = bytes - o < unit ? bytes - o : unit;
-        memcpy(w + o, pool + (size_t)(rnd(rng) % units) * unit, n);
+        memcpy(w + o, pool + (size_t)(rnd(&rng) % units) * unit, n);
     }
     free(src);
     free(pool);
@@ -164,7 +220,7 @@ static double measure(probe *pr, int type, size_t probe_bytes)
     double *rate = malloc(PROBE_MAX_PASS * sizeof *rate);
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     double r = 0;
-    if (!x || !out || !rate || fill(type, w, bytes, &rng)) goto done;
+    if (!x || !out || !rate || sl_compute_probe_fill(type, w, bytes, rnd(&rng))) goto done;
     for (int i = 0; i < PROBE_COLS; i++) x[i] = rnd_unit(&rng);
     /* warm-up: pool threads running, per-thread activation scratch allocated */
     sl_matmul(pool, type, w, rows, PROBE_COLS, rb, x, 1, out, rows);
@@ -197,7 +253,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
     const sl_type_info *ti = sl_type_get(type);
     const int n_threads = pr->n_threads;
     *src = SRC_FALLBACK;
-    if (!ti || !ti->dot || !ti->quantize || sl_row_bytes(type, PROBE_COLS) == 0) {
+    if (!ti || !sl_type_supported(type) || sl_row_bytes(type, PROBE_COLS) == 0) {
         snprintf(how, howlen, "assumed %.2f GB/s (no kernel for %s)", fallback / 1e9, sl_type_name(type));
         return fallback;
     }
@@ -276,11 +332,9 @@ double sl_compute_combine(const uint64_t bytes[SL_TYPE_COUNT], const double rate
 }
 
 /* Contract: see computeprobe.h (the types share one pool and one matrix buffer). */
-double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_bytes, double fallback,
-                             double rate[SL_TYPE_COUNT], char *how, size_t howlen)
+double sl_compute_rate_mix(const uint64_t bytes[SL_TYPE_COUNT], int n_threads, size_t probe_bytes, double fallback,
+                           double rate[SL_TYPE_COUNT], char *how, size_t howlen)
 {
-    uint64_t bytes[SL_TYPE_COUNT];
-    sl_compute_bytes_by_type(m, bytes);
     memset(rate, 0, SL_TYPE_COUNT * sizeof *rate);
     probe pr = { .n_threads = n_threads < 1 ? 1 : n_threads };
     int n_src[4] = { 0 };
@@ -306,4 +360,13 @@ double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_byte
     snprintf(how, howlen, "%.2f GB/s for this model's types (%s, %d thread%s: %s GB/s; %s)", r / 1e9, sl_kernels()->name,
              pr.n_threads, pr.n_threads == 1 ? "" : "s", types, state);
     return r;
+}
+
+/* Contract: see computeprobe.h. */
+double sl_compute_rate_model(const sl_model *m, int n_threads, size_t probe_bytes, double fallback,
+                             double rate[SL_TYPE_COUNT], char *how, size_t howlen)
+{
+    uint64_t bytes[SL_TYPE_COUNT];
+    sl_compute_bytes_by_type(m, bytes);
+    return sl_compute_rate_mix(bytes, n_threads, probe_bytes, fallback, rate, how, howlen);
 }

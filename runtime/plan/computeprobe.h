@@ -34,6 +34,11 @@
  * ("measured now", "measured earlier", "fallback"). */
 double sl_compute_rate(int type, int n_threads, size_t probe_bytes, double fallback, char *how, size_t howlen);
 
+/* The probe's matrix: dst[0..bytes) (a whole number of blocks of `type`) filled with valid random
+ * blocks of any supported type (f16 scales finite and normal), a pure function of seed.  0, or
+ * -EINVAL (a type without kernels, or bytes not whole blocks), -ENOMEM. */
+int sl_compute_probe_fill(int type, void *dst, size_t bytes, uint64_t seed);
+
 /* bytes[t] = bytes of the matrices of type t that a decode token multiplies with: the seven of every
  * block and the LM head (the embedding table only gives one row per token and is not counted,
  * unless it is the LM head of a tied model). */
@@ -42,6 +47,11 @@ void sl_compute_bytes_by_type(const sl_model *m, uint64_t bytes[SL_TYPE_COUNT]);
 /* The rate of a mix of types: sum(bytes) / sum(bytes[t] / rate[t]) over types with bytes.  0 when
  * there are no bytes or a type with bytes has no positive rate. */
 double sl_compute_combine(const uint64_t bytes[SL_TYPE_COUNT], const double rate[SL_TYPE_COUNT]);
+
+/* sl_compute_rate for every type with bytes[t] > 0: rate[t] for those types (0 for the others) and
+ * the combined rate of the mix as the return value; `how` summarises (as below). */
+double sl_compute_rate_mix(const uint64_t bytes[SL_TYPE_COUNT], int n_threads, size_t probe_bytes, double fallback,
+                           double rate[SL_TYPE_COUNT], char *how, size_t howlen);
 
 /* sl_compute_rate for every type m multiplies with: rate[t] for those types (0 for the others) and
  * the combined rate of m's mix as the return value; `how` summarises (rates per type, where they

@@ -25,6 +25,47 @@ static double compute_weight_bytes(const sl_plan_model *pm)
     return b;
 }
 
+/* Contract: bytes as "4.0 GB" / "310 MB" / "2.5 MB" (decimal units, as file sizes are quoted). */
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+    if (bytes >= 1000000000ull) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 10000000ull) snprintf(buf, len, "%.0f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    return buf;
+}
+
+/* Contract: whether p streams weights (not only embedding rows), when smaller files are listed. */
+static bool streams_weights(const sl_plan *p) { return p->feasible && !p->all_resident && p->stream_bytes > 0; }
+
+/* Contract: for a plan that streams weights, one line per smaller file type of this model (sl_plan_alternatives):
+ * its size, what it would read per token and its predicted decode rate, beside this plan's. */
+static void print_alternatives(FILE *f, const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req)
+{
+    sl_plan_alt alt[SL_PLAN_MAX_ALTS];
+    const int n = streams_weights(p) ? sl_plan_alternatives(pm, req, alt, SL_PLAN_MAX_ALTS) : 0;
+    if (!n) return;
+    fprintf(f, "smaller files of this model under this budget (same disk and compute rates; each file type's\n"
+            "llama-quantize mix; sizes in GB / MB of 10^9 / 10^6 bytes, as downloads are listed):\n");
+    char now_rd[32];
+    human(p->read_per_token, now_rd, sizeof now_rd);
+    for (int i = 0; i < n; i++) {
+        char size[32], rd[32];
+        human(alt[i].file_bytes, size, sizeof size);
+        const char *an = alt[i].name[0] == 'I' || alt[i].name[0] == 'F' ? "an" : "a";   /* "an IQ4_XS" */
+        if (!alt[i].feasible)
+            fprintf(f, "  %s %s file of this model (~%s) would not fit this budget\n", an, alt[i].name, size);
+        else if (alt[i].all_resident)
+            fprintf(f, "  %s %s file of this model (~%s) would fit whole, reading nothing per token: ~%.2f tok/s (now %.2f)\n",
+                    an, alt[i].name, size, alt[i].pred_tok_s, p->pred_tok_s);
+        else if (!alt[i].stream_bytes)
+            fprintf(f, "  %s %s file of this model (~%s) would keep every matrix resident (embedding rows on demand): "
+                    "~%.2f tok/s (now %.2f)\n", an, alt[i].name, size, alt[i].pred_tok_s, p->pred_tok_s);
+        else
+            fprintf(f, "  %s %s file of this model (~%s) would stream %s/token: ~%.2f tok/s (now %s, %.2f)\n", an,
+                    alt[i].name, size, human(alt[i].read_per_token, rd, sizeof rd), alt[i].pred_tok_s, now_rd, p->pred_tok_s);
+    }
+}
+
 /* Contract: s as the body of a JSON string (quotes and backslashes escaped, controls dropped). */
 static void json_body(FILE *f, const char *s)
 {
@@ -85,6 +126,7 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         fprintf(f, "--parallel %d: predicted %.2f tok/s per request, %.2f tok/s aggregate (%.3f s per pass of %d tokens; "
                 "compute counted %d x one token's, an upper bound)\n", p->n_parallel, p->pred_req_tok_s, p->pred_agg_tok_s,
                 p->pred_pass_s, p->n_parallel, p->n_parallel);
+    print_alternatives(f, p, pm, req);
     if (*req->disk_how) fprintf(f, "disk rate: %s\n", req->disk_how);
     if (*req->compute_how) fprintf(f, "compute rate: %s\n", req->compute_how);
     fprintf(f, "minimum budget for this model at -c %d%s: %" PRIu64 " MiB (--ram-budget %" PRIu64 "M)\n", req->n_ctx,
@@ -116,6 +158,17 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
             p->lm_head_resident ? "true" : "false", p->chunk_bytes, p->prefetch, p->lm_head_rows, p->stream_bytes,
             p->read_per_token, p->pred_tok_s, p->pred_token_s, p->pred_io_s, p->pred_compute_s, req->disk_bw,
             req->compute_bw, pm->file_bytes, p->n_parallel, p->pred_pass_s, p->pred_req_tok_s, p->pred_agg_tok_s);
+    sl_plan_alt alt[SL_PLAN_MAX_ALTS];
+    const int n_alt = streams_weights(p) ? sl_plan_alternatives(pm, req, alt, SL_PLAN_MAX_ALTS) : 0;
+    if (streams_weights(p)) {
+        fprintf(f, ",\"smaller_files\":[");
+        for (int i = 0; i < n_alt; i++)
+            fprintf(f, "%s{\"type\":\"%s\",\"file_bytes\":%" PRIu64 ",\"feasible\":%s,\"resident\":%s,\"stream_bytes\":%" PRIu64
+                    ",\"read_per_token\":%" PRIu64 ",\"pred_tok_s\":%.4f}", i ? "," : "", alt[i].name, alt[i].file_bytes,
+                    alt[i].feasible ? "true" : "false", alt[i].all_resident ? "true" : "false", alt[i].stream_bytes,
+                    alt[i].read_per_token, alt[i].pred_tok_s);
+        fprintf(f, "]");
+    }
     fprintf(f, ",\"disk_how\":\"");
     json_body(f, req->disk_how);
     fprintf(f, "\",\"compute_how\":\"");
@@ -198,6 +251,28 @@ void sl_plan_disk_rate(const sl_model *m, const sl_plan_model *pm, sl_plan_req *
                          .depth = plan->prefetch + 1, .fresh = fresh };
     req->disk_bw = sl_disk_read_rate(m->path, &pr, FALLBACK_DISK_BW, req->disk_how, sizeof req->disk_how);
     sl_plan_predict(pm, req, plan);
+}
+
+/* Contract: see planner.h (the probe's room as sl_plan_rates keeps it). */
+void sl_plan_alt_rates(const sl_plan_model *pm, sl_plan_req *req)
+{
+    bool per_type = false, missing = false;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) per_type |= req->type_bw[t] > 0;
+    if (!per_type) return;   /* --compute-bw: one rate for every type */
+    uint64_t bytes[SL_TYPE_COUNT];
+    sl_plan_alt_bytes_by_type(pm, bytes);
+    for (int t = 0; t < SL_TYPE_COUNT; t++) {
+        if (req->type_bw[t] > 0) bytes[t] = 0;
+        missing |= bytes[t] > 0;
+    }
+    if (!missing) return;
+    uint64_t fixed = sl_plan_fixed_bytes(pm) + PROBE_MARGIN;
+    size_t room = req->budget > fixed ? (size_t)(req->budget - fixed) : 0;
+    double rate[SL_TYPE_COUNT];
+    char how[640];
+    sl_compute_rate_mix(bytes, req->n_threads, room, FALLBACK_COMPUTE_BW, rate, how, sizeof how);
+    for (int t = 0; t < SL_TYPE_COUNT; t++)
+        if (bytes[t] && rate[t] > 0) req->type_bw[t] = rate[t];
 }
 
 /* Contract: see planner.h. */

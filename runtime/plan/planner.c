@@ -50,6 +50,7 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
     pm->embd_bytes = m->tok_embd.nbytes;
     pm->embd_row_bytes = m->tok_embd.row_bytes;
     pm->tied = m->tied;
+    for (int k = 0; k < m->arch->n_mats; k++) pm->fused_qkv |= m->arch->mats[k].fused == SL_FUSED_QKV;
     pm->norm_bytes = m->norm_bytes;
     pm->meta_bytes = sl_gguf_meta_bytes(m->gguf);
     pm->vocab_bytes = vocab_bytes;

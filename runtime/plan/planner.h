@@ -28,6 +28,7 @@ typedef struct sl_plan_model {
     int      lm_head_type;
     uint64_t embd_bytes, embd_row_bytes;
     bool     tied;
+    bool     fused_qkv;       /* Q, K and V are one attn_qkv tensor in the file (phi3): one quantizer role */
     uint64_t norm_bytes;      /* f32 norm vectors (always resident) */
     uint64_t meta_bytes;      /* parsed GGUF metadata held in memory */
     uint64_t vocab_bytes;     /* tokenizer tables */
@@ -137,7 +138,40 @@ void sl_plan_disk_rate(const sl_model *m, const sl_plan_model *pm, sl_plan_req *
 /* Redo plan's pred_* fields from req's rates (sl_plan_make does this already). */
 void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *plan);
 
-/* Human-readable table (sluice plan) and JSON. */
+/* ---- smaller files of the same model (runtime/plan/plan_alt.c) --------------------------------- */
+
+/* pm as the file llama-quantize would write in file type ftype (enum sl_ftype, loader/ftype.h): the
+ * same shapes, each matrix in the type of that file type's mix (the table sluice-gen writes from),
+ * file_bytes adjusted.  false for an ftype the table does not know or a row the types cannot hold. */
+bool sl_plan_model_as(const sl_plan_model *pm, int ftype, sl_plan_model *out);
+
+/* One smaller file type's plan under the same request. */
+typedef struct sl_plan_alt {
+    int ftype;
+    const char *name;         /* "Q3_K_M" */
+    uint64_t file_bytes;
+    bool feasible, all_resident;
+    uint64_t stream_bytes, read_per_token;
+    double pred_tok_s;
+} sl_plan_alt;
+
+#define SL_PLAN_MAX_ALTS 16
+
+/* For every known file type whose file of this model would be at least 1% smaller than pm's, largest
+ * first: its plan made with req (same budget and rates; a type without a rate in req->type_bw takes
+ * compute_bw, so measure them first: sl_plan_alt_rates).  Returns how many (<= max). */
+int sl_plan_alternatives(const sl_plan_model *pm, const sl_plan_req *req, sl_plan_alt *out, int max);
+
+/* bytes[t]: matrix bytes of type t over all those smaller files (which types they need rates for). */
+void sl_plan_alt_bytes_by_type(const sl_plan_model *pm, uint64_t bytes[SL_TYPE_COUNT]);
+
+/* Fill req->type_bw for the types the smaller files use and this model does not, measured like
+ * sl_plan_rates measures this model's (cached; within the budget's room).  Does nothing when the
+ * compute rate was given (no per-type rates).  Does I/O. */
+void sl_plan_alt_rates(const sl_plan_model *pm, sl_plan_req *req);
+
+/* Human-readable table (sluice plan) and JSON.  A streaming plan also lists the smaller files
+ * (sl_plan_alternatives). */
 void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
 void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req *req, void *FILE_out);
 

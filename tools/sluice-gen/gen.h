@@ -29,17 +29,35 @@ typedef struct shape {
 extern const shape GEN_SHAPES[];
 extern const int GEN_N_SHAPES;
 
-/* File types: llama.cpp's LLAMA_FTYPE numbers go into general.file_type. */
-enum ftype { FT_F16 = 1, FT_Q4_0 = 2, FT_Q8_0 = 7, FT_Q4_K_M = 15 };
+/* Reference size of the public llama.cpp file of shape s in file type ftype (enum sl_ftype), for
+ * the size check; 0 when there is none. */
+double gen_ref_bytes(const shape *s, int ftype);
 
 typedef struct opts {
     shape s;
     bool custom, tied, quiet, dry_run;
-    int ftype, threads;
+    int ftype, threads;      /* ftype: enum sl_ftype (loader/ftype.h), written as general.file_type */
     uint64_t seed;
     const char *out, *vocab, *ftype_name;
     int vocab_size_arg;
 } opts;
+
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* splitmix64 stream: state advances by the golden gamma, output is the mixed state. */
+static inline uint64_t next64(uint64_t *s) { return mix64(*s += 0x9e3779b97f4a7c15ull); }
+
+/* The blocks of Q2_K, Q3_K and IQ4_XS (lowbit.c), synthesized like the others (sluice-gen.c's
+ * header): init once with the inverse-CDF table; denom is the element rms for a block scale d = 1;
+ * block writes one block from the stream s. */
+void gen_lowbit_init(const float gauss_tab[65536]);
+bool gen_lowbit_has(int type);
+double gen_lowbit_denom(int type);
+void gen_lowbit_block(int type, uint8_t *dst, float d, uint64_t *s);
 
 static inline int gen_head_dim(const shape *s) { return s->head_dim ? s->head_dim : s->dim / s->heads; }
 

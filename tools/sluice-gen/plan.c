@@ -2,9 +2,8 @@
  * architecture, and the metadata (see gen.h).
  *
  * Tensor sets are the ones llama.cpp's loader creates for each architecture (and sluice binds:
- * runtime/engine/arch_*.c); the Q4_K_M type mix is llama.cpp's llama_tensor_get_type: Q4_K, with
- * Q6_K for output (or a tied token_embd) and for attn_v / ffn_down of the use_more_bits layers,
- * Q5_K for a fused attn_qkv; 1-D tensors (norms, biases, rope factors) stay F32. */
+ * runtime/engine/arch_*.c); the type mix of each file type is llama.cpp's llama_tensor_get_type
+ * (loader/ftype.c); 1-D tensors (norms, biases, rope factors) stay F32. */
 #include "tools/sluice-gen/gen.h"
 
 #include <inttypes.h>
@@ -14,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/types.h"
+#include "loader/ftype.h"
 
 /* Hyperparameters from the models' config.json (Mistral: v0.2, rope_theta 1e6, 32k context).
  * Vocabularies without a file here are a real one padded to the real size: Gemma 2's 256000 from
@@ -43,6 +43,22 @@ const shape GEN_SHAPES[] = {
 };
 const int GEN_N_SHAPES = (int)(sizeof GEN_SHAPES / sizeof GEN_SHAPES[0]);
 
+/* Public file sizes in the other file types, as the model pages show them to 3 digits (recalled, not
+ * re-measured here): Meta-Llama-3-8B's Q3_K_M, Q2_K and IQ4_XS files. */
+static const struct { const char *shape; int ftype; double bytes; } REF_SIZES[] = {
+    { "llama3-8b", SL_FTYPE_Q3_K_M, 4.02e9 }, { "llama3-8b", SL_FTYPE_Q2_K, 3.18e9 },
+    { "llama3-8b", SL_FTYPE_IQ4_XS, 4.45e9 },
+};
+
+/* Contract: see gen.h. */
+double gen_ref_bytes(const shape *s, int ftype)
+{
+    if (ftype == SL_FTYPE_Q4_K_M) return s->ref_q4km;
+    for (size_t i = 0; i < sizeof REF_SIZES / sizeof REF_SIZES[0]; i++)
+        if (REF_SIZES[i].ftype == ftype && !strcmp(REF_SIZES[i].shape, s->name)) return REF_SIZES[i].bytes;
+    return 0;
+}
+
 const char *gen_arch_name(gen_arch a)
 {
     static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2" };
@@ -55,24 +71,31 @@ static bool is_vector(enum kind k)
            k == K_Q_NORM || k == K_K_NORM || k == K_POST_ATTN_NORM || k == K_POST_FFN_NORM || k == K_ROPE_FREQS;
 }
 
-/* llama.cpp's use_more_bits(): the layers that Q4_K_M gives Q6_K for attn_v and ffn_down. */
-static bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+/* What llama.cpp's quantizer takes each kind of tensor for (by its name). */
+static int role_of(enum kind k)
+{
+    switch (k) {
+    case K_EMBD: return SL_ROLE_TOKEN_EMBD;
+    case K_OUTPUT: return SL_ROLE_OUTPUT;
+    case K_Q: return SL_ROLE_ATTN_Q;
+    case K_K: return SL_ROLE_ATTN_K;
+    case K_V: return SL_ROLE_ATTN_V;
+    case K_QKV: return SL_ROLE_ATTN_QKV;
+    case K_O: return SL_ROLE_ATTN_OUTPUT;
+    case K_GATE: return SL_ROLE_FFN_GATE;
+    case K_UP: case K_GATE_UP: return SL_ROLE_FFN_UP;
+    case K_DOWN: return SL_ROLE_FFN_DOWN;
+    default: return SL_ROLE_OTHER;
+    }
+}
 
-/* Type of one tensor under the file type, as llama.cpp's llama_tensor_get_type picks it. */
-static int pick_type(const opts *o, enum kind k, int layer)
+/* Type of one tensor under the file type: llama-quantize's mix (loader/ftype.c, shared with the
+ * planner's estimates for other file types). */
+static int pick_type(const opts *o, enum kind k, int layer, int64_t ne0)
 {
     if (is_vector(k)) return SL_TYPE_F32;   /* 1-D: never quantized */
-    bool out_like = k == K_OUTPUT || (o->tied && k == K_EMBD);
-    switch (o->ftype) {
-    case FT_F16:  return SL_TYPE_F16;
-    case FT_Q8_0: return SL_TYPE_Q8_0;
-    case FT_Q4_0: return out_like ? (o->s.dim % 256 == 0 ? SL_TYPE_Q6_K : SL_TYPE_Q8_0) : SL_TYPE_Q4_0;
-    default:
-        if (out_like) return SL_TYPE_Q6_K;
-        if (k == K_QKV) return SL_TYPE_Q5_K;
-        if ((k == K_V || k == K_DOWN) && more_bits(layer, o->s.layers)) return SL_TYPE_Q6_K;
-        return SL_TYPE_Q4_K;
-    }
+    return sl_ftype_tensor_type(o->ftype, &(sl_ftype_model){ o->s.layers, o->s.heads, o->s.kv_heads, o->tied },
+                                role_of(k), layer, ne0);
 }
 
 static uint64_t fnv1a(const char *s)
@@ -92,7 +115,7 @@ static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, co
     else snprintf(t->name, sizeof t->name, "%s.%s", name, suffix);
     t->kind = k;
     t->layer = layer;
-    t->type = pick_type(o, k, layer);
+    t->type = pick_type(o, k, layer, ne0);
     t->ne[0] = ne0;
     t->ne[1] = ne1;
     t->n_dims = ne1 > 0 ? 2 : 1;
@@ -153,7 +176,7 @@ int gen_build_plan(const opts *o, int64_t vocab, tplan *p)
 {
     int n = 0, dim = o->s.dim;
     const bool tied = o->tied || o->s.arch == GA_GEMMA2;
-    if (o->ftype == FT_F16) {
+    if (o->ftype == SL_FTYPE_F16) {
         if (o->s.rope_freqs) add_plan(p, &n, o, K_ROPE_FREQS, -1, "rope_freqs", gen_head_dim(&o->s) / 2, 0);
         add_plan(p, &n, o, K_EMBD, -1, "token_embd", dim, vocab);
         for (int l = 0; l < o->s.layers; l++) add_layer(p, &n, o, l);
