@@ -94,13 +94,13 @@ void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, 
 }
 
 void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, float base, float pos_scale,
-                 const float *freq_div, bool neox)
+                 const float *freq_div, float mscale, bool neox)
 {
     const int half = rot_dim / 2;
     for (int i = 0; i < half; i++) {
         double theta = (double)pos * pos_scale * pow((double)base, -2.0 * i / rot_dim);
         if (freq_div) theta /= freq_div[i];
-        float c = (float)cos(theta), s = (float)sin(theta);
+        float c = (float)cos(theta) * mscale, s = (float)sin(theta) * mscale;
         const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)h * head_dim;

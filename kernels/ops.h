@@ -73,9 +73,10 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
  *   theta_i = pos * pos_scale * base^(-2i/rot_dim) / (freq_div ? freq_div[i] : 1),  i < rot_dim/2,
  * rotating (x[2i], x[2i+1]) when neox is false (as sl_rope) or (x[i], x[i + rot_dim/2]) when true
  * (GGML "neox": the two halves of the rotated part of each head).  Dims past rot_dim are left alone.
- * With neox false and freq_div NULL the results are sl_rope's, bit for bit. */
+ * cos and sin are multiplied by mscale (ggml's attn_factor: longrope's attention scaling; 1 = none).
+ * With neox false, freq_div NULL and mscale 1 the results are sl_rope's, bit for bit. */
 void sl_rope_ext(float *x, int n_heads, int head_dim, int rot_dim, int pos, float base, float pos_scale,
-                 const float *freq_div, bool neox);
+                 const float *freq_div, float mscale, bool neox);
 
 /* gate[i] = gelu(gate[i]) * up[i], gelu in its tanh form 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))),
  * evaluated in f32 (ggml evaluates it through an f16 table; see ../shared/README.md "gemma2"). */

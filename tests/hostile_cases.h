@@ -389,7 +389,7 @@ static const hcase g_cases[] = {
     { "expert_count",        "llama.expert_count 8 (a mixture of experts)", b_expert_count, NULL, H_MODEL, E(ENOTSUP), "mixture-of-experts", NULL },
     { "extra_block",         "a blk.1 tensor with block_count 1", b_extra_block, NULL, H_MODEL, E(ENOTSUP), "block_count is 1", NULL },
     { "unused_tensor",       "blk.0.attn_q.bias in a llama file (a tensor nothing uses)", b_unused_bias, NULL, H_MODEL, E(ENOTSUP), "not part of a llama model", NULL },
-    { "rope_freqs_zero",     "rope_freqs.weight with a 0 factor", b_rope_freqs_zero, NULL, H_MODEL, E(EINVAL), "rope factors must be > 0", NULL },
+    { "rope_freqs_zero",     "rope_freqs.weight with a 0 factor", b_rope_freqs_zero, NULL, H_MODEL, E(EINVAL), "rope factors must be finite and > 0", NULL },
     { "rope_freqs_short",    "rope_freqs.weight of 7 factors for 8 rotated pairs", b_rope_freqs_short, NULL, H_MODEL, E(EINVAL), "shape", NULL },
     { "vocab_rows_mismatch", "embedding/output have one row fewer than the vocabulary", b_vocab_rows_mismatch, NULL, H_RUN, 0, "vocabulary has", NULL },
     { "tok_missing_tokens",  "no tokenizer.ggml.tokens", b_tok_missing_tokens, NULL, H_VOCAB, E(EINVAL), "tokenizer.ggml.tokens", NULL },

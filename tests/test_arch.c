@@ -38,6 +38,7 @@
 #include "runtime/engine/sampler.h"
 #include "runtime/engine/stream.h"
 #include "util/golden.h"
+#include "util/gguf_variant.h"
 
 typedef struct stats { double max, sum2; long n; } stats;
 
@@ -81,6 +82,7 @@ static const char *const prompts[] = { "p1_once", "p5_long" };
 
 typedef struct run_opts {
     int kv_type, n_batch;
+    int n_ctx;           /* 0: 256 */
     bool stream;
     bool mixed;          /* with stream: keep the K and UP slots of every block resident (phi3: one view
                           * of each fused tensor resident, its neighbours streamed) */
@@ -106,7 +108,7 @@ static float *run_model(const char *path, const golden_run *g, int steps, const 
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;
-    sl_ctx_params p = { .n_ctx = 256, .n_batch = o->n_batch, .kv_type = o->kv_type };
+    sl_ctx_params p = { .n_ctx = o->n_ctx ? o->n_ctx : 256, .n_batch = o->n_batch, .kv_type = o->kv_type };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0, "%s", err);
     if (s) c->src = sl_stream_source(s);
     const int V = m->cfg.vocab;
@@ -497,7 +499,7 @@ Test(arch_kernels, rope_ext_vs_float64)
         for (int neox = 0; neox < 2; neox++)
             for (int pos = 0; pos < 300; pos += 37) {
                 for (int i = 0; i < H * HD; i++) x[i] = y[i] = (float)(4 * urand(&seed));
-                sl_rope_ext(y, H, HD, rot, pos, 500000.0f, 0.5f, div, neox);
+                sl_rope_ext(y, H, HD, rot, pos, 500000.0f, 0.5f, div, 1.0f, neox);
                 for (int h = 0; h < H; h++)
                     for (int i = 0; i < rot / 2; i++) {
                         const int i0 = neox ? i : 2 * i, i1 = neox ? i + rot / 2 : 2 * i + 1;
@@ -511,7 +513,7 @@ Test(arch_kernels, rope_ext_vs_float64)
                 memcpy(y, x, sizeof x);
                 float z[H * HD];
                 memcpy(z, x, sizeof x);
-                sl_rope_ext(y, H, HD, rot, pos, 10000.0f, 1.0f, NULL, false);
+                sl_rope_ext(y, H, HD, rot, pos, 10000.0f, 1.0f, NULL, 1.0f, false);
                 sl_rope(z, H, HD, rot, pos, 10000.0f, 1.0f);
                 cr_assert_eq(memcmp(y, z, sizeof y), 0, "sl_rope_ext normal != sl_rope");
             }
@@ -571,4 +573,50 @@ Test(arch_kernels, attention_softcap_vs_float64)
             cr_assert_leq(fabs(o2[h * HD + i] - want), 1e-5, "head %d dim %d: %g vs %g", h, i, o2[h * HD + i], want);
         }
     }
+}
+
+/* ---- longrope (Phi-3.5, Phi-3-128k): rope_factors_long/short and the attention factor ----------- */
+
+/* micro-phi3 rewritten as a long-context file (tests/util/gguf_variant.h) against llama.cpp on the
+ * same file: with n_ctx 256 (<= original_context_length 4096) llama.cpp uses the short factors, with
+ * 8192 the long ones; both multiply cos and sin by attn_factor 1.19.  References: tests/data/
+ * longrope/, written by llama.cpp (libllama, 2 threads, f16 KV, the SWA it disables for phi3 is off
+ * in this file too: sliding_window 262144).  Tolerance: llama.cpp's own distance from float64 on
+ * micro-phi3.F16 (0.0047, ../shared README) plus our f16 KV's (0.01), as in exact_case.  The
+ * control: the other length's reference is far outside it (the factors matter). */
+Test(arch_longrope, phi3_long_and_short_factors_vs_llama_cpp)
+{
+    char dir[] = "/tmp/sluice-test-longrope-XXXXXX", path[256], err[512];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/micro-phi3-longrope.F16.gguf", dir);
+    cr_assert_eq(gv_phi3_longrope(shared_path("models/micro-phi3.F16.gguf"), path, err, sizeof err), 0, "%s", err);
+    sl_kernels_set_exact(true);
+    const int ctxs[2] = { 256, 8192 };
+    float *got[2], *ref[2];
+    int V = 0, steps = 0;
+    for (int i = 0; i < 2; i++) {
+        char txt[512], bin[512];
+        snprintf(txt, sizeof txt, "%s/tests/data/longrope/ctx%d.p5_long.txt", SL_SOURCE_DIR, ctxs[i]);
+        snprintf(bin, sizeof bin, "%s/tests/data/longrope/ctx%d.p5_long.all_logits.f32", SL_SOURCE_DIR, ctxs[i]);
+        golden_run g;
+        cr_assert_eq(golden_read_txt(txt, &g), 0, "%s", txt);
+        long n = golden_read_f32(bin, &ref[i]);
+        run_opts o = { .kv_type = SL_KV_F16, .n_batch = 512, .n_ctx = ctxs[i] };
+        got[i] = run_model(path, &g, g.n_steps, &o, &V);
+        steps = g.n_steps;
+        cr_assert_eq(n, (long)steps * V, "%s: %ld floats", bin, n);
+        char what[64];
+        snprintf(what, sizeof what, "longrope n_ctx %d", ctxs[i]);
+        const double tol = 0.0047 + 0.01;
+        stats st = compare(what, got[i], ref[i], steps, V, tol);
+        fprintf(stderr, "%s: max |sluice - llama.cpp| %.5f rms %.6f (tolerance %.4f)\n", what, st.max, rms(&st), tol);
+        cr_assert_leq(st.max, tol, "%s: max |sluice - llama.cpp| = %g", what, st.max);
+    }
+    stats cross = { 0 };
+    acc(&cross, got[0], ref[1], steps * V);
+    fprintf(stderr, "control: n_ctx 256 logits vs the n_ctx 8192 reference: max %.3f\n", cross.max);
+    cr_assert_gt(cross.max, 0.5, "the long and short factors must give different logits");
+    for (int i = 0; i < 2; i++) { free(got[i]); free(ref[i]); }
+    unlink(path);
+    rmdir(dir);
 }

@@ -48,6 +48,7 @@ void sl_arch_features(const struct sl_model *m, char *buf, size_t len)
 #define ADD(...) do { if (at < len) at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__); } while (0)
     ADD("%s rope", m->arch->rope == SL_ROPE_NEOX ? "neox" : "normal");
     if (m->rope_freqs) ADD(", rope_freqs factors");
+    if (m->rope_long) ADD(", longrope factors (long past %d positions, attention factor %g)", c->rope_ctx_orig, c->rope_mscale);
     if (c->rope_scale != 1.0f) ADD(", linear rope scaling x%g", 1.0 / c->rope_scale);
     ADD(", %s FFN", m->arch->act == SL_ACT_GELU_TANH ? "GELU(tanh)" : "SwiGLU");
     for (int i = 0; i < m->arch->n_mats; i++)

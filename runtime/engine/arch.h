@@ -109,6 +109,7 @@ typedef struct sl_arch {
     int rope;                /* enum sl_rope_kind */
     int act;                 /* enum sl_ffn_act */
     bool rope_freqs;         /* may carry rope_freqs.weight (Llama 3.1 per-pair angle divisors) */
+    bool rope_long_short;    /* may carry rope_factors_long/short.weight (longrope: Phi-3-128k, Phi-3.5) */
     bool rope_full;          /* rope.dimension_count must equal head_dim (llama.cpp asserts it) */
     int output;              /* enum sl_output_kind */
     /* The architecture's own hyperparameters, read after the common ones (NULL: none).  0 or

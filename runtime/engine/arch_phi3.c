@@ -2,8 +2,9 @@
  * (q|k|v rows) and a fused ffn_up (gate|up rows, 2 * ffn; no ffn_gate), neox RoPE, output.weight
  * required, and a sliding window on every block when phi3.attention.sliding_window > 0 (Phi-4
  * writes 0: plain causal).  llama.cpp build_phi3 scales q by 1/sqrt(head_dim) after RoPE, which is
- * our score scale.  The long-context factors rope_factors_long/short (Phi-3-*-128k, Phi-3.5) pick
- * per-length angle divisors and are refused until implemented. */
+ * our score scale.  Long-context files (Phi-3-*-128k, Phi-3.5: rope.scaling.type "longrope") carry
+ * rope_factors_long/short.weight, angle divisors chosen by the context length (runtime/engine/
+ * forward.c), and rope.scaling.attn_factor, which scales cos and sin (runtime/engine/model.c). */
 #include "runtime/engine/arch.h"
 
 #include <errno.h>
@@ -25,10 +26,6 @@ static const sl_arch_tensor phi3_vecs[] = {
 
 static int phi3_hparams(const sl_gguf *g, sl_config *c, char *err, size_t errlen)
 {
-    if (sl_gguf_find_tensor(g, "rope_factors_long.weight") || sl_gguf_find_tensor(g, "rope_factors_short.weight")) {
-        snprintf(err, errlen, "model: phi3 long-context rope factors (rope_factors_long/short.weight) are not supported yet");
-        return -ENOTSUP;
-    }
     if (sl_gguf_find_key(g, "phi3.attention.sliding_window") < 0) {
         snprintf(err, errlen, "model: required key phi3.attention.sliding_window is missing (0 means no window)");
         return -EINVAL;
@@ -46,6 +43,7 @@ const sl_arch sl_arch_phi3 = {
     .mats = phi3_mats, .n_mats = sizeof phi3_mats / sizeof *phi3_mats,
     .vecs = phi3_vecs, .n_vecs = sizeof phi3_vecs / sizeof *phi3_vecs,
     .rope = SL_ROPE_NEOX,
+    .rope_long_short = true,
     .act = SL_ACT_SILU,
     .output = SL_OUTPUT_REQUIRED,
     .read_hparams = phi3_hparams,

@@ -73,6 +73,10 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->n_batch = p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
     c->kv_type = p->kv_type;
     c->logits_all = p->logits_all;
+    /* longrope (Phi-3-128k, Phi-3.5): llama.cpp picks the long factors when the context is longer
+     * than the one trained without them (llama_model::get_rope_factors) */
+    c->rope_div = m->rope_freqs ? m->rope_freqs
+                : m->rope_long && c->n_ctx > cf->rope_ctx_orig ? m->rope_long : m->rope_short;
     int rc = p->no_kv ? 0 : sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
     if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
@@ -260,8 +264,9 @@ static int attention_block(sl_ctx *c, int l, int nb)
     for (int b = 0; b < nb; b++) {
         int pos = c->bpos[b].pos;
         float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
-        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->m->rope_freqs, neox);
-        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->m->rope_freqs, neox);
+        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale, neox);
+        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale,
+                    neox);
         sl_kv_store(c->bpos[b].kv, l, pos, k, v);
     }
     att_job aj = { c, l, nb };

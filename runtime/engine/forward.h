@@ -63,6 +63,7 @@ typedef struct sl_ctx {
     float *att_out;         /* (n_batch, n_heads*head_dim) */
     float *hb, *hb2;        /* (n_batch, ffn_dim) */
     float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
+    const float *rope_div;  /* per-pair angle divisors for this context's length (model-owned), or NULL */
     float *logits;          /* (n_logits, vocab): the last evaluated position, or with logits_all every
                              * position of the last batch (row b = position n_past - n_logits + b);
                              * after sl_eval_seqs: the rows the spans asked for, in span order */

@@ -130,6 +130,8 @@ void sl_model_free(sl_model *m)
     if (!m->tied) free_weight(&m->output);
     free(m->output_norm);
     free(m->rope_freqs);
+    free(m->rope_long);
+    free(m->rope_short);
     free(m->resident);
     free(m->path);
     sl_gguf_close(m->gguf);
@@ -219,24 +221,51 @@ int sl_arch_get_u32(const sl_gguf *g, const char *a, const char *key, uint32_t *
     return 0;
 }
 
-/* Rope scaling as llama.cpp reads it (llama_model::load_hparams): the type defaults to "linear";
- * the factor is <arch>.rope.scaling.factor, else the legacy <arch>.rope.scale_linear; type "none"
- * never scales.  Types that change the angles otherwise (yarn, longrope) are refused: running them
- * as linear would silently change every logit. */
-static int read_rope_scaling(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+/* longrope's keys (llama_model::load_hparams reads them for every architecture): the cos/sin
+ * multiplier rope.scaling.attn_factor (default 1) and rope.scaling.original_context_length (default
+ * the training context), the length past which rope_factors_long applies. */
+static int read_rope_attn(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
 {
     char key[96];
+    c->rope_mscale = 1.0f;
+    int rc = sl_arch_get_f32(g, a, "rope.scaling.attn_factor", &c->rope_mscale, err, errlen);
+    if (rc) return rc;
+    if (!(c->rope_mscale > 0) || c->rope_mscale > 100) {
+        snprintf(err, errlen, "model: %s.rope.scaling.attn_factor = %g is out of range (0, 100]", a, c->rope_mscale);
+        return -EINVAL;
+    }
+    uint32_t orig = (uint32_t)c->ctx_train;
+    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a);
+    if (sl_gguf_find_key(g, key) >= 0 && (!sl_gguf_get_u32(g, key, &orig) || orig < 1 || orig > (1u << 24))) {
+        snprintf(err, errlen, "model: %s must be a count of positions in [1, 2^24]", key);
+        return -EINVAL;
+    }
+    c->rope_ctx_orig = (int)orig;
+    return 0;
+}
+
+/* Rope scaling as llama.cpp reads it (llama_model::load_hparams): the type defaults to "linear";
+ * the factor is <arch>.rope.scaling.factor, else the legacy <arch>.rope.scale_linear; type "none"
+ * never scales; "longrope" (per-pair divisors from rope_factors_long/short.weight, bound later)
+ * only where the architecture has those tensors.  Types that change the angles otherwise (yarn) are
+ * refused: running them as linear would silently change every logit. */
+static int read_rope_scaling(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
+{
+    const char *a = arch->name;
+    char key[96];
     c->rope_scale = 1.0f;
+    int rc = read_rope_attn(g, a, c, err, errlen);
+    if (rc) return rc;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     sl_str st = { "linear", 6 };
     if (sl_gguf_find_key(g, key) >= 0 && !sl_gguf_get_str(g, key, &st)) {
-        snprintf(err, errlen, "model: %s must be a string (none, linear)", key);
+        snprintf(err, errlen, "model: %s must be a string (none, linear%s)", key, arch->rope_long_short ? ", longrope" : "");
         return -EINVAL;
     }
-    bool none = sl_str_eq(st, "none");
-    if (!none && !sl_str_eq(st, "linear")) {
-        sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported (supported: none, linear)",
-                (int)(st.len > 20 ? 20 : st.len), st.ptr);
+    bool none = sl_str_eq(st, "none"), longrope = arch->rope_long_short && sl_str_eq(st, "longrope");
+    if (!none && !longrope && !sl_str_eq(st, "linear")) {
+        sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported for %s (supported: none, linear%s)",
+                (int)(st.len > 20 ? 20 : st.len), st.ptr, a, arch->rope_long_short ? ", longrope" : "");
         return -ENOTSUP;
     }
     float f = 0;
@@ -245,7 +274,7 @@ static int read_rope_scaling(const sl_gguf *g, const char *a, sl_config *c, char
     if (sl_gguf_find_key(g, key) < 0) fkey = "rope.scale_linear";
     snprintf(key, sizeof key, "%s.%s", a, fkey);
     if (sl_gguf_find_key(g, key) < 0) return 0;
-    int rc = sl_arch_get_f32(g, a, fkey, &f, err, errlen);
+    rc = sl_arch_get_f32(g, a, fkey, &f, err, errlen);
     if (rc) return rc;
     if (!(f > 0)) {
         snprintf(err, errlen, "model: %s = %g: a rope scaling factor must be > 0", key, f);
@@ -269,7 +298,7 @@ static int read_rope_norm(const sl_gguf *g, const sl_arch *arch, sl_config *c, c
         snprintf(err, errlen, "model: rope.freq_base %g or rms epsilon %g out of range", c->rope_base, c->rms_eps);
         return -EINVAL;
     }
-    if ((rc = read_rope_scaling(g, a, c, err, errlen))) return rc;
+    if ((rc = read_rope_scaling(g, arch, c, err, errlen))) return rc;
     if (arch->rope_full && c->rope_dim != c->head_dim) {
         snprintf(err, errlen, "model: %s.rope.dimension_count %d differs from the head size %d (%s rotates whole heads)",
                  a, c->rope_dim, c->head_dim, a);
@@ -375,22 +404,39 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
     return 0;
 }
 
-/* rope_freqs.weight (Llama 3.1/3.2): rope_dim/2 divisors of the pair angles, each finite and > 0. */
-static int bind_rope_freqs(sl_model *m, int fd, bool *used, char *err, size_t errlen)
+/* One optional vector of rope_dim/2 angle divisors, each finite and > 0; *out stays NULL when absent. */
+static int bind_rope_divisors(sl_model *m, int fd, const char *name, float **out, bool *used, char *err, size_t errlen)
 {
-    if (!m->arch->rope_freqs) return 0;   /* present anyway: refused as a tensor nothing uses */
     sl_weight tmp;
-    int rc = bind(m->gguf, &tmp, "rope_freqs.weight", m->cfg.rope_dim / 2, 1, false, used, err, errlen);
+    int rc = bind(m->gguf, &tmp, name, m->cfg.rope_dim / 2, 1, false, used, err, errlen);
     if (rc) return rc == 1 ? 0 : rc;
-    rc = load_vec(fd, &tmp, &m->rope_freqs, err, errlen);
+    rc = load_vec(fd, &tmp, out, err, errlen);
     free_weight(&tmp);
     if (rc) return rc;
     m->norm_bytes += (size_t)(m->cfg.rope_dim / 2) * 4;
     for (int i = 0; i < m->cfg.rope_dim / 2; i++)
-        if (!(m->rope_freqs[i] > 0)) {
-            snprintf(err, errlen, "model: rope_freqs.weight[%d] = %g: rope factors must be > 0", i, m->rope_freqs[i]);
+        if (!((*out)[i] > 0) || !((*out)[i] < 1e30f)) {
+            snprintf(err, errlen, "model: %s[%d] = %g: rope factors must be finite and > 0", name, i, (*out)[i]);
             return -EINVAL;
         }
+    return 0;
+}
+
+/* rope_freqs.weight (Llama 3.1/3.2), or the pair rope_factors_long/short.weight (longrope: Phi-3-128k,
+ * Phi-3.5); an architecture without them leaves them to check_all_used, which refuses them. */
+static int bind_rope_freqs(sl_model *m, int fd, bool *used, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (m->arch->rope_freqs) rc = bind_rope_divisors(m, fd, "rope_freqs.weight", &m->rope_freqs, used, err, errlen);
+    if (rc || !m->arch->rope_long_short) return rc;
+    if ((rc = bind_rope_divisors(m, fd, "rope_factors_long.weight", &m->rope_long, used, err, errlen)) ||
+        (rc = bind_rope_divisors(m, fd, "rope_factors_short.weight", &m->rope_short, used, err, errlen)))
+        return rc;
+    if (!m->rope_long != !m->rope_short) {
+        snprintf(err, errlen, "model: rope_factors_%s.weight is missing (longrope needs both the long and the short "
+                 "factors)", m->rope_long ? "short" : "long");
+        return -EINVAL;
+    }
     return 0;
 }
 

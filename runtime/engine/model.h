@@ -27,6 +27,8 @@ typedef struct sl_config {
     int   rope_dim;     /* rotated dims per head (<arch>.rope.dimension_count) */
     float rope_base;    /* <arch>.rope.freq_base */
     float rope_scale;   /* position multiplier (1 / linear scaling factor) */
+    float rope_mscale;  /* cos/sin multiplier (<arch>.rope.scaling.attn_factor, 1 without it) */
+    int   rope_ctx_orig;/* longrope: contexts longer than this use rope_factors_long (original_context_length) */
     float rms_eps;
     /* what the architecture's forward pass adds to llama's (runtime/engine/arch.h; 0: not used) */
     float attn_scale;   /* q.k multiplier before the softmax: 1/sqrt(head_dim) unless the arch says */
@@ -74,6 +76,7 @@ typedef struct sl_model {
     sl_weight  tok_embd;      /* (vocab, dim): one row per token */
     float     *output_norm;   /* (dim) */
     float     *rope_freqs;    /* (rope_dim / 2) angle divisors from rope_freqs.weight, or NULL */
+    float     *rope_long, *rope_short;   /* longrope's divisors (rope_factors_long/short.weight), or NULL */
     sl_weight  output;        /* (vocab, dim); equals tok_embd when tied */
     bool       tied;          /* no output.weight: the embedding table is the LM head */
     sl_layer  *layers;        /* (n_layers) */
