@@ -183,7 +183,7 @@ int api_plan_with_draft(const sl_model *m, size_t vocab_bytes, const sluice_para
     *d = (sl_plan_draft){ .budget = B, .draft_budget = share, .draft_bytes = share - shared,
                           .target_budget = B - (share - shared), .draft_resident = dpi.all_resident,
                           .draft_stream_bytes = dpi.stream_bytes_per_token,
-                          .t_pass = plan->pred_token_s, .t_verify = plan->pred_compute_s,
+                          .t_pass = plan->pred_token_s, .t_verify = plan->pred_compute_s * SL_PLAN_DRAFT_VERIFY_FRAC,
                           .t_draft = dpi.pred_tok_s > 0 ? 1 / dpi.pred_tok_s : 0 };
     int rows = req->n_logits > 1 ? req->n_logits - 1 : 0;
     d->k_max = rows < plan->n_batch - 1 ? rows : plan->n_batch - 1;

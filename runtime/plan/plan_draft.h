@@ -8,9 +8,10 @@
  *
  *   rate(a) = max over k of  (1 - a^(k+1)) / (1 - a)  /  (t_pass + k * (t_verify + t_draft))
  *
- * (t_pass: the target's predicted token at its share; t_verify: one more token of the target's
- * compute in the same pass — a linear, conservative model, as the engine's own fit; t_draft: the
- * draft's predicted token), and gives the acceptance rate above which drafting pays.  Pure: no I/O.
+ * (t_pass: the target's predicted token at its share; t_verify: one more position of the target's
+ * compute in the same pass, SL_PLAN_DRAFT_VERIFY_FRAC of a token's — linear, as the engine's own
+ * fit; t_draft: the draft's predicted token), and gives the acceptance rate above which drafting
+ * pays.  Pure: no I/O.
  */
 #ifndef SL_RUNTIME_PLAN_DRAFT_H
 #define SL_RUNTIME_PLAN_DRAFT_H
@@ -23,6 +24,12 @@
 /* What a draft's own plan counts that the process already holds once: the runtime's code and
  * libraries (the planner's 6 MiB base less 1 MiB kept for the draft's thread pool and allocator). */
 #define SL_PLAN_DRAFT_SHARED_BYTES (5ull << 20)
+/* A token more in a verifying pass costs this fraction of a decode token's compute: the batched
+ * kernels unpack each weight row once for several positions.  Measured with the llama3.2-1b shape
+ * (Q4_K_M, 2 threads, a loaded machine): prompts of 5, 9 and 17 tokens cost 0.27, 0.36 and 0.31 of a
+ * decode token per position; the higher end is taken.  Only the plan's assessment uses it: a run's
+ * draft length follows its own measured pass times. */
+#define SL_PLAN_DRAFT_VERIFY_FRAC 0.4
 
 typedef struct sl_plan_draft {
     /* the split (filled by the caller that planned both models) */
@@ -34,7 +41,7 @@ typedef struct sl_plan_draft {
     uint64_t draft_stream_bytes;   /* read per draft token (0: resident) */
     int      k_max;           /* most drafts per pass */
     double   t_pass;          /* s: the target's token at target_budget */
-    double   t_verify;        /* s: one more target token of compute in the same pass */
+    double   t_verify;        /* s: one more position of target compute in the same pass */
     double   t_draft;         /* s: one draft token */
     double   t_alone;         /* s: the target's token at the whole budget (no draft) */
     /* the assessment (sl_plan_draft_assess) */
