@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "include/sluice.h"
+#include "runtime/plan/plan_draft.h"
 #include "util/chi2.h"
 #include "util/golden.h"
 
@@ -332,4 +333,84 @@ Test(spec_model, draft_parameters_are_checked)
     int rc = sluice_open(STORIES, &p, &m, err, sizeof err);
     cr_assert_eq(rc, -ENOSPC, "%s", err);
     cr_assert(strstr(err, "draft model"), "%s", err);
+}
+
+/* ---- sessions: the draft context follows a loaded one ------------------------------------------ */
+
+/* 16 tokens with the draft, saved; a new context loads the session and goes on with the draft (its
+ * draft context starts empty and catches up in one batch): the 32 tokens equal one-token decoding's. */
+Test(spec_model, a_loaded_session_keeps_greedy_output)
+{
+    sluice_params p;
+    base_params(&p, STORIES);
+    p.draft_fixed = true;
+    char err[SLUICE_ERRLEN];
+    sluice_model *m;
+    cr_assert_eq(sluice_open(STORIES, &p, &m, err, sizeof err), 0, "%s", err);
+    int32_t prompt[16];
+    int np = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, prompt, 16);
+    cr_assert_gt(np, 0);
+    gen_out ref;
+    run_cfg off = { RESIDENT, false };
+    generate(STORIES, NULL, &off, 0, prompt, np, 32, &ref);
+    cr_assert_eq(ref.n, 32);
+    sluice_sampler_params sp;
+    sluice_sampler_params_default(&sp);
+    sp.temp = 0;
+    sluice_sampler *s = sluice_sampler_new(m, &sp);
+    sluice_ctx *a, *b;
+    cr_assert_eq(sluice_ctx_new(m, &a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sluice_eval(a, prompt, np), 0);
+    gen_out g1 = { .n = 0 }, g2 = { .n = 0 };
+    cr_assert_eq(sluice_generate(a, s, 16, collect, &g1), 16, "%s", sluice_ctx_error(a));
+    cr_assert_eq(sluice_eval(a, &g1.ids[15], 1), 0);   /* the last reported token is not evaluated */
+    char path[] = "/tmp/sl_draft_session_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(sluice_session_save_flags(a, path, NULL, 0, SLUICE_SESSION_OVERWRITE, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sluice_ctx_new(m, &b, err, sizeof err), 0, "%s", err);
+    int lrc = sluice_session_load(b, path, NULL, NULL, NULL, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(lrc, 0, "%s", err);
+    cr_assert_eq(sluice_generate(b, s, 16, collect, &g2), 16, "%s", sluice_ctx_error(b));
+    sluice_stats st;
+    sluice_get_stats(m, b, &st);
+    cr_assert_gt(st.n_drafted, 0);
+    cr_assert_eq(st.n_accepted, st.n_drafted, "self-draft after a session load: %llu of %llu",
+                 (unsigned long long)st.n_accepted, (unsigned long long)st.n_drafted);
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(g1.ids[i], ref.ids[i], "token %d before the save", i);
+        cr_assert_eq(g2.ids[i], ref.ids[16 + i], "token %d after the load", 16 + i);
+    }
+    sluice_sampler_free(s);
+    sluice_ctx_free(a);
+    sluice_ctx_free(b);
+    sluice_close(m);
+}
+
+/* ---- the plan's assessment ---------------------------------------------------------------------- */
+
+Test(spec_model, the_assessment_follows_the_costs)
+{
+    /* an 8B-like streamed target: a pass 2 s, a verified position 0.1 s, the draft 0.2 s per token */
+    sl_plan_draft d = { .k_max = 8, .t_pass = 2.2, .t_verify = 0.1, .t_draft = 0.2, .t_alone = 2.0 };
+    sl_plan_draft_assess(&d);
+    cr_assert(d.breakeven > 0 && d.breakeven < 1, "breakeven %g", d.breakeven);
+    double alone = 1 / d.t_alone;
+    cr_assert_leq(sl_plan_draft_rate(&d, d.breakeven - 0.01, NULL), alone * (1 + 1e-9));
+    cr_assert_gt(sl_plan_draft_rate(&d, d.breakeven + 0.01, NULL), alone);
+    for (int i = 1; i < SL_PLAN_DRAFT_N_ACCEPT; i++) {
+        cr_assert_geq(d.tok_s[i], d.tok_s[i - 1], "more acceptance is never slower");
+        cr_assert_geq(d.best_k[i], d.best_k[i - 1]);
+    }
+    /* k = 0 costs the draft nothing: the rate is the target's beside it */
+    int k;
+    cr_assert_float_eq(sl_plan_draft_rate(&d, 0, &k), 1 / d.t_pass, 1e-12);
+    cr_assert_eq(k, 0);
+    /* a resident target: a verified position costs as much as a token; a draft costs more than the
+     * target pass saves: never worth it */
+    sl_plan_draft r = { .k_max = 8, .t_pass = 0.1, .t_verify = 0.1, .t_draft = 0.02, .t_alone = 0.1 };
+    sl_plan_draft_assess(&r);
+    cr_assert_gt(r.breakeven, 1, "breakeven %g", r.breakeven);
 }
