@@ -414,3 +414,44 @@ Test(spec_model, the_assessment_follows_the_costs)
     sl_plan_draft_assess(&r);
     cr_assert_gt(r.breakeven, 1, "breakeven %g", r.breakeven);
 }
+
+/* ---- a full context ----------------------------------------------------------------------------- */
+
+/* Generation that runs into the end of the context stops at the same token with drafts as without
+ * (the pass evaluates drafts beyond the point where one-token decoding would stop). */
+Test(spec_model, a_full_context_stops_at_the_same_token)
+{
+    const char *drafts[] = { NULL, STORIES, NULL };
+    gen_out out[3];
+    for (int d = 0; d < 3; d++) {
+        sluice_params p;
+        base_params(&p, drafts[d]);
+        p.n_ctx = 48;
+        p.draft_fixed = true;
+        if (d == 2) p.draft = SLUICE_DRAFT_NGRAM;
+        char err[SLUICE_ERRLEN];
+        sluice_model *m;
+        sluice_ctx *c;
+        cr_assert_eq(sluice_open(STORIES, &p, &m, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+        int32_t prompt[16];
+        int np = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, prompt, 16);
+        cr_assert_eq(sluice_eval(c, prompt, np), 0);
+        if (d == 2) cr_assert_eq(sluice_ctx_set_lookup(c, out[0].ids, out[0].n), 0);   /* drafts mostly right */
+        sluice_sampler_params sp;
+        sluice_sampler_params_default(&sp);
+        sp.temp = 0;
+        sluice_sampler *s = sluice_sampler_new(m, &sp);
+        memset(&out[d], 0, sizeof out[d]);
+        cr_assert_geq(sluice_generate(c, s, 100, collect, &out[d]), 0, "%s", sluice_ctx_error(c));
+        cr_assert_eq(sluice_stop_reason(c), SLUICE_STOP_CTX_FULL);
+        sluice_get_stats(m, c, &out[d].st);
+        sluice_sampler_free(s);
+        sluice_ctx_free(c);
+        sluice_close(m);
+    }
+    cr_assert_gt(out[1].st.n_drafted, 0);
+    cr_assert_gt(out[2].st.n_accepted, 0);
+    same_tokens(&out[0], &out[1], "draft model, full context");
+    same_tokens(&out[0], &out[2], "n-grams, full context");
+}

@@ -445,6 +445,9 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
         if (!ok) { *next = t; break; }
         C->n_accepted++;
+        /* emit's full-context rule counts the tokens one-token decoding would have evaluated before
+         * batch[i+1] (base + i + 1), not the whole pass (keep_prefix sets the count either way) */
+        C->n_toks = base + i + 1;
         if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
             keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
             sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i + 1);
