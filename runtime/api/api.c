@@ -119,7 +119,7 @@ static const char *spill_dir_for(const sluice_params *p, char *ram, size_t ramle
 
 /* Contract: see api_internal.h. */
 int api_make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
-                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
+                  sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
 {
     *spill = NULL;
     uint64_t budget = p->ram_budget;
@@ -437,7 +437,11 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         M->plan = malloc(sizeof *M->plan);
         if (!M->pm || !M->plan) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
         const char *plan_spill;
-        if (want_draft && !(M->dplan = calloc(1, sizeof *M->dplan))) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
+        if (want_draft && !(M->dplan = calloc(1, sizeof *M->dplan))) {
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
         if ((rc = plan_model(M->m, M->voc, p, M->n_ctx, M->n_batch, M->threads, M->pm, &M->req, M->plan, &plan_spill,
                              M->dplan, err, errlen)))
             goto fail;

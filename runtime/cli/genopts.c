@@ -52,8 +52,8 @@ const cli_opt gen_opt_table[] = {
                                       "quoted); implies --draft ngram" },
     { GEN_DRAFT_MODEL, "-md|--draft-model", "FILE", "a smaller model with the same vocabulary that drafts greedily (implies\n"
                                                     "--draft model); it shares --ram-budget: resident if the target still\n"
-                                                    "fits beside it, else streamed (--verbose / sluice plan -md: its share\n"
-                                                    "and whether it is worth it)" },
+                                                    "fits beside it, else streamed (the \"draft model:\" line, shown unless\n"
+                                                    "-q, and sluice plan -md: its share and whether it is worth it)" },
     { 0, NULL, NULL, NULL },
 };
 
