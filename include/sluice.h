@@ -61,8 +61,10 @@ enum sluice_planner {
 enum sluice_log { SLUICE_LOG_WARN = 0, SLUICE_LOG_INFO = 1, SLUICE_LOG_NOTE = 2 };
 /* Speculative decoding in sluice_generate: drafted tokens verified in the pass that evaluates the
  * last accepted one.  AUTO: n-gram drafts when weights stream (a pass costs a read of the file),
- * none when resident.  Greedy output is identical either way; sampled output keeps its distribution. */
-enum sluice_draft { SLUICE_DRAFT_AUTO = 0, SLUICE_DRAFT_OFF = 1, SLUICE_DRAFT_NGRAM = 2 };
+ * none when resident; with sluice_params.draft_model, that model's drafts.  MODEL: a draft model
+ * (draft_model must be given).  Greedy output is identical either way; sampled output keeps its
+ * distribution. */
+enum sluice_draft { SLUICE_DRAFT_AUTO = 0, SLUICE_DRAFT_OFF = 1, SLUICE_DRAFT_NGRAM = 2, SLUICE_DRAFT_MODEL = 3 };
 
 /* Progress of long work: stage is "load" (units: bytes) or "prompt" (units: tokens). */
 typedef void (*sluice_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
@@ -99,6 +101,11 @@ typedef struct sluice_params {
     int      draft_max;       /* most drafted tokens per pass (0 = 8); the number used adapts to the
                                * measured pass times and acceptance rate; at most the plan's batch - 1 */
     bool     draft_fixed;     /* draft draft_max tokens whenever the drafter has them (no adaptation) */
+    const char *draft_model;  /* a GGUF draft model with the target's vocabulary (checked), or NULL.  It
+                               * proposes tokens greedily from its own KV cache; a planned run splits
+                               * ram_budget: the draft resident if the target still fits beside it, else
+                               * streamed within its minimum budget (sluice_plan_info.draft_*).  Its other
+                               * settings are the target's (n_ctx, threads, io, forced streaming) */
     sluice_progress_fn progress;
     sluice_log_fn log;
     void    *user;            /* passed to progress and log */
@@ -146,6 +153,13 @@ typedef struct sluice_plan_info {
     int      n_parallel;      /* sequences the plan holds (sluice_params.n_parallel) */
     double   pred_req_tok_s;  /* with n_parallel sequences decoding together: each one's rate, */
     double   pred_agg_tok_s;  /* and all of them together */
+    /* with sluice_params.draft_model in a planned run: the draft's share of the budget (the fields
+     * above then describe the target within budget - draft_bytes) and what it is predicted to buy */
+    bool     draft_planned;
+    bool     draft_resident;          /* every draft weight resident (else it streams) */
+    uint64_t draft_bytes;             /* the draft's plan: weights, KV cache, scratch */
+    double   pred_tok_s_alone;        /* the target alone at the whole budget */
+    double   draft_breakeven;         /* acceptance above which the draft pays; > 1: it never does */
 } sluice_plan_info;
 void sluice_model_get_plan(const sluice_model *m, sluice_plan_info *out);
 /* The plan as `sluice plan` prints it (json: one JSON object). */
@@ -335,6 +349,9 @@ typedef struct sluice_stats {
      * accepted: tokens per pass = (n_gen_tokens) / n_passes, acceptance = n_accepted / n_drafted */
     uint64_t n_passes, n_drafted, n_accepted, n_gen_tokens;
     int      draft_max;           /* drafts per pass the context can verify (0: no speculation) */
+    const char *drafter;          /* "ngram", "model" or "" (no speculation) */
+    double   draft_s;             /* time the draft model spent evaluating (syncing and proposing) */
+    uint64_t n_draft_evals;       /* tokens the draft model evaluated */
     /* the weight stream's shape (0 when every weight is resident) */
     int64_t  stream_pieces_per_pass;
     uint64_t stream_max_piece, stream_pass_bytes, stream_buffer_bytes;

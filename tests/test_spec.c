@@ -18,6 +18,7 @@
 
 #include "include/sluice.h"
 #include "runtime/engine/draft.h"
+#include "util/chi2.h"
 #include "util/golden.h"
 
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"
@@ -247,29 +248,6 @@ static void second_token_counts(sluice_model *m, sluice_ctx *c, const int32_t *p
         sluice_sampler_free(s);
     }
     sluice_get_stats(m, c, st);
-}
-
-/* Two-sample chi-square statistic over ids (cells with fewer than 10 in both samples pooled) and
- * its degrees of freedom. */
-static double chi2_two_sample(const int *a, const int *b, int n, int *df)
-{
-    double chi = 0, pa = 0, pb = 0;
-    int cells = 0;
-    for (int i = 0; i < n; i++) {
-        if (a[i] + b[i] < 10) { pa += a[i]; pb += b[i]; continue; }
-        chi += (double)(a[i] - b[i]) * (a[i] - b[i]) / (a[i] + b[i]);
-        cells++;
-    }
-    if (pa + pb > 0) { chi += (pa - pb) * (pa - pb) / (pa + pb); cells++; }
-    *df = cells - 1;
-    return chi;
-}
-
-/* chi-square quantile at p = 0.999 (Wilson-Hilferty; z = 3.09). */
-static double chi2_crit(int df)
-{
-    double h = 2.0 / (9.0 * df);
-    return df * pow(1 - h + 3.09 * sqrt(h), 3);
 }
 
 static sluice_model *open_stories(int draft, sluice_ctx **c)

@@ -78,7 +78,10 @@ static int check_params(const sluice_params *p, char *err, size_t errlen)
         bad = "disk_bw (GB/s, finite, 0 = measured, SLUICE_DISK_BW_NOW)";
     else if (!isfinite(p->compute_bw) || p->compute_bw < 0 || p->compute_bw > 1e4) bad = "compute_bw (GB/s, finite, 0 = measured)";
     else if (p->kv_spill_dir && !*p->kv_spill_dir) bad = "kv_spill_dir (empty string; NULL = default)";
-    else if (p->draft < SLUICE_DRAFT_AUTO || p->draft > SLUICE_DRAFT_NGRAM) bad = "draft (enum sluice_draft)";
+    else if (p->draft < SLUICE_DRAFT_AUTO || p->draft > SLUICE_DRAFT_MODEL) bad = "draft (enum sluice_draft)";
+    else if (p->draft == SLUICE_DRAFT_MODEL && !p->draft_model) bad = "draft (SLUICE_DRAFT_MODEL needs draft_model)";
+    else if (p->draft == SLUICE_DRAFT_NGRAM && p->draft_model) bad = "draft (NGRAM with a draft_model; use MODEL or AUTO)";
+    else if (p->draft_model && !*p->draft_model) bad = "draft_model (empty string; NULL = none)";
     else if (p->draft_max < 0 || p->draft_max > 64) bad = "draft_max (0 = 8, at most 64)";
     else if (p->n_parallel < 0 || p->n_parallel > 256) bad = "n_parallel (0 = 1, at most 256)";
     if (!bad) return 0;
@@ -114,10 +117,9 @@ static const char *spill_dir_for(const sluice_params *p, char *ram, size_t ramle
     return NULL;
 }
 
-/* Fill pm/req/plan for model m under p, and *spill (the KV spill directory when the plan spills,
- * else NULL).  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
-static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
-                     sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
+/* Contract: see api_internal.h. */
+int api_make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
+                  sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen)
 {
     *spill = NULL;
     uint64_t budget = p->ram_budget;
@@ -177,6 +179,19 @@ static int make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params 
     return 0;
 }
 
+/* A draft model is used: given and not switched off. */
+static bool wants_draft_model(const sluice_params *p) { return p->draft_model && p->draft != SLUICE_DRAFT_OFF; }
+
+/* api_make_plan, or with d: the budget split with p's draft model (api_plan_with_draft). */
+static int plan_model(const sl_model *m, const sl_vocab *voc, const sluice_params *p, int n_ctx, int n_batch,
+                      int threads, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill,
+                      sl_plan_draft *d, char *err, size_t errlen)
+{
+    if (d) return api_plan_with_draft(m, sl_vocab_mem_bytes(voc), p, n_ctx, n_batch, threads, pm, req, plan, spill, d,
+                                      err, errlen);
+    return api_make_plan(m, sl_vocab_mem_bytes(voc), p, n_ctx, n_batch, threads, pm, req, plan, spill, err, errlen);
+}
+
 /* The planner's decisions and rates, as sluice_plan_info's plan_* fields. */
 static void fill_plan_decisions(const sl_plan *p, const sl_plan_req *req, sluice_plan_info *o)
 {
@@ -193,6 +208,15 @@ static void fill_plan_decisions(const sl_plan *p, const sl_plan_req *req, sluice
     o->compute_bw = req->compute_bw;
     o->disk_how = req->disk_how;
     o->compute_how = req->compute_how;
+}
+
+static void fill_draft_info(const sl_plan_draft *d, sluice_plan_info *o)
+{
+    o->draft_planned = true;
+    o->draft_resident = d->draft_resident;
+    o->draft_bytes = d->draft_bytes;
+    o->pred_tok_s_alone = d->t_alone > 0 ? 1 / d->t_alone : 0;
+    o->draft_breakeven = d->breakeven;
 }
 
 static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
@@ -216,6 +240,7 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         fill_plan_decisions(p, &M->req, o);
         o->pred_req_tok_s = p->pred_req_tok_s;
         o->pred_agg_tok_s = p->pred_agg_tok_s;
+        if (M->dplan) fill_draft_info(M->dplan, o);
     }
     o->n_parallel = M->n_parallel;
     /* what the run actually does (a forced mode may differ from the plan) */
@@ -336,6 +361,27 @@ static const char *given_spill_dir(const sluice_model *M, const sluice_params *p
     return p->kv_spill_dir;
 }
 
+/* Open M's draft model within the share the plan gave it (unplanned: as the target). */
+static int open_draft(sluice_model *M, char *err, size_t errlen)
+{
+    const sluice_params *p = &M->p;
+    sluice_params dp = api_draft_params(p, M->n_ctx, M->dplan ? M->dplan->draft_budget : 0);
+    char e2[SL_ERRLEN];
+    int rc = sluice_open(p->draft_model, &dp, &M->draft, e2, sizeof e2);
+    if (rc) {
+        snprintf(err, errlen, "draft model %s: %s", p->draft_model, e2);
+        return rc;
+    }
+    const sl_plan_draft *d = M->dplan;
+    char worth[64] = "not worth its memory at any acceptance";
+    if (d && d->breakeven <= 1) snprintf(worth, sizeof worth, "worth its memory above %.0f%% acceptance", 100 * d->breakeven);
+    if (d)
+        logf_(p, SLUICE_LOG_INFO, "draft model: %.1f of %.1f MiB (%s); predicted %.2f tok/s without it, %.2f with it at "
+              "70%% acceptance; %s", d->draft_bytes / 1048576.0, d->budget / 1048576.0,
+              d->draft_resident ? "resident" : "streamed", d->t_alone > 0 ? 1 / d->t_alone : 0, d->tok_s[1], worth);
+    return 0;
+}
+
 int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, char *err, size_t errlen)
 {
     sluice_params defaults;
@@ -357,6 +403,8 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         goto fail;
     }
     const sl_config *cf = &M->m->cfg;
+    const bool want_draft = wants_draft_model(p);
+    if (want_draft && (rc = api_draft_check_vocab(M->voc, p->draft_model, err, errlen))) goto fail;
     if (sl_vocab_n_tokens(M->voc) != cf->vocab) {
         snprintf(err, errlen, "%s: vocabulary has %d tokens but the embedding table has %d rows", path,
                  sl_vocab_n_tokens(M->voc), cf->vocab);
@@ -389,8 +437,13 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         M->plan = malloc(sizeof *M->plan);
         if (!M->pm || !M->plan) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto fail; }
         const char *plan_spill;
-        if ((rc = make_plan(M->m, sl_vocab_mem_bytes(M->voc), p, M->n_ctx, M->n_batch, M->threads, M->pm, &M->req,
-                            M->plan, &plan_spill, err, errlen)))
+        if (want_draft && !(M->dplan = calloc(1, sizeof *M->dplan))) {
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        if ((rc = plan_model(M->m, M->voc, p, M->n_ctx, M->n_batch, M->threads, M->pm, &M->req, M->plan, &plan_spill,
+                             M->dplan, err, errlen)))
             goto fail;
         M->planned = true;
         const sl_plan *pl = M->plan;
@@ -431,8 +484,9 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }
+    if (want_draft && (rc = open_draft(M, err, errlen))) goto fail;
     /* speculative decoding: at most draft_max drafts, and a verifying pass must be one batch */
-    int dk = p->draft == SLUICE_DRAFT_OFF || (p->draft == SLUICE_DRAFT_AUTO && !streaming) ? 0
+    int dk = p->draft == SLUICE_DRAFT_OFF || (p->draft == SLUICE_DRAFT_AUTO && !streaming && !M->draft) ? 0
            : p->draft_max > 0 ? p->draft_max : 8;
     if (dk > M->n_batch - 1) dk = M->n_batch - 1;
     if (dk > 64) dk = 64;
@@ -462,6 +516,8 @@ void sluice_close(sluice_model *M)
 
 static void close_model(sluice_model *M)
 {
+    if (M->draft) sluice_close(M->draft);
+    free(M->dplan);
     sl_stream_free(M->stream);
     sl_pool_free(M->pool);
     sl_vocab_free(M->voc);
@@ -522,7 +578,8 @@ void sluice_plan_print(const sluice_model *M, FILE *f, bool json)
         fprintf(f, json ? "{\"planned\":false}\n" : "no plan: a streaming mode was forced without a budget\n");
         return;
     }
-    if (json) sl_plan_print_json(M->plan, M->pm, &M->req, f);
+    if (M->dplan) api_print_plan_with_draft(M->plan, M->pm, &M->req, M->dplan, f, json);
+    else if (json) sl_plan_print_json(M->plan, M->pm, &M->req, f);
     else sl_plan_print(M->plan, M->pm, &M->req, f);
 }
 
@@ -546,10 +603,14 @@ int sluice_plan(const char *path, const sluice_params *pp, sluice_plan_info *o, 
     if ((rc = sl_vocab_load(m->gguf, &voc, e2, sizeof e2))) { snprintf(err, errlen, "%s: %s", path, e2); goto done; }
     int n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096);
     int threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
-    sl_plan_req req;
+    sl_plan_req req = { 0 };
     const char *spill;
-    rc = make_plan(m, sl_vocab_mem_bytes(voc), p, n_ctx, p->n_batch > 0 ? p->n_batch : 512, threads, pm, &req, plan,
-                   &spill, err, errlen);
+    sl_plan_draft d;
+    memset(plan, 0, sizeof *plan);
+    if (wants_draft_model(p) && (rc = api_draft_check_vocab(voc, p->draft_model, err, errlen))) goto done;
+    rc = plan_model(m, voc, p, n_ctx, p->n_batch > 0 ? p->n_batch : 512, threads, pm, &req, plan, &spill,
+                    wants_draft_model(p) ? &d : NULL, err, errlen);
+    if (rc == 0 && wants_draft_model(p)) fill_draft_info(&d, o);
     o->planned = rc == 0 || rc == -ENOSPC;
     o->budget = req.budget;
     o->min_budget = plan->min_budget;

@@ -44,9 +44,20 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
     if (M->stream) C->c->src = sl_stream_source(M->stream);
     C->c->cancel = &C->cancel;
     sl_draft_stats_init(&C->dstats);
+    /* a context that can verify drafts drafts from its own context of the draft model, which stops
+     * when this one is cancelled (it shares the flag) */
+    if (M->draft && M->draft_k > 0 && n_batch > 1) {
+        if ((rc = sluice_ctx_new(M->draft, &C->dctx, err, errlen))) {
+            sl_ctx_free(C->c);
+            free(C);
+            return rc;
+        }
+        C->dctx->c->cancel = &C->cancel;
+    }
     C->cap = M->n_ctx;
     C->toks = malloc((size_t)C->cap * sizeof *C->toks);
     if (!C->toks) {
+        sluice_ctx_free(C->dctx);
         sl_ctx_free(C->c);
         free(C);
         snprintf(err, errlen, "out of memory");
@@ -63,6 +74,7 @@ void sluice_ctx_free(sluice_ctx *C)
     if (!C) return;
     api_untrack(C, API_CTX, "sluice_ctx_free");
     atomic_fetch_sub(&C->M->n_ctx_live, 1);
+    sluice_ctx_free(C->dctx);
     sl_ctx_free(C->c);
     free(C->toks);
     free(C->lookup);
@@ -402,7 +414,7 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
     if (C->M->draft_fixed) {
         /* k as asked */
     } else if (d->n_obs >= 2) {
-        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok, k);
+        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok + d->t_draft, k);   /* a draft model's tokens cost */
         /* drafts that do not pay are still tried now and then, or the acceptance estimate could
          * never recover when the text becomes predictable */
         k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
@@ -428,7 +440,10 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     const int V = C->M->m->cfg.vocab, base = C->n_toks;
     if (C->n_toks + 1 > C->cap) return -ENOSPC;
     C->toks[C->n_toks] = id;   /* the history the drafter looks in includes id */
-    int k = draft_len(C, e), nd = k ? sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1) : 0;
+    int k = draft_len(C, e), nd = 0;
+    if (k && C->dctx) nd = api_draft_propose(C, C->toks, base + 1, k, batch + 1);
+    else if (k) nd = sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1);
+    if (nd < 0) return nd;
     batch[0] = id;
     uint64_t t0 = sl_now_ns();
     int rc = eval_checked(C, batch, nd + 1, false);
@@ -443,8 +458,8 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
         if (!ok) { *next = t; break; }
         C->n_accepted++;
-        /* what one-token decoding would have evaluated when it reports batch[i+1] (emit stops at a
-         * full context by this count) */
+        /* emit's full-context rule counts the tokens one-token decoding would have evaluated before
+         * batch[i+1] (base + i + 1), not the whole pass (keep_prefix sets the count either way) */
         C->n_toks = base + i + 1;
         if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
             keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
@@ -618,6 +633,9 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->n_accepted = C->n_accepted;
         o->n_gen_tokens = C->n_gen;
         o->draft_max = M->draft_k;
+        o->drafter = !M->draft_k ? "" : C->dctx ? "model" : "ngram";
+        o->draft_s = C->draft_ns / 1e9;
+        o->n_draft_evals = C->n_draft_evals;
     }
 }
 

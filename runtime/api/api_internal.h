@@ -15,6 +15,7 @@
 #include "runtime/engine/draft.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
+#include "runtime/plan/plan_draft.h"
 #include "runtime/plan/planner.h"
 #include "runtime/engine/sampler.h"
 #include "runtime/engine/stream.h"
@@ -36,6 +37,8 @@ struct sluice_model {
     int        logit_rows;      /* logits rows a context keeps (at most its batch): draft_max + 1 unless
                                  * drafting is off; the planner counts the same (sl_plan_req.n_logits) */
     int        n_parallel;      /* sequences the plan holds KV caches for (>= 1) */
+    sluice_model *draft;        /* sluice_params.draft_model, opened (NULL: none) */
+    sl_plan_draft *dplan;       /* planned with a draft: its share of the budget and its worth */
     char      *spill_dir;       /* NULL: KV in memory */
     char      *chat_template;   /* NUL-terminated copy, or NULL */
     uint64_t   fingerprint;     /* for session files: computed on first use */
@@ -62,6 +65,8 @@ struct sluice_ctx {
     int        n_lookup;
     sl_draft_stats dstats;      /* acceptance and pass times, for the draft length */
     uint64_t   n_passes, n_drafted, n_accepted, n_gen;
+    sluice_ctx *dctx;           /* the draft model's context (NULL: no draft model) */
+    uint64_t   draft_ns, n_draft_evals;
     char       err[SL_ERRLEN];
 };
 
@@ -93,6 +98,30 @@ void api_model_unlock(sluice_model *M);
 
 /* -EINVAL with a message in err (when err && errlen): for arguments the API refuses. */
 int api_einval(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The planner's request for model m under p, its plan, and *spill (the KV spill directory when
+ * the plan spills, else NULL).  0, or -errno with err (infeasible: -ENOSPC, plan->why). */
+int api_make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch, int threads,
+                  sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill, char *err, size_t errlen);
+
+/* ---- a draft model (api_draft.c) ---- */
+/* 0 when the model at path has the target's vocabulary (size, every token's text, tokenizer
+ * family, BOS, EOS); else -EINVAL (or the open error) with "draft model PATH: ..." naming the first
+ * difference. */
+int api_draft_check_vocab(const sl_vocab *target, const char *path, char *err, size_t errlen);
+/* The draft's sluice_params: p's settings, no drafting, planned within budget (0: as p). */
+sluice_params api_draft_params(const sluice_params *p, int n_ctx, uint64_t budget);
+/* api_make_plan for the target of p->draft_model: the budget split (d), the target planned within
+ * its part. */
+int api_plan_with_draft(const sl_model *m, size_t vocab_bytes, const sluice_params *p, int n_ctx, int n_batch,
+                        int threads, sl_plan_model *pm, sl_plan_req *req, sl_plan *plan, const char **spill,
+                        sl_plan_draft *d, char *err, size_t errlen);
+/* The target's plan and the draft's share (json: {"target": ..., "draft": ...}). */
+void api_print_plan_with_draft(const sl_plan *plan, const sl_plan_model *pm, const sl_plan_req *req,
+                               const sl_plan_draft *d, FILE *f, bool json);
+/* Up to k tokens C's draft model proposes (greedily) after hist[0..n), its context first brought to
+ * hist.  Returns the count (0..k) or -errno (C->err says why). */
+int api_draft_propose(sluice_ctx *C, const int32_t *hist, int n, int k, int32_t *out);
 
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);

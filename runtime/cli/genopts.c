@@ -17,7 +17,7 @@ enum {
     GEN_REPEAT, GEN_SEED, GEN_REVERSE, GEN_IGNORE_EOS, GEN_SESSION, GEN_SESSION_OVERWRITE, GEN_BUDGET, GEN_KV,
     GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
     GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET, GEN_DRAFT, GEN_DRAFT_MAX, GEN_DRAFT_FIXED,
-    GEN_LOOKUP,
+    GEN_LOOKUP, GEN_DRAFT_MODEL,
 };
 
 const cli_opt gen_opt_table[] = {
@@ -42,13 +42,18 @@ const cli_opt gen_opt_table[] = {
     { GEN_SPECIAL, "--special", NULL, "recognise special-token texts in the prompt" },
     { GEN_QUIET, "-q|--quiet", NULL, "no prompt echo, notices or progress bars" },
     { 0, NULL, NULL, "speculative decoding (drafted tokens verified in one weight pass; see docs/speculative.md)" },
-    { GEN_DRAFT, "--draft", "auto|ngram|off", "drafter (default auto: n-gram drafts when weights stream, none when\n"
-                                               "resident); greedy output is identical either way" },
+    { GEN_DRAFT, "--draft", "auto|ngram|model|off", "drafter (default auto: n-gram drafts when weights stream, none\n"
+                                               "when resident; with -md the draft model); greedy output is identical\n"
+                                               "either way" },
     { GEN_DRAFT_MAX, "--draft-max", "K", "most drafted tokens per pass (default 8; the number used adapts to the\n"
                                          "measured pass times and acceptance)" },
     { GEN_DRAFT_FIXED, "--draft-fixed", NULL, "draft --draft-max tokens whenever possible (no adaptation; for benchmarks)" },
     { GEN_LOOKUP, "--lookup", "FILE", "a text the drafter may copy from (the document being edited, summarized or\n"
                                       "quoted); implies --draft ngram" },
+    { GEN_DRAFT_MODEL, "-md|--draft-model", "FILE", "a smaller model with the same vocabulary that drafts greedily (implies\n"
+                                                    "--draft model); it shares --ram-budget: resident if the target still\n"
+                                                    "fits beside it, else streamed (the \"draft model:\" line, shown unless\n"
+                                                    "-q, and sluice plan -md: its share and whether it is worth it)" },
     { 0, NULL, NULL, NULL },
 };
 
@@ -158,13 +163,14 @@ static int apply_value(const char *a, const char *v, int id, gen_opts *o)
     case GEN_PREFETCH: return cli_int(a, v, 1, 32, &o->prefetch) ? 1 : -1;   /* the library's bound */
     case GEN_HEAD_CHUNK: return cli_int(a, v, 1, 1 << 24, &o->head_rows) ? 1 : -1;
     case GEN_DRAFT_MAX: return cli_int(a, v, 1, 64, &o->draft_max) ? 1 : -1;
+    case GEN_DRAFT_MODEL: o->draft_model = v; return 1;
     case GEN_LOOKUP: o->lookup = v; if (o->draft == SLUICE_DRAFT_AUTO) o->draft = SLUICE_DRAFT_NGRAM; return 1;
     case GEN_DRAFT:
         if (!strcmp(v, "auto")) o->draft = SLUICE_DRAFT_AUTO;
         else if (!strcmp(v, "ngram")) o->draft = SLUICE_DRAFT_NGRAM;
         else if (!strcmp(v, "off")) o->draft = SLUICE_DRAFT_OFF;
-        else if (!strcmp(v, "model")) { cli_err("--draft model: a draft model is not supported yet (supported: auto, ngram, off)"); return -1; }
-        else { cli_err("--draft: '%s' is not auto, ngram or off", v); return -1; }
+        else if (!strcmp(v, "model")) o->draft = SLUICE_DRAFT_MODEL;
+        else { cli_err("--draft: '%s' is not auto, ngram, model or off", v); return -1; }
         return 1;
     default: return 0;
     }
@@ -193,6 +199,13 @@ int gen_opt_apply(int argc, char **argv, int *pi, const cli_opt *op, gen_opts *o
 bool gen_opts_check(gen_opts *o)
 {
     if (o->session_overwrite && !o->session) { cli_err("--session-overwrite needs --session FILE"); return false; }
+    if (o->draft == SLUICE_DRAFT_MODEL && !o->draft_model) { cli_err("--draft model needs -md FILE (the draft model)"); return false; }
+    if (o->draft_model && o->draft == SLUICE_DRAFT_NGRAM) {
+        cli_err("-md %s and --draft ngram%s: one drafter at a time (a draft model does not use --lookup)", o->draft_model,
+                o->lookup ? " (implied by --lookup)" : "");
+        return false;
+    }
+    if (o->draft_model && o->draft == SLUICE_DRAFT_AUTO) o->draft = SLUICE_DRAFT_MODEL;
     if (o->budget && strcmp(o->budget, "auto")) {
         uint64_t b;
         if (!cli_size("--ram-budget", o->budget, &b)) return false;
@@ -229,6 +242,7 @@ bool gen_opts_params(const gen_opts *o, sluice_params *p)
     p->draft = o->draft;
     p->draft_max = (int)o->draft_max;
     p->draft_fixed = o->draft_fixed;
+    p->draft_model = o->draft == SLUICE_DRAFT_OFF ? NULL : o->draft_model;
     return true;
 }
 

@@ -33,6 +33,7 @@ typedef struct gen_opts {
     long draft_max;          /* 0: the library's default */
     bool draft_fixed;
     const char *lookup;      /* --lookup FILE */
+    const char *draft_model; /* -md FILE */
 } gen_opts;
 
 /* The shared rows (ids GEN_*), for the commands' table lists. */

@@ -7,6 +7,7 @@
 
 #include "include/sluice.h"
 #include "loader/io.h"
+#include "runtime/api/api_internal.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/options.h"
 #include "runtime/engine/model.h"
@@ -15,7 +16,7 @@
 #include "runtime/text/tokenizer.h"
 
 enum { PLAN_MODEL = 1, PLAN_BUDGET, PLAN_BUDGETS, PLAN_CTX, PLAN_BATCH, PLAN_THREADS, PLAN_DISK, PLAN_IO, PLAN_COMPUTE,
-       PLAN_JSON, PLAN_PARALLEL };
+       PLAN_JSON, PLAN_PARALLEL, PLAN_DRAFT_MODEL };
 
 static const cli_opt plan_table[] = {
     { PLAN_MODEL, "-m|--model", "FILE", "GGUF model (or give it as the argument; default: the bundled one)" },
@@ -31,6 +32,8 @@ static const cli_opt plan_table[] = {
     { PLAN_JSON, "--json", NULL, "the plan as one JSON object (with --budgets: a JSON array of rows)" },
     { PLAN_PARALLEL, "--parallel", "N", "sequences decoded together (sluice serve's slots: a KV cache each, one pass\n"
                                         "for all; default 1)" },
+    { PLAN_DRAFT_MODEL, "-md|--draft-model", "FILE", "plan beside a draft model (speculative decoding): its share of the\n"
+                                                     "budget, and whether it is worth the memory" },
     { 0, NULL, NULL, NULL },
 };
 static const cli_opt *const plan_tables[] = { plan_table, cli_meta_table, NULL };
@@ -44,7 +47,7 @@ const cli_cmd cli_cmd_plan = {
 };
 
 typedef struct plan_opts {
-    const char *path, *budget, *budgets;
+    const char *path, *budget, *budgets, *draft;
     long n_ctx, n_batch, threads, parallel;
     double disk, compute;   /* 0: measured (cached); disk -1: measured now */
     int io;
@@ -85,10 +88,12 @@ static int plan_parse(int argc, char **argv, plan_opts *o)
         case PLAN_COMPUTE: if (!cli_float(a, v, 0.001, 1000, &o->compute)) return -1; break;
         case PLAN_JSON: o->json = true; break;
         case PLAN_PARALLEL: if (!cli_int(a, v, 1, 256, &o->parallel)) return -1; break;
+        case PLAN_DRAFT_MODEL: o->draft = v; break;
         default: break;
         }
     }
     if (o->budget && o->budgets) { cli_err("plan: give --ram-budget or --budgets, not both"); return -1; }
+    if (o->draft && o->budgets) { cli_err("plan: -md plans one budget (give --ram-budget, not --budgets)"); return -1; }
     return 0;
 }
 
@@ -129,6 +134,45 @@ static int plan_for(const sl_model *m, size_t vocab_bytes, const plan_opts *o, s
     return 0;
 }
 
+/* -md FILE: the budget split with the draft model (the library's, as a run makes it), the target's
+ * plan within its share and the draft's share.  0, or 1 after printing the error. */
+static int plan_beside_draft(const plan_opts *o, const sl_model *m, const sl_vocab *voc)
+{
+    sluice_params p;
+    sluice_params_default(&p);
+    if (o->budget && strcmp(o->budget, "auto") && !cli_size("--ram-budget", o->budget, &p.ram_budget)) return 1;
+    p.planner = SLUICE_PLANNER_ON;
+    p.n_ctx = (int)o->n_ctx;
+    p.n_batch = (int)o->n_batch;
+    p.n_threads = (int)o->threads;
+    p.n_parallel = (int)o->parallel;
+    p.io = o->io;
+    p.disk_bw = o->disk;
+    p.compute_bw = o->compute;
+    p.draft = SLUICE_DRAFT_MODEL;
+    p.draft_model = o->draft;
+    char err[SLUICE_ERRLEN];
+    if (api_draft_check_vocab(voc, o->draft, err, sizeof err)) { cli_err("%s", err); return 1; }
+    int n_ctx = o->n_ctx ? (int)o->n_ctx : m->cfg.ctx_train < 4096 ? m->cfg.ctx_train : 4096;
+    sl_plan_model *pm = malloc(sizeof *pm);
+    sl_plan *plan = malloc(sizeof *plan);
+    sl_plan_req req;
+    sl_plan_draft d;
+    const char *spill;
+    int status = 1;
+    if (!pm || !plan) cli_err("out of memory");
+    else if (api_plan_with_draft(m, sl_vocab_mem_bytes(voc), &p, n_ctx, (int)o->n_batch,
+                                 o->threads ? (int)o->threads : sl_ncpu(), pm, &req, plan, &spill, &d, err, sizeof err))
+        cli_err("%s", err);
+    else {
+        api_print_plan_with_draft(plan, pm, &req, &d, stdout, o->json);
+        status = 0;
+    }
+    free(pm);
+    free(plan);
+    return status;
+}
+
 /* One budget: the full plan. */
 static int plan_one(const plan_opts *o)
 {
@@ -137,6 +181,12 @@ static int plan_one(const plan_opts *o)
     if (sl_model_open(o->path, &m, err, sizeof err)) { cli_err("%s", err); return 1; }
     sl_vocab *voc = NULL;
     if (sl_vocab_load(m->gguf, &voc, err, sizeof err)) { cli_err("%s: %s", o->path, err); sl_model_free(m); return 1; }
+    if (o->draft) {
+        int st = plan_beside_draft(o, m, voc);
+        sl_vocab_free(voc);
+        sl_model_free(m);
+        return st;
+    }
     sl_plan_model *pm = malloc(sizeof *pm);
     sl_plan *plan = malloc(sizeof *plan);
     sl_plan_req req;

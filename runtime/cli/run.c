@@ -237,6 +237,13 @@ static bool write_stats_json(run_state *r, int status)
     fprintf(f, ",\"passes\":%" PRIu64 ",\"drafted\":%" PRIu64 ",\"accepted\":%" PRIu64 ",\"tokens_per_pass\":%.4f,"
             "\"draft_max\":%d", st.n_passes, st.n_drafted, st.n_accepted,
             st.n_passes ? (double)st.n_gen_tokens / st.n_passes : 0, st.draft_max);
+    fprintf(f, ",\"drafter\":\"%s\"", st.drafter ? st.drafter : "");
+    if (st.drafter && !strcmp(st.drafter, "model"))
+        fprintf(f, ",\"draft_s\":%.6f,\"draft_evals\":%" PRIu64, st.draft_s, st.n_draft_evals);
+    if (pi.draft_planned)
+        fprintf(f, ",\"draft_bytes\":%" PRIu64 ",\"draft_resident\":%s,\"pred_tok_s_alone\":%.4f,\"draft_breakeven\":%.4f",
+                pi.draft_bytes, pi.draft_resident ? "true" : "false", pi.pred_tok_s_alone,
+                pi.draft_breakeven > 1 ? -1.0 : pi.draft_breakeven);
     if (strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"%s\",\"bytes_read\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"pass_bytes\":%" PRIu64
                 ",\"wait_s\":%.6f,\"compute_s\":%.6f,\"read_gbs\":%.4f",
@@ -517,13 +524,21 @@ static void print_stats(run_state *r)
                 PRIu64 ", accepted %" PRIu64 " (%.0f%%), up to %d drafts per pass\n", gs.n_gen_tokens, gs.n_passes,
                 gs.n_passes ? (double)gs.n_gen_tokens / gs.n_passes : 0, gs.n_drafted, gs.n_accepted,
                 gs.n_drafted ? 100.0 * gs.n_accepted / gs.n_drafted : 0, gs.draft_max);
+    if (gs.drafter && !strcmp(gs.drafter, "model"))
+        fprintf(stderr, "sluice: draft model: %" PRIu64 " tokens evaluated in %.3f s\n", gs.n_draft_evals, gs.draft_s);
     if (r->o.g.sp.temp > 0)
         fprintf(stderr, "sluice: seed %" PRIu64 "%s\n", r->o.g.sp.seed,
                 r->o.g.seed_given ? "" : " (chosen at random; --seed with it repeats this run)");
     print_stream_stats(r);
     sluice_plan_info pi;
     sluice_model_get_plan(r->M, &pi);
-    if (pi.planned) {
+    if (pi.planned && pi.draft_planned) {
+        fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB for the target + %.1f MiB for the draft model "
+                "(predicted %.2f tok/s without drafts), measured peak RSS %.1f MiB\n",
+                (pi.budget + pi.draft_bytes) / 1048576.0, pi.planned_bytes / 1048576.0, pi.draft_bytes / 1048576.0,
+                pi.pred_tok_s, peak_rss_bytes() / 1048576.0);
+        fprintf(stderr, "sluice: prediction rates: disk %s; compute %s\n", pi.disk_how, pi.compute_how);
+    } else if (pi.planned) {
         fprintf(stderr, "sluice: budget %.1f MiB: planned %.1f MiB (predicted %.2f tok/s), measured peak RSS %.1f MiB\n",
                 pi.budget / 1048576.0, pi.planned_bytes / 1048576.0, pi.pred_tok_s, peak_rss_bytes() / 1048576.0);
         fprintf(stderr, "sluice: prediction rates: disk %s; compute %s\n", pi.disk_how, pi.compute_how);

@@ -93,3 +93,11 @@ void sl_draft_stats_update(sl_draft_stats *s, int n, double secs, int drafted, i
     }
     if (!(s->t1 > 0)) s->t1 = mean_y > 0 ? mean_y : 1e-3;
 }
+
+/* A moving average, as the acceptance's (a streamed draft's token cost varies with the disk). */
+void sl_draft_stats_drafter(sl_draft_stats *s, double secs, int n_tokens)
+{
+    if (n_tokens < 1 || !(secs >= 0)) return;
+    double per = secs / n_tokens;
+    s->t_draft = s->n_draft_obs++ ? 0.8 * s->t_draft + 0.2 * per : per;
+}

@@ -3,7 +3,8 @@
  * Under streaming a token costs a pass over the weights; verifying k drafted tokens in the same
  * pass costs the same reads plus k tokens of compute.  The drafter here needs no model: it looks the
  * last few tokens up in the context so far (prompt lookup) and in a text the user gives (the
- * document being edited or quoted), and proposes what followed there.
+ * document being edited or quoted), and proposes what followed there.  A draft model (runtime/api/
+ * api_draft.c) is the other drafter; its per-token cost enters the draft length through t_draft.
  */
 #ifndef SL_RUNTIME_DRAFT_H
 #define SL_RUNTIME_DRAFT_H
@@ -29,11 +30,16 @@ typedef struct sl_draft_stats {
     double t1;              /* seconds per pass with no drafts */
     double t_tok;           /* extra seconds per drafted token in a pass */
     int    n_obs;           /* passes observed */
+    double t_draft;         /* seconds per token a draft model evaluates (0: a free drafter, n-grams) */
+    int    n_draft_obs;
     double s0, sx, sy, sxx, sxy;   /* decayed sums for the fit secs = t1 + drafts * t_tok */
 } sl_draft_stats;
 
 void sl_draft_stats_init(sl_draft_stats *s);
 /* One pass of n tokens (1 + drafts) took `secs`; `drafted` tokens were checked, `accepted` kept. */
 void sl_draft_stats_update(sl_draft_stats *s, int n, double secs, int drafted, int accepted);
+/* A draft model evaluated n_tokens (syncing to the accepted tokens, then proposing) in `secs`: the
+ * cost per drafted token that sl_draft_best_k adds to t_tok. */
+void sl_draft_stats_drafter(sl_draft_stats *s, double secs, int n_tokens);
 
 #endif
