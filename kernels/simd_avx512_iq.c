@@ -90,6 +90,7 @@ AVX512 static float gather_dot_iq3_s_q8_k(const void *restrict vw, const void *r
     const __m512i to_bit8 = _mm512_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1), bit8 = _mm512_set1_epi32(256);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             /* index k = qs[8ib + k] | bit k % 8 of qh[ib + k / 8] << 8 */
@@ -116,6 +117,7 @@ AVX512 static float gather_dot_iq3_xxs_q8_k(const void *restrict vw, const void 
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const uint8_t *ss = w[i].qs + SL_QK_K / 4;
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
@@ -142,6 +144,7 @@ AVX512 static float gather_dot_iq2_xs_q8_k(const void *restrict vw, const void *
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             const uint16_t *qs = w[i].qs + 4 * ib;
@@ -175,6 +178,7 @@ AVX512 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict vw, const void *res
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             uint32_t a[4];   /* indices ib, signs ib, indices ib+1, signs ib+1 */
@@ -200,6 +204,7 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     const __m256i to_bit8 = _mm256_setr_epi32(8, 6, 4, 2, 8, 6, 4, 2), bits89 = _mm256_set1_epi32(0x300);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             uint64_t lo8, sb;

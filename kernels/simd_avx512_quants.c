@@ -18,6 +18,8 @@
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
 
+#include <stddef.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -100,21 +102,51 @@ AVX512 static inline __m256i q5_0_bytes32(const sl_block_q5_0 *b)
     return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b->qs), hb), _mm256_set1_epi8(16));
 }
 
+/* The 16 nibble bytes of two adjacent 32-blocks (qs at byte offsets `off` and `off` + `stride` of a
+ * masked load of both blocks; all even, so vpermw places them): bytes 0-15 / 32-47 = the low nibbles
+ * of block i / i + 1 (elements 0-15), bytes 16-31 / 48-63 = the high nibbles (elements 16-31). */
+AVX512 static inline __m512i nibbles_pair(const void *blocks, unsigned bytes, int off, int stride)
+{
+    const __m512i raw = _mm512_maskz_loadu_epi8(((__mmask64)1 << bytes) - 1, blocks);
+    const __m512i wi = _mm512_add_epi16(_mm512_set1_epi16((short)(off / 2)),
+                                        _mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006));
+    const __m512i idx = _mm512_mask_add_epi16(wi, (__mmask32)0xffff0000u, wi, _mm512_set1_epi16((short)(stride / 2)));
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                            0x0004000400040004ll, 0x0004000400040004ll);
+    return _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(idx, raw), shift), _mm512_set1_epi8(0x0f));
+}
+
+/* Lanes 0-7 = s0 = f16(wd0) * f16(yd0), lanes 8-15 = s1 (the same products as scalar code). */
+AVX512 static inline __m512 scale_pair(uint16_t wd0, uint16_t wd1, uint16_t yd0, uint16_t yd1)
+{
+    const __m128 s = _mm_mul_ps(_mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(wd0), wd1, 1)),
+                                _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(yd0), yd1, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(s));
+}
+
 /* Contract: as sl_qdot_q5_0_q8_0 (same bits). */
 AVX512 float sl_avx512_dot_q5_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q5_0 *w = vw;
     const sl_block_q8_0 *y = vy;
     const int64_t nb = n / SL_QK;
-    const __m512i x10 = _mm512_set1_epi8(0x10), x16 = _mm512_set1_epi8(16);
+    const __m512i x16 = _mm512_set1_epi8(16);
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
         const __mmask64 hm = (__mmask64)sl_q5_qh(w[i].qh) | (__mmask64)sl_q5_qh(w[i + 1].qh) << 32;
-        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(nibbles64(w[i].qs, w[i + 1].qs), _mm512_maskz_mov_epi8(hm, x10)), x16);
-        const __m512i l = lane_dots2(q, join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
-        const float s0 = f16f(w[i].d) * f16f(y[i].d), s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), _mm512_cvtepi32_ps(l)));
+        const __m512i nib = nibbles_pair(&w[i], 2 * sizeof w[i], offsetof(sl_block_q5_0, qs), sizeof w[i]);
+        /* q = value - 16 is negative exactly where the high bit is clear: |q| and the sign mask
+         * without a compare */
+        const __m512i absq = _mm512_mask_sub_epi8(_mm512_sub_epi8(x16, nib), hm, nib, _mm512_setzero_si512());
+        const __m512i a = join256(ld256(y[i].qs), ld256(y[i + 1].qs));
+        const __m512i sa = _mm512_mask_sub_epi8(a, ~hm, _mm512_setzero_si512(), a);
+        const __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), absq, sa);
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(scale_pair(w[i].d, w[i + 1].d, y[i].d, y[i + 1].d), _mm512_cvtepi32_ps(l)));
     }
     __m256 a0 = _mm512_castps512_ps256(acc);
     if (i < nb) {
@@ -130,14 +162,18 @@ AVX512 float sl_avx512_dot_iq4_nl_q8_0(const void *restrict vw, const void *rest
     const sl_block_iq4_nl *w = vw;
     const sl_block_q8_0 *y = vy;
     const int64_t nb = n / SL_QK;
-    const __m512i kv = kvalues_table512();
+    const __m512i kv = kvalues_table512(), kabs = _mm512_abs_epi8(kv), x8 = _mm512_set1_epi8(8);
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
-        const __m512i q = _mm512_shuffle_epi8(kv, nibbles64(w[i].qs, w[i + 1].qs));
-        const __m512i l = lane_dots2(q, join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
-        const float s0 = f16f(w[i].d) * f16f(y[i].d), s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), _mm512_cvtepi32_ps(l)));
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        const __m512i nib = nibbles_pair(&w[i], 2 * sizeof w[i], offsetof(sl_block_iq4_nl, qs), sizeof w[i]);
+        /* |kvalue| by table; kvalues[k] < 0 exactly for k < 8 */
+        const __m512i absq = _mm512_shuffle_epi8(kabs, nib);
+        const __m512i a = join256(ld256(y[i].qs), ld256(y[i + 1].qs));
+        const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_testn_epi8_mask(nib, x8), _mm512_setzero_si512(), a);
+        const __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), absq, sa);
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(scale_pair(w[i].d, w[i + 1].d, y[i].d, y[i + 1].d), _mm512_cvtepi32_ps(l)));
     }
     __m256 a0 = _mm512_castps512_ps256(acc);
     if (i < nb) {
@@ -174,6 +210,7 @@ AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restri
     const __m512i idx[4] = { scale_idx(0), scale_idx(4), scale_idx(8), scale_idx(12) };
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m128i raw = _mm_loadu_si128((const __m128i *)w[i].scales);
         const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0f))));
         const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
@@ -185,8 +222,8 @@ AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restri
             const __m512i u23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
             const __m512i p01 = _mm512_maddubs_epi16(u01, ld512(y[i].qs + 128 * h));
             const __m512i p23 = _mm512_maddubs_epi16(u23, ld512(y[i].qs + 128 * h + 64));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p01, _mm512_permutexvar_epi16(idx[2 * h], sc16)));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p23, _mm512_permutexvar_epi16(idx[2 * h + 1], sc16)));
+            s = _mm512_dpwssd_epi32(s, p01, _mm512_permutexvar_epi16(idx[2 * h], sc16));
+            s = _mm512_dpwssd_epi32(s, p23, _mm512_permutexvar_epi16(idx[2 * h + 1], sc16));
         }
         const int32_t S = _mm512_reduce_add_epi32(s), M = hsum_i32x8(_mm256_madd_epi16(mn16, ld256(y[i].bsums)));
         const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;
@@ -220,6 +257,7 @@ AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restri
      * from hm << 2 (16-bit shifts: the bits taken never cross a byte) */
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sc16 = q3_k_scales16(w[i].scales);
         const __m512i sc512 = _mm512_castsi256_si512(sc16);
         const __m512i hm = _mm512_broadcast_i64x4(ld256(w[i].hmask));
@@ -248,23 +286,41 @@ AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restri
     return acc;
 }
 
-/* Contract: as sl_qdot_iq4_xs_q8_k (same bits): two sub-blocks of 32 per step, each vpdpbusd lane
- * (4 elements) scaled by its sub-block's ls - 32 with vpmulld; |S| <= 132e6. */
+/* Contract: as sl_qdot_iq4_xs_q8_k (same bits): two sub-blocks of 32 per step.  |kvalue| by table
+ * with the sign (nibble < 8) moved onto the activation; vpmaddubsw pairs <= 2*127*127 < 2^15;
+ * vpdpwssd applies each sub-block's ls - 32 (the 8 scales unpacked once per super-block);
+ * |S| <= 132e6. */
 AVX512 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_iq4_xs *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m512i kv = kvalues_table512();
+    const __m512i kabs = _mm512_abs_epi8(kvalues_table512()), x8 = _mm512_set1_epi8(8), m4 = _mm512_set1_epi8(0x0f);
+    /* bytes 0-15 / 32-47: sub-block b / b+1's 16 bytes (low nibbles), 16-31 / 48-63: the same
+     * bytes shifted down by 4 (high nibbles) */
+    const __m512i dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                            0x0004000400040004ll, 0x0004000400040004ll);
+    const __m256i lo_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), hi_shift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
+        uint32_t sl;
+        memcpy(&sl, w[i].scales_l, 4);
+        const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), lo_shift), _mm256_set1_epi32(15));
+        const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w[i].scales_h), hi_shift), _mm256_set1_epi32(3));
+        const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        /* ls - 32 in both int16 halves of each dword (negative values: the low half sign-extends) */
+        const __m512i l2 = _mm512_castsi256_si512(_mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(ls, 16)));
         __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int ib = 0; ib < 8; ib += 2) {
-            const __m512i q = _mm512_shuffle_epi8(kv, nibbles64(w[i].qs + 16 * ib, w[i].qs + 16 * ib + 16));
-            const __m512i l = lane_dots2(q, ld512(y[i].qs + 32 * ib));
-            const __m512i sc = join256(_mm256_set1_epi32(sl_iq4_xs_scale(&w[i], ib) - 32),
-                                       _mm256_set1_epi32(sl_iq4_xs_scale(&w[i], ib + 1) - 32));
-            s = _mm512_add_epi32(s, _mm512_mullo_epi32(l, sc));
+            const __m512i raw = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(ld256(w[i].qs + 16 * ib)));
+            const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(raw, shift), m4);
+            const __m512i a = ld512(y[i].qs + 32 * ib);
+            const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_testn_epi8_mask(nib, x8), _mm512_setzero_si512(), a);
+            const __m512i p = _mm512_maddubs_epi16(_mm512_shuffle_epi8(kabs, nib), sa);
+            const __m512i sc = _mm512_permutexvar_epi32(_mm512_inserti64x4(_mm512_set1_epi32(ib), _mm256_set1_epi32(ib + 1), 1), l2);
+            s = _mm512_dpwssd_epi32(s, p, sc);
         }
         const float d = f16f(w[i].d) * y[i].d;
         acc = acc + d * (float)_mm512_reduce_add_epi32(s);

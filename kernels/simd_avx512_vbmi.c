@@ -123,6 +123,7 @@ VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict vw, const void *r
     const __m256i m7f = _mm256_set1_epi8(0x7f), one = _mm256_set1_epi32(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(w[i].qs));
         const __mmask64 hi7 = _mm512_movepi8_mask(idx);
         __m512i p[4], g[4];
@@ -153,6 +154,7 @@ VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict vw, const void *res
     const __m256i m15 = _mm256_set1_epi32(15), one = _mm256_set1_epi32(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m512i tr = transpose16();
         const __m512i idx = _mm512_permutexvar_epi32(tr, ld(w[i].qs));
         uint64_t qh;
@@ -195,6 +197,7 @@ VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict vw, const void *re
     const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m512i q = ld(w[i].qs);
         const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(q));
         const __mmask64 hi7 = _mm512_movepi8_mask(idx);
