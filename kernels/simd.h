@@ -112,6 +112,8 @@ typedef struct sl_kernel_set {
     sl_actq_fn quantize_q8_1;
     sl_qdot_fn dot_q5_0_q8_0, dot_iq4_nl_q8_0, dot_q4_1_q8_1, dot_q5_1_q8_1;
     sl_qdot_fn dot_q2_k_q8_k, dot_q3_k_q8_k, dot_iq4_xs_q8_k;
+    /* their 4-vector forms (NULL: callers use the single dot; the AVX-512 set has them) */
+    sl_qdot4_fn dot4_q5_0_q8_0, dot4_iq4_nl_q8_0, dot4_q2_k_q8_k, dot4_q3_k_q8_k, dot4_iq4_xs_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -224,5 +226,10 @@ float sl_avx512_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, 
 float sl_avx512_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+void sl_avx512_dot4_q5_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_q2_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_q3_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 
 #endif
