@@ -27,7 +27,7 @@
 /* Byte planes of the grids, 64-byte aligned for the table loads. */
 typedef struct grid_planes {
     _Alignas(64) uint8_t iq3xxs[4][SL_IQ3XXS_N];
-    _Alignas(64) uint8_t iq3s[4][SL_IQ3S_N];
+    _Alignas(64) uint8_t iq3s[2][SL_IQ3S_N];     /* 6-bit codes of coordinates 0-1 and 2-3 */
     _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* low and high byte of the 16-bit code */
 } grid_planes;
 
@@ -39,9 +39,12 @@ static void build_planes(void)
     const sl_iq_grids *g = sl_iq_grids_get();
     for (int i = 0; i < SL_IQ3XXS_N; i++)
         for (int j = 0; j < 4; j++) g_planes.iq3xxs[j][i] = (uint8_t)sl_iq_coord32(g->iq3xxs[i], j);
-    for (int i = 0; i < SL_IQ3S_N; i++)
-        for (int j = 0; j < 4; j++) g_planes.iq3s[j][i] = (uint8_t)sl_iq_coord32(g->iq3s[i], j);
     int n;
+    const uint16_t *c3 = sl_iq_grid_codes(SL_IQG_IQ3S, &n);
+    for (int i = 0; i < n && i < SL_IQ3S_N; i++) {
+        g_planes.iq3s[0][i] = (uint8_t)(c3[i] & 63);
+        g_planes.iq3s[1][i] = (uint8_t)(c3[i] >> 6 & 63);
+    }
     const uint16_t *codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
         g_planes.iq2xs[0][i] = (uint8_t)codes[i];
@@ -56,6 +59,10 @@ static const grid_planes *planes(void)
 }
 
 VBMI static inline __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
+
+/* (float)S by vcvtdq2ps: the scalar vcvtsi2ss merges into its destination, and gcc picked the
+ * accumulator's register, chaining every super-block's conversion to the previous sum. */
+VBMI static inline float i2f(int32_t S) { return _mm_cvtss_f32(_mm_cvtepi32_ps(_mm_cvtsi32_si128(S))); }
 
 /* Byte b = t[idx[b]] for a 256-entry table (bit 7 of idx: `hi7`). */
 VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, __mmask64 hi7)
@@ -139,7 +146,7 @@ VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict vw, const void *r
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) s = dot64(s, g[r], sb[r], y[i].qs + 64 * r, scale_of_pair(l2, r));
         const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
+        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
     }
     return 0.25f * acc;
 }
@@ -150,6 +157,9 @@ VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict vw, const void *res
     const uint8_t (*T)[SL_IQ3S_N] = planes()->iq3s;
     const sl_block_iq3_s *w = vw;
     const sl_block_q8_k *y = vy;
+    /* per qword (two points' dwords): coordinate fields at bits 0, 3, 8, 11 of each */
+    const __m512i fields3 = _mm512_set1_epi64(0x2b2823200b080300ll);
+    const __m512i odd = _mm512_set1_epi64(0x0f0d0b0907050301ll);   /* entry k: 2 (k & 7) + 1 */
     const __m256i nib_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     const __m256i m15 = _mm256_set1_epi32(15), one = _mm256_set1_epi32(1);
     float acc = 0;
@@ -161,10 +171,15 @@ VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict vw, const void *res
         memcpy(&qh, w[i].qh, 8);   /* bit 8 of index 8ib + k = bit k of qh[ib] = bit 8ib + k */
         const __mmask64 hi8 = _mm512_movepi8_mask(_mm512_permutexvar_epi32(tr, _mm512_movm_epi8((__mmask64)qh)));
         const __mmask64 hi7 = _mm512_movepi8_mask(idx);
-        __m512i p[4], g[4];
+        /* word per point: code bits 0-5 | bits 6-11 << 8, then a dword per point (the unpacks as in
+         * interleave_planes), 3-bit fields to bytes (vpmultishiftqb), grid value 2c + 1 (vpermb) */
+        const __m512i A = look512(T[0], idx, hi7, hi8), B = look512(T[1], idx, hi7, hi8), z = _mm512_setzero_si512();
+        const __m512i w0 = _mm512_unpacklo_epi8(A, B), w1 = _mm512_unpackhi_epi8(A, B);
+        const __m512i dw[4] = { _mm512_unpacklo_epi16(w0, z), _mm512_unpackhi_epi16(w0, z), _mm512_unpacklo_epi16(w1, z),
+                                _mm512_unpackhi_epi16(w1, z) };
+        __m512i g[4];
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) p[j] = look512(T[j], idx, hi7, hi8);
-        interleave_planes(p, g);
+        for (int r = 0; r < 4; r++) g[r] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields3, dw[r]), odd);
         uint64_t sb[4];
         memcpy(sb, w[i].signs, 32);
         /* sub-block ib's scale: nibble ib of the 4 scale bytes */
@@ -177,7 +192,7 @@ VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict vw, const void *res
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) s = dot64(s, g[r], sb[r], y[i].qs + 64 * r, scale_of_pair(l2, r));
         const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
+        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
     }
     return acc;
 }
@@ -212,8 +227,9 @@ VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict vw, const void *re
         memcpy(&sc, w[i].scales, 8);
         const __m128i nib = _mm_set_epi64x((long long)_pdep_u64(sc >> 32, 0x0f0f0f0f0f0f0f0full),
                                            (long long)_pdep_u64(sc & 0xffffffffu, 0x0f0f0f0f0f0f0f0full));
-        const __m256i L16 = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepu8_epi16(nib), 1), _mm256_set1_epi16(1));
-        const __m512i L = _mm512_castsi256_si512(L16);
+        /* L = 2s + 1 in both int16 halves of dword k (vpermd then broadcasts it to a 128-bit lane) */
+        const __m512i L1 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+        const __m512i L = _mm512_or_si512(L1, _mm512_slli_epi32(L1, 16));
         __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
@@ -221,15 +237,12 @@ VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict vw, const void *re
             const __m512i pick2 = _mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r));
             const __m512i code = _mm512_permutexvar_epi8(pick2, codes);
             const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
-            const __m512i scale = _mm512_permutexvar_epi16(
-                _mm512_add_epi16(_mm512_set1_epi16((short)(4 * r)),
-                                 _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll, 0x0002000200020002ll,
-                                                   0x0002000200020002ll, 0x0003000300030003ll, 0x0003000300030003ll)),
-                L);
+            const __m512i scale = _mm512_permutexvar_epi32(
+                _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), L);
             s = dot64(s, grid, sb[r], y[i].qs + 64 * r, scale);
         }
         const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
+        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
     }
     return 0.125f * acc;
 }
