@@ -1,4 +1,4 @@
-/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_XXS, IQ3_S, IQ2_XS x Q8_K) that look the
+/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_XXS, IQ2_XS x Q8_K) that look the
  * grid points up with byte permutes (VBMI: vpermi2b, vpermb, vpmultishiftqb; BITALG: vpopcntb)
  * instead of gathering them.
  *
@@ -6,7 +6,9 @@
  * mitigation), and at ~2-3 GB/s they were the whole cost of these dots; a 128-byte table lookup of
  * 64 indices is one vpermi2b.  So each grid is split into byte planes (plane j = coordinate j of
  * every point, or for IQ2_XS the two bytes of each point's 16-bit code), 128 entries per pair of
- * registers; bit 7 (and bit 8) of the index pick among pairs with a blend.
+ * registers; bit 7 (and bit 8) of the index pick among pairs with a blend.  IQ3_S stays on the
+ * gathers: its 512-point grid needs twice the lookups, and a byte-permute version (two 6-bit code
+ * planes) measured 52% of the memory bandwidth against the gathers' 62% (docs/benchmarks.md).
  *
  * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum, the float steps
  * are the portable ones, scalar, in the same order.  The AVX-512 set calls these when the CPU has
@@ -27,7 +29,6 @@
 /* Byte planes of the grids, 64-byte aligned for the table loads. */
 typedef struct grid_planes {
     _Alignas(64) uint8_t iq3xxs[4][SL_IQ3XXS_N];
-    _Alignas(64) uint8_t iq3s[2][SL_IQ3S_N];     /* 6-bit codes of coordinates 0-1 and 2-3 */
     _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* low and high byte of the 16-bit code */
 } grid_planes;
 
@@ -40,11 +41,6 @@ static void build_planes(void)
     for (int i = 0; i < SL_IQ3XXS_N; i++)
         for (int j = 0; j < 4; j++) g_planes.iq3xxs[j][i] = (uint8_t)sl_iq_coord32(g->iq3xxs[i], j);
     int n;
-    const uint16_t *c3 = sl_iq_grid_codes(SL_IQG_IQ3S, &n);
-    for (int i = 0; i < n && i < SL_IQ3S_N; i++) {
-        g_planes.iq3s[0][i] = (uint8_t)(c3[i] & 63);
-        g_planes.iq3s[1][i] = (uint8_t)(c3[i] >> 6 & 63);
-    }
     const uint16_t *codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
         g_planes.iq2xs[0][i] = (uint8_t)codes[i];
@@ -149,52 +145,6 @@ VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict vw, const void *r
         acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
     }
     return 0.25f * acc;
-}
-
-/* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
-VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
-{
-    const uint8_t (*T)[SL_IQ3S_N] = planes()->iq3s;
-    const sl_block_iq3_s *w = vw;
-    const sl_block_q8_k *y = vy;
-    /* per qword (two points' dwords): coordinate fields at bits 0, 3, 8, 11 of each */
-    const __m512i fields3 = _mm512_set1_epi64(0x2b2823200b080300ll);
-    const __m512i odd = _mm512_set1_epi64(0x0f0d0b0907050301ll);   /* entry k: 2 (k & 7) + 1 */
-    const __m256i nib_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-    const __m256i m15 = _mm256_set1_epi32(15), one = _mm256_set1_epi32(1);
-    float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m512i tr = transpose16();
-        const __m512i idx = _mm512_permutexvar_epi32(tr, ld(w[i].qs));
-        uint64_t qh;
-        memcpy(&qh, w[i].qh, 8);   /* bit 8 of index 8ib + k = bit k of qh[ib] = bit 8ib + k */
-        const __mmask64 hi8 = _mm512_movepi8_mask(_mm512_permutexvar_epi32(tr, _mm512_movm_epi8((__mmask64)qh)));
-        const __mmask64 hi7 = _mm512_movepi8_mask(idx);
-        /* word per point: code bits 0-5 | bits 6-11 << 8, then a dword per point (the unpacks as in
-         * interleave_planes), 3-bit fields to bytes (vpmultishiftqb), grid value 2c + 1 (vpermb) */
-        const __m512i A = look512(T[0], idx, hi7, hi8), B = look512(T[1], idx, hi7, hi8), z = _mm512_setzero_si512();
-        const __m512i w0 = _mm512_unpacklo_epi8(A, B), w1 = _mm512_unpackhi_epi8(A, B);
-        const __m512i dw[4] = { _mm512_unpacklo_epi16(w0, z), _mm512_unpackhi_epi16(w0, z), _mm512_unpacklo_epi16(w1, z),
-                                _mm512_unpackhi_epi16(w1, z) };
-        __m512i g[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) g[r] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields3, dw[r]), odd);
-        uint64_t sb[4];
-        memcpy(sb, w[i].signs, 32);
-        /* sub-block ib's scale: nibble ib of the 4 scale bytes */
-        uint32_t sc;
-        memcpy(&sc, w[i].scales, 4);
-        const __m256i s4 = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sc), nib_shift), m15);
-        const __m256i L = _mm256_add_epi32(_mm256_slli_epi32(s4, 1), one);
-        const __m512i l2 = _mm512_castsi256_si512(_mm256_or_si256(L, _mm256_slli_epi32(L, 16)));
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) s = dot64(s, g[r], sb[r], y[i].qs + 64 * r, scale_of_pair(l2, r));
-        const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
-    }
-    return acc;
 }
 
 /* Contract: as sl_qdot_iq2_xs_q8_k (same bits).  A super-block has 32 points (9-bit index | 7 sign
