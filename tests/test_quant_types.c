@@ -604,7 +604,7 @@ Test(quant_types, dot4_bit_identical_to_single_dots)
         for (int k = 0; k < 6; k++)
             for (int rep = 0; rep < 4; rep++) {
                 const int64_t n = (int64_t)nbs[k] * t->blck;
-                const size_t ys = act_bytes(t, n) + 2 * (size_t)(rep + 1);   /* a stride that is not the row size */
+                const size_t ys = act_bytes(t, n) + 4 * (size_t)(rep + 1);   /* not the row size; keeps Q8_K's float d aligned */
                 uint8_t *w = malloc((size_t)nbs[k] * t->bytes), *y = malloc(4 * ys);
                 float *x = malloc(n * sizeof *x);
                 fill_blocks(&r, t, w, nbs[k], rep == 0 ? -14 : -3, rep == 0 ? 15 : 3);
