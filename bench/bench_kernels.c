@@ -3,17 +3,18 @@
  *
  * Decode is a matrix-vector product per weight matrix, so tokens/s is bounded by (weight bytes per
  * token) / (memory bandwidth); a kernel that processes weights faster than memory delivers them is
- * good enough for decode.  For each format this runs sl_matmul (nb = 1) over a ~64 MiB random
- * matrix (larger than any cache here) with 1 and 2 threads and reports GB/s of weights, for the
+ * good enough for decode.  For each format this runs sl_matmul (nb = 1) over a ~512 MiB random
+ * matrix (larger than the last-level cache, which a VM may report as 300 MiB: the decode case
+ * streams weights from memory) with 1 and 2 threads and reports GB/s of weights, for the
  * exact f32 path and each kernel path this CPU has; plus a batched product (nb = 64, the prefill
  * shape) in G weight-element x vector products per second.
  *
- * usage: bench_kernels [MiB (default 64)] [seconds per measurement (default 0.3)] [TYPE,TYPE,...]
+ * usage: bench_kernels [MiB (default 512)] [seconds per measurement (default 0.3)] [TYPE,TYPE,...]
  *                      [PATH,PATH,...]
  * (the third argument keeps only the named formats, e.g. IQ3_S,Q4_K; the fourth only the named
  * paths among exact, portable, avx2, avx512: the slow ones take minutes on the codebook types;
  * env SL_BENCH_SIMD_ONLY=1: only the SIMD paths)
- *        bench_kernels --ab [MiB (default 64)] [rounds (default 15)]
+ *        bench_kernels --ab [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
  *
  * The memory bandwidth is measured again before each format (%bw is against that figure), so a
  * change of machine load between formats shows in both numbers.
@@ -205,7 +206,9 @@ static int ab_select(int p)
 }
 
 /* Interleaved comparison of the SIMD paths and the auto choice per format (see the header). */
-static int run_ab(double mib, int rounds)
+static bool name_listed(const char *list, const char *name);
+
+static int run_ab(double mib, int rounds, const char *only)
 {
     const int64_t cols = 4096;
     if (rounds < 3) rounds = 3;
@@ -221,9 +224,12 @@ static int run_ab(double mib, int rounds)
            "GB/s of weights by CPU time / threads: median [min-max] over rounds; wall-time median in ()\n",
            mib, (long long)cols, rounds);
     const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K };
+                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
+                          SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
+                          SL_TYPE_IQ2_XS };
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int type = types[ti];
+        if (only && !name_listed(only, sl_type_name(type))) continue;
         const int64_t rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
         size_t rb;
         void *w = make_matrix(type, rows, cols, &rb);
@@ -286,13 +292,13 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
-               "  ~MIB of weights (default 64), each timed for SECONDS (default 0.3)\n"
-               "       bench_kernels --ab [MIB [ROUNDS]]\n  interleaved avx2/avx512/auto comparison per type (default 64 MiB, 15 rounds)\n");
+               "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
+               "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--ab"))
-        return run_ab(argc > 2 ? atof(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 15);
-    const double mib = argc > 1 ? atof(argv[1]) : 64;
+        return run_ab(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
+    const double mib = argc > 1 ? atof(argv[1]) : 512;
     const double secs = argc > 2 ? atof(argv[2]) : 0.3;
     const int64_t cols = 4096;
     /* SL_BENCH_SIMD_ONLY=1: skip the exact and portable rows (minutes on a loaded machine) */

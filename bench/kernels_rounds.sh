@@ -7,7 +7,7 @@
 # (SL_BENCH_SIMD_ONLY=1 in the environment: SIMD paths only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build; ROUNDS=3; MIB=64; SECS=0.3
+BUILD=build; ROUNDS=3; MIB=512; SECS=0.3   # 512 MiB: past the last-level cache
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;

@@ -29,6 +29,18 @@
 
 #include "kernels/f16.h"
 
+/* Software prefetch of the weights SL_PREFETCH_AHEAD bytes ahead of the block a SIMD dot is about
+ * to read (every 64-byte line of the block's size, so wide blocks get all their lines).  In the
+ * memory-bound matvec the hardware prefetchers alone left 10-25% of the read bandwidth unused on a
+ * Sapphire Rapids VM (bench_kernels; docs/benchmarks.md); the distance covers the memory latency
+ * at that rate.  Past a row's end it fetches the next row, which the same thread reads next. */
+#define SL_PREFETCH_AHEAD 1024
+static inline void sl_prefetch_ahead(const void *blk, unsigned bytes)
+{
+    const char *p = (const char *)blk + SL_PREFETCH_AHEAD;
+    for (unsigned o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
+
 #define SL_QK    32    /* elements per legacy block (Q4_0, Q8_0) */
 #define SL_QK_K  256   /* elements per K-quant super-block */
 

@@ -90,13 +90,13 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_IQ1_S:   IQ_K(iq1_s); break;
     case SL_TYPE_IQ1_M:   IQ_K(iq1_m); break;
 #undef IQ_K
-    case SL_TYPE_Q5_0:   f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q5_0_q8_0, NULL, NULL }; break;
-    case SL_TYPE_IQ4_NL: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_iq4_nl_q8_0, NULL, NULL }; break;
+    case SL_TYPE_Q5_0:   f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q5_0_q8_0, ks->dot4_q5_0_q8_0, NULL }; break;
+    case SL_TYPE_IQ4_NL: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_iq4_nl_q8_0, ks->dot4_iq4_nl_q8_0, NULL }; break;
     case SL_TYPE_Q4_1:   f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, ks->dot_q4_1_q8_1, NULL, NULL }; break;
     case SL_TYPE_Q5_1:   f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, ks->dot_q5_1_q8_1, NULL, NULL }; break;
-    case SL_TYPE_Q2_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q2_k_q8_k, NULL, NULL }; break;
-    case SL_TYPE_Q3_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q3_k_q8_k, NULL, NULL }; break;
-    case SL_TYPE_IQ4_XS: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_iq4_xs_q8_k, NULL, NULL }; break;
+    case SL_TYPE_Q2_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q2_k_q8_k, ks->dot4_q2_k_q8_k, NULL }; break;
+    case SL_TYPE_Q3_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q3_k_q8_k, ks->dot4_q3_k_q8_k, NULL }; break;
+    case SL_TYPE_IQ4_XS: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_iq4_xs_q8_k, ks->dot4_iq4_xs_q8_k, NULL }; break;
     default: break;   /* other types: the reference f32 dot */
     }
     /* a set without this type's integer dot (or its activation quantizer): the portable set's,

@@ -112,6 +112,8 @@ typedef struct sl_kernel_set {
     sl_actq_fn quantize_q8_1;
     sl_qdot_fn dot_q5_0_q8_0, dot_iq4_nl_q8_0, dot_q4_1_q8_1, dot_q5_1_q8_1;
     sl_qdot_fn dot_q2_k_q8_k, dot_q3_k_q8_k, dot_iq4_xs_q8_k;
+    /* their 4-vector forms (NULL: callers use the single dot; the AVX-512 set has them) */
+    sl_qdot4_fn dot4_q5_0_q8_0, dot4_iq4_nl_q8_0, dot4_q2_k_q8_k, dot4_q3_k_q8_k, dot4_iq4_xs_q8_k;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -202,6 +204,9 @@ float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, i
 float sl_avx2_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+/* The byte-permute codebook dots (kernels/simd_avx512_vbmi.c; need AVX512_VBMI, BITALG, BMI2). */
+float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 /* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own
@@ -220,5 +225,10 @@ float sl_avx512_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, 
 float sl_avx512_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+void sl_avx512_dot4_q5_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_q2_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_q3_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 
 #endif

@@ -54,6 +54,7 @@ AVX2 float sl_avx2_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict 
     float acc = 0;
     const __m256i to_bit8 = _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1), bit8 = _mm256_set1_epi32(256);
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             /* index k = qs[8ib + k] | bit k of qh[ib] << 8 */
@@ -79,6 +80,7 @@ AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restric
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const uint8_t *ss = w[i].qs + SL_QK_K / 4;
         __m256i s = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
@@ -105,6 +107,7 @@ AVX2 float sl_avx2_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             const uint16_t *qs = w[i].qs + 4 * ib;
@@ -131,6 +134,7 @@ AVX2 float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restric
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             uint32_t aux[2];
@@ -156,6 +160,7 @@ AVX2 float sl_avx2_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict 
     const __m128i to_bit8 = _mm_setr_epi32(8, 6, 4, 2), bits89 = _mm_set1_epi32(0x300);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             /* index l = qs[4ib + l] | bits 2l..2l+1 of qh[ib] << 8 */
@@ -187,6 +192,7 @@ AVX2 float sl_avx2_dot_iq1_s_q8_k(const void *restrict vw, const void *restrict 
     const __m256i ones = _mm256_set1_epi8(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
         int32_t D = 0;
         for (int ib = 0; ib < 8; ib++) {
@@ -225,6 +231,7 @@ AVX2 float sl_avx2_dot_iq1_m_q8_k(const void *restrict vw, const void *restrict 
                                                (short)0x8000, (short)0x8000, (short)0x8000, (short)0x8000);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         uint16_t sc[4];
         memcpy(sc, w[i].scales, 8);
         __m256i sg = _mm256_setzero_si256(), sd = _mm256_setzero_si256();

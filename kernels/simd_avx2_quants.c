@@ -85,6 +85,7 @@ AVX2 float sl_avx2_dot_q5_0_q8_0(const void *restrict vw, const void *restrict v
     const sl_block_q8_0 *y = vy;
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t i = 0; i < n / SL_QK; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i q = _mm256_sub_epi8(q5_bytes(w[i].qs, w[i].qh), _mm256_set1_epi8(16));
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y[i].qs)));
@@ -107,6 +108,7 @@ AVX2 float sl_avx2_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict
     const __m256i kv = kvalues_table();
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t i = 0; i < n / SL_QK; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i q = _mm256_shuffle_epi8(kv, nibbles32(w[i].qs));
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y[i].qs)));
@@ -123,6 +125,7 @@ AVX2 float sl_avx2_dot_q4_1_q8_1(const void *restrict vw, const void *restrict v
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     float mn = 0;
     for (int64_t i = 0; i < n / SL_QK; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = _mm256_cvtepi32_ps(lane_dots_unsigned(nibbles32(w[i].qs), ld(y[i].qs)));
         acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
@@ -139,6 +142,7 @@ AVX2 float sl_avx2_dot_q5_1_q8_1(const void *restrict vw, const void *restrict v
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     float mn = 0;
     for (int64_t i = 0; i < n / SL_QK; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = _mm256_cvtepi32_ps(lane_dots_unsigned(q5_bytes(w[i].qs, w[i].qh), ld(y[i].qs)));
         acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
@@ -169,6 +173,7 @@ AVX2 float sl_avx2_dot_q2_k_q8_k(const void *restrict vw, const void *restrict v
     const __m256i m3 = _mm256_set1_epi8(3);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m128i raw = _mm_loadu_si128((const __m128i *)w[i].scales);
         const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0f)));
         const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
@@ -213,6 +218,7 @@ AVX2 float sl_avx2_dot_q3_k_q8_k(const void *restrict vw, const void *restrict v
     const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sc16 = q3_k_scales16(w[i].scales);
         /* the -4 of every value: 4 * sum_j sc_j * bsums_j */
         __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld(y[i].bsums)), 2));
@@ -244,6 +250,7 @@ AVX2 float sl_avx2_dot_iq4_xs_q8_k(const void *restrict vw, const void *restrict
     const __m256i kv = kvalues_table();
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++) {

@@ -326,6 +326,9 @@ const sl_kernel_set sl_kernels_avx512_set = {
     .dot_q4_1_q8_1 = sl_avx2_dot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_avx2_dot_q5_1_q8_1,
     .dot_q2_k_q8_k = sl_avx512_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx512_dot_q3_k_q8_k,
     .dot_iq4_xs_q8_k = sl_avx512_dot_iq4_xs_q8_k,
+    .dot4_q5_0_q8_0 = sl_avx512_dot4_q5_0_q8_0, .dot4_iq4_nl_q8_0 = sl_avx512_dot4_iq4_nl_q8_0,
+    .dot4_q2_k_q8_k = sl_avx512_dot4_q2_k_q8_k, .dot4_q3_k_q8_k = sl_avx512_dot4_q3_k_q8_k,
+    .dot4_iq4_xs_q8_k = sl_avx512_dot4_iq4_xs_q8_k,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */

@@ -90,6 +90,7 @@ AVX512 float sl_avx512_dot_iq3_s_q8_k(const void *restrict vw, const void *restr
     const __m512i to_bit8 = _mm512_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1), bit8 = _mm512_set1_epi32(256);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             /* index k = qs[8ib + k] | bit k % 8 of qh[ib + k / 8] << 8 */
@@ -109,13 +110,14 @@ AVX512 float sl_avx512_dot_iq3_s_q8_k(const void *restrict vw, const void *restr
 }
 
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint32_t *G = sl_iq_grids_get()->iq3xxs;
     const sl_block_iq3_xxs *w = vw;
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const uint8_t *ss = w[i].qs + SL_QK_K / 4;
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
@@ -135,13 +137,14 @@ AVX512 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict vw, const void *res
 
 /* Contract: as sl_qdot_iq2_xs_q8_k (same bits).  128-bit lane k of the pair (elements 16k..16k+15)
  * takes nibble k of the two scale bytes. */
-AVX512 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint64_t *G = sl_iq_grids_get()->iq2xs;
     const sl_block_iq2_xs *w = vw;
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             const uint16_t *qs = w[i].qs + 4 * ib;
@@ -175,6 +178,7 @@ AVX512 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict vw, const void *res
     const sl_block_q8_k *y = vy;
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             uint32_t a[4];   /* indices ib, signs ib, indices ib+1, signs ib+1 */
@@ -200,6 +204,7 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     const __m256i to_bit8 = _mm256_setr_epi32(8, 6, 4, 2, 8, 6, 4, 2), bits89 = _mm256_set1_epi32(0x300);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         __m512i s = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             uint64_t lo8, sb;
@@ -221,6 +226,21 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     }
     return 0.125f * acc;
 }
+
+/* The exported IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the CPU has
+ * VBMI and BITALG, else the gathers above (same bits either way). */
+#if defined(SL_SIMD_EMULATE)
+#define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
+#else
+static bool have_vbmi(void)
+{
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2");
+}
+#define VBMI_DOT(t) return have_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
+#endif
+float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
+float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
+#undef VBMI_DOT
 
 #else   /* not x86: the sets that use these are never handed out */
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }

@@ -18,6 +18,8 @@
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
 
+#include <stddef.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -30,11 +32,6 @@ AVX512 static inline __m512i ld512(const void *p) { return _mm512_loadu_si512(p)
 AVX512 static inline __m512i join256(__m256i lo, __m256i hi)
 {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-AVX512 static inline __m512 join_ps(__m256 lo, __m256 hi)
-{
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
 }
 
 AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
@@ -57,98 +54,146 @@ AVX512 static inline int32_t hsum_i32x8(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* int32 lane k = exact sum of w[e]*a[e], e = 4k..4k+3, signed w (|w| <= 127) and a. */
-AVX512 static inline __m512i lane_dots2(__m512i w, __m512i a)
-{
-    const __mmask64 neg = _mm512_movepi8_mask(w);
-    const __m512i as = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), as);
-}
-
-AVX512 static inline __m256i lane_dots1(__m256i w, __m256i a)
-{
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-
-/* The nibbles of two 32-blocks (16 bytes each at qa, qb) in element order: block a's elements
- * 0..31 in bytes 0-31, block b's in bytes 32-63. */
-AVX512 static inline __m512i nibbles64(const uint8_t *qa, const uint8_t *qb)
-{
-    const __m256i raw = _mm256_loadu2_m128i((const __m128i *)qb, (const __m128i *)qa), m4 = _mm256_set1_epi8(0x0f);
-    const __m512i v = join256(_mm256_and_si256(raw, m4), _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
-    return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));   /* [lo a, lo b, hi a, hi b] -> [lo a, hi a, lo b, hi b] */
-}
-
-AVX512 static inline __m256i nibbles32(const uint8_t *qs)
-{
-    const __m128i raw = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), m4), _mm_and_si128(raw, m4));
-}
-
 AVX512 static inline __m512i kvalues_table512(void)
 {
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sl_kvalues_iq4nl));
 }
 
-/* ---- blocks of 32 with Q8_0 ------------------------------------------------------------------ */
-
-/* Q5_0 values (q - 16) of one block in element order. */
-AVX512 static inline __m256i q5_0_bytes32(const sl_block_q5_0 *b)
+/* The 16 nibble bytes of two adjacent 32-blocks (qs at byte offsets `off` and `off` + `stride` of a
+ * masked load of both blocks; all even, so vpermw places them): bytes 0-15 / 32-47 = the low nibbles
+ * of block i / i + 1 (elements 0-15), bytes 16-31 / 48-63 = the high nibbles (elements 16-31). */
+AVX512 static inline __m512i nibbles_pair(const void *blocks, unsigned bytes, int off, int stride)
 {
-    const __m256i hb = _mm256_maskz_mov_epi8((__mmask32)sl_q5_qh(b->qh), _mm256_set1_epi8(0x10));
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b->qs), hb), _mm256_set1_epi8(16));
+    const __m512i raw = _mm512_maskz_loadu_epi8(((__mmask64)1 << bytes) - 1, blocks);
+    const __m512i wi = _mm512_add_epi16(_mm512_set1_epi16((short)(off / 2)),
+                                        _mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                          0x00010000, 0x00030002, 0x00050004, 0x00070006));
+    const __m512i idx = _mm512_mask_add_epi16(wi, (__mmask32)0xffff0000u, wi, _mm512_set1_epi16((short)(stride / 2)));
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                            0x0004000400040004ll, 0x0004000400040004ll);
+    return _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(idx, raw), shift), _mm512_set1_epi8(0x0f));
 }
+
+/* Lanes 0-7 = s0 = f16(wd0) * f16(yd0), lanes 8-15 = s1 (the same products as scalar code). */
+AVX512 static inline __m512 scale_pair(uint16_t wd0, uint16_t wd1, uint16_t yd0, uint16_t yd1)
+{
+    const __m128 s = _mm_mul_ps(_mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(wd0), wd1, 1)),
+                                _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(yd0), yd1, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(s));
+}
+
+/* The y block of vector v (4-vector dots: vectors at vy + v * ys bytes). */
+#define YV(T, v, i) ((const T *)((const unsigned char *)vy + (size_t)(v) * ys) + (i))
+
+/* Four int32 vectors -> their four sums (exact; lane v = sum of vector v). */
+AVX512 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+AVX512 static inline __m256i fold256(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
+
+AVX512 static inline __m128i hsum4_i32x16(const __m512i s[4])
+{
+    return hsum4_i32x8(fold256(s[0]), fold256(s[1]), fold256(s[2]), fold256(s[3]));
+}
+
+/* ---- blocks of 32 with Q8_0: weights of two blocks as |q| and the mask of negative q --------- */
+
+typedef struct { __m512i absq; __mmask64 neg; } pair32;
+
+/* Q5_0 blocks i, i + 1 (nblk = 1: block i only, the rest zero): q = value - 16 is negative exactly
+ * where the high bit is clear, so |q| and the sign mask need no compare. */
+AVX512 static inline pair32 q5_0_pair(const sl_block_q5_0 *b, unsigned nblk)
+{
+    __mmask64 hm = (__mmask64)sl_q5_qh(b[0].qh);
+    if (nblk > 1) hm |= (__mmask64)sl_q5_qh(b[1].qh) << 32;
+    const __m512i nib = nibbles_pair(b, nblk * sizeof *b, offsetof(sl_block_q5_0, qs), sizeof *b);
+    const __m512i absq = _mm512_mask_sub_epi8(_mm512_sub_epi8(_mm512_set1_epi8(16), nib), hm, nib, _mm512_setzero_si512());
+    return (pair32){ absq, ~hm };
+}
+
+/* IQ4_NL: |kvalue| by table; kvalues[k] < 0 exactly for k < 8. */
+AVX512 static inline pair32 iq4_nl_pair(const sl_block_iq4_nl *b, unsigned nblk)
+{
+    const __m512i nib = nibbles_pair(b, nblk * sizeof *b, offsetof(sl_block_iq4_nl, qs), sizeof *b);
+    return (pair32){ _mm512_shuffle_epi8(_mm512_abs_epi8(kvalues_table512()), nib), _mm512_testn_epi8_mask(nib, _mm512_set1_epi8(8)) };
+}
+
+/* Lane k of each block = exact sum of its elements 4k..4k+3 times the activations a. */
+AVX512 static inline __m512 pair_lanes(pair32 w, __m512i a)
+{
+    const __m512i sa = _mm512_mask_sub_epi8(a, w.neg, _mm512_setzero_si512(), a);
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.absq, sa));
+}
+
+/* The canonical q4_0 steps over n/32 blocks (kernels/simd.h) for the weight type T with the pair
+ * unpacker UNPACK: one vector (NV = 1) or four (out[v] = the single dot of vector v). */
+#define BLOCKS32_DOT(T, UNPACK, NV)                                                                          \
+    const T *w = vw;                                                                                       \
+    const int64_t nb = n / SL_QK;                                                                          \
+    __m512 acc[NV];                                                                                        \
+    for (int v = 0; v < NV; v++) acc[v] = _mm512_setzero_ps();                                             \
+    int64_t i = 0;                                                                                         \
+    for (; i + 2 <= nb; i += 2) {                                                                          \
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);                                                          \
+        const pair32 q = UNPACK(&w[i], 2);                                                                 \
+        for (int v = 0; v < NV; v++) {                                                                     \
+            const sl_block_q8_0 *y = YV(sl_block_q8_0, v, i);                                              \
+            const __m512 l = pair_lanes(q, join256(ld256(y[0].qs), ld256(y[1].qs)));                       \
+            acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(scale_pair(w[i].d, w[i + 1].d, y[0].d, y[1].d), l)); \
+        }                                                                                                  \
+    }                                                                                                      \
+    const pair32 q = i < nb ? UNPACK(&w[i], 1) : (pair32){ _mm512_setzero_si512(), 0 };                    \
+    for (int v = 0; v < NV; v++) {                                                                         \
+        __m256 a0 = _mm512_castps512_ps256(acc[v]);                                                        \
+        if (i < nb) {                                                                                      \
+            const sl_block_q8_0 *y = YV(sl_block_q8_0, v, i);                                              \
+            const __m256 l = _mm512_castps512_ps256(pair_lanes(q, _mm512_castsi256_si512(ld256(y->qs))));   \
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(f16f(w[i].d) * f16f(y->d)), l));            \
+        }                                                                                                  \
+        out[v] = lanes_reduce(a0, hi_ps(acc[v]));                                                          \
+    }
 
 /* Contract: as sl_qdot_q5_0_q8_0 (same bits). */
 AVX512 float sl_avx512_dot_q5_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q5_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    const __m512i x10 = _mm512_set1_epi8(0x10), x16 = _mm512_set1_epi8(16);
-    __m512 acc = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const __mmask64 hm = (__mmask64)sl_q5_qh(w[i].qh) | (__mmask64)sl_q5_qh(w[i + 1].qh) << 32;
-        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(nibbles64(w[i].qs, w[i + 1].qs), _mm512_maskz_mov_epi8(hm, x10)), x16);
-        const __m512i l = lane_dots2(q, join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
-        const float s0 = f16f(w[i].d) * f16f(y[i].d), s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), _mm512_cvtepi32_ps(l)));
-    }
-    __m256 a0 = _mm512_castps512_ps256(acc);
-    if (i < nb) {
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(s, _mm256_cvtepi32_ps(lane_dots1(q5_0_bytes32(&w[i]), ld256(y[i].qs)))));
-    }
-    return lanes_reduce(a0, hi_ps(acc));
+    const size_t ys = 0;
+    float out[1];
+    BLOCKS32_DOT(sl_block_q5_0, q5_0_pair, 1)
+    return out[0];
+}
+
+/* Contract: out[v] = sl_qdot_q5_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
+AVX512 void sl_avx512_dot4_q5_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    BLOCKS32_DOT(sl_block_q5_0, q5_0_pair, 4)
 }
 
 /* Contract: as sl_qdot_iq4_nl_q8_0 (same bits). */
 AVX512 float sl_avx512_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_iq4_nl *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    const __m512i kv = kvalues_table512();
-    __m512 acc = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const __m512i q = _mm512_shuffle_epi8(kv, nibbles64(w[i].qs, w[i + 1].qs));
-        const __m512i l = lane_dots2(q, join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
-        const float s0 = f16f(w[i].d) * f16f(y[i].d), s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), _mm512_cvtepi32_ps(l)));
-    }
-    __m256 a0 = _mm512_castps512_ps256(acc);
-    if (i < nb) {
-        const __m256i q = _mm256_shuffle_epi8(_mm512_castsi512_si256(kv), nibbles32(w[i].qs));
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(s, _mm256_cvtepi32_ps(lane_dots1(q, ld256(y[i].qs)))));
-    }
-    return lanes_reduce(a0, hi_ps(acc));
+    const size_t ys = 0;
+    float out[1];
+    BLOCKS32_DOT(sl_block_iq4_nl, iq4_nl_pair, 1)
+    return out[0];
 }
 
-/* ---- super-blocks with Q8_K ------------------------------------------------------------------ */
+/* Contract: out[v] = sl_qdot_iq4_nl_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
+AVX512 void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    BLOCKS32_DOT(sl_block_iq4_nl, iq4_nl_pair, 4)
+}
+#undef BLOCKS32_DOT
+
+/* ---- super-blocks with Q8_K: each super-block's weights unpacked once into 4 groups of 64
+ * elements (sub-blocks 4g..4g+3 for the 16-element ones, 2g and 2g+1 for IQ4_XS) with their int16
+ * scales per element pair; S = the vpdpwssd sum over groups of (vpmaddubsw w x a) x scales. ----- */
+
+typedef struct { __m512i u[4], sc[4]; __m256i sc16; __mmask64 neg[4]; } kgroups;
 
 /* int16 lane k of a 64-element group belongs to sub-block k / 8 of the group's four: vpermw
  * indices into 16 int16 scales, offset by the group's first sub-block. */
@@ -165,34 +210,76 @@ AVX512 static inline __m512i shifts(int lo, int hi)
     return join256(_mm256_set1_epi16((short)lo), _mm256_set1_epi16((short)hi));
 }
 
-/* Contract: as sl_qdot_q2_k_q8_k (same bits).  q <= 3: pairs <= 2*3*127; times sc <= 15. */
+/* The int32 partial sums of S for the activations q (unsigned weights, no sign masks). */
+AVX512 static inline __m512i kgroups_isum(const kgroups *g, const int8_t *q)
+{
+    __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(g->u[k], ld512(q + 64 * k)), g->sc[k]);
+    return s;
+}
+
+/* Q2_K: q <= 3 (pairs <= 2*3*127, times sc <= 15); sc16 holds the mins. */
+AVX512 static inline void q2_k_unpack(const sl_block_q2_k *b, kgroups *g)
+{
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m128i raw = _mm_loadu_si128((const __m128i *)b->scales);
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0f))));
+    g->sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m512i q = _mm512_broadcast_i64x4(ld256(b->qs + 32 * h));
+        g->u[2 * h] = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(0, 2)), m3);
+        g->u[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(4, 6)), m3);
+        g->sc[2 * h] = _mm512_permutexvar_epi16(scale_idx(8 * h), sc16);
+        g->sc[2 * h + 1] = _mm512_permutexvar_epi16(scale_idx(8 * h + 4), sc16);
+    }
+}
+
+/* Contract: as sl_qdot_q2_k_q8_k (same bits). */
 AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q2_k *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m512i m3 = _mm512_set1_epi8(3), sh01 = shifts(0, 2), sh23 = shifts(4, 6);
-    const __m512i idx[4] = { scale_idx(0), scale_idx(4), scale_idx(8), scale_idx(12) };
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        const __m128i raw = _mm_loadu_si128((const __m128i *)w[i].scales);
-        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0f))));
-        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const __m512i q = _mm512_broadcast_i64x4(ld256(w[i].qs + 32 * h));
-            const __m512i u01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
-            const __m512i u23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
-            const __m512i p01 = _mm512_maddubs_epi16(u01, ld512(y[i].qs + 128 * h));
-            const __m512i p23 = _mm512_maddubs_epi16(u23, ld512(y[i].qs + 128 * h + 64));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p01, _mm512_permutexvar_epi16(idx[2 * h], sc16)));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p23, _mm512_permutexvar_epi16(idx[2 * h + 1], sc16)));
-        }
-        const int32_t S = _mm512_reduce_add_epi32(s), M = hsum_i32x8(_mm256_madd_epi16(mn16, ld256(y[i].bsums)));
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
+        kgroups g;
+        q2_k_unpack(&w[i], &g);
+        const int32_t S = _mm512_reduce_add_epi32(kgroups_isum(&g, y[i].qs));
+        const int32_t M = hsum_i32x8(_mm256_madd_epi16(g.sc16, ld256(y[i].bsums)));
         const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;
         acc = acc + (d * (float)S - dmin * (float)M);
     }
     return acc;
+}
+
+/* Contract: out[v] = sl_qdot_q2_k_q8_k(w, y + v*ys, n) bit for bit, v < 4 (lane v of the float
+ * steps does exactly the scalar operations of vector v). */
+AVX512 void sl_avx512_dot4_q2_k_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    const sl_block_q2_k *w = vw;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
+        kgroups g;
+        q2_k_unpack(&w[i], &g);
+        __m512i s[4];
+        __m256i m[4];
+        float yd[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_k *y = YV(sl_block_q8_k, v, i);
+            s[v] = kgroups_isum(&g, y->qs);
+            m[v] = _mm256_madd_epi16(g.sc16, ld256(y->bsums));
+            yd[v] = y->d;
+        }
+        const __m128 S = _mm_cvtepi32_ps(hsum4_i32x16(s)), M = _mm_cvtepi32_ps(hsum4_i32x8(m[0], m[1], m[2], m[3]));
+        const __m128 ydv = _mm_loadu_ps(yd);
+        const __m128 d = _mm_mul_ps(_mm_set1_ps(f16f(w[i].d)), ydv), dmin = _mm_mul_ps(_mm_set1_ps(f16f(w[i].dmin)), ydv);
+        acc = _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(d, S), _mm_mul_ps(dmin, M)));
+    }
+    _mm_storeu_ps(out, acc);
 }
 
 /* The 16 Q3_K scales minus 32 as int16 (the same values as sl_q3_k_scales - 32), unpacked in
@@ -209,67 +296,146 @@ AVX512 static inline __m256i q3_k_scales16(const uint8_t *b)
     return _mm256_sub_epi16(_mm256_cvtepu8_epi16(sc), _mm256_set1_epi16(32));
 }
 
-/* Contract: as sl_qdot_q3_k_q8_k (same bits).  u = value + 4 <= 7; times |sc - 32| <= 32. */
+/* Q3_K: u = value + 4 <= 7 (pairs <= 2*7*127, times |sc - 32| <= 32); sc16 holds sc - 32 for the
+ * -4 correction.  hmask bit k = 4h + j of byte l goes to bit 2 (value 4): (hm >> (k - 2)) & 4, or
+ * for k < 2 from hm << 2 (16-bit shifts: the bits taken never cross a byte). */
+AVX512 static inline void q3_k_unpack(const sl_block_q3_k *b, kgroups *g)
+{
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+    g->sc16 = q3_k_scales16(b->scales);
+    const __m512i sc512 = _mm512_castsi256_si512(g->sc16);
+    const __m512i hm = _mm512_broadcast_i64x4(ld256(b->hmask)), hm_l = _mm512_slli_epi16(hm, 2);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m512i q = _mm512_broadcast_i64x4(ld256(b->qs + 32 * h));
+        const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(0, 2)), m3);
+        const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(4, 6)), m3);
+        const __m512i h01 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm_l, shifts(0, 1)), m4)
+                                   : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(2, 3)), m4);
+        const __m512i h23 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(0, 1)), m4)
+                                   : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(4, 5)), m4);
+        g->u[2 * h] = _mm512_or_si512(q01, h01);
+        g->u[2 * h + 1] = _mm512_or_si512(q23, h23);
+        g->sc[2 * h] = _mm512_permutexvar_epi16(scale_idx(8 * h), sc512);
+        g->sc[2 * h + 1] = _mm512_permutexvar_epi16(scale_idx(8 * h + 4), sc512);
+    }
+}
+
+/* S's partial sums with the -4 of every value folded in: - 4 * sum_j sc_j * bsums_j. */
+AVX512 static inline __m512i q3_k_isum(const kgroups *g, const sl_block_q8_k *y)
+{
+    const __m256i c = _mm256_slli_epi32(_mm256_madd_epi16(g->sc16, ld256(y->bsums)), 2);
+    return _mm512_sub_epi32(kgroups_isum(g, y->qs), _mm512_zextsi256_si512(c));
+}
+
+/* Contract: as sl_qdot_q3_k_q8_k (same bits). */
 AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q3_k *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), sh01 = shifts(0, 2), sh23 = shifts(4, 6);
-    const __m512i idx[4] = { scale_idx(0), scale_idx(4), scale_idx(8), scale_idx(12) };
-    /* hmask bit k = 4h + j of byte l moved to bit 2 (value 4): (hm >> (k - 2)) & 4, or for k < 2
-     * from hm << 2 (16-bit shifts: the bits taken never cross a byte) */
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        const __m256i sc16 = q3_k_scales16(w[i].scales);
-        const __m512i sc512 = _mm512_castsi256_si512(sc16);
-        const __m512i hm = _mm512_broadcast_i64x4(ld256(w[i].hmask));
-        const __m512i hm_l = _mm512_slli_epi16(hm, 2);          /* bits 0, 1 -> 2, 3 */
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const __m512i q = _mm512_broadcast_i64x4(ld256(w[i].qs + 32 * h));
-            const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q, sh01), m3);
-            const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q, sh23), m3);
-            /* the high bits of sub-block pairs (j, j+1) = bits 4h+j of hmask, at value 4 */
-            const __m512i h01 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm_l, shifts(0, 1)), m4)
-                                       : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(2, 3)), m4);
-            const __m512i h23 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(0, 1)), m4)
-                                       : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(4, 5)), m4);
-            const __m512i p01 = _mm512_maddubs_epi16(_mm512_or_si512(q01, h01), ld512(y[i].qs + 128 * h));
-            const __m512i p23 = _mm512_maddubs_epi16(_mm512_or_si512(q23, h23), ld512(y[i].qs + 128 * h + 64));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p01, _mm512_permutexvar_epi16(idx[2 * h], sc512)));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(p23, _mm512_permutexvar_epi16(idx[2 * h + 1], sc512)));
-        }
-        const int32_t C = hsum_i32x8(_mm256_madd_epi16(sc16, ld256(y[i].bsums)));
-        const int32_t S = _mm512_reduce_add_epi32(s) - 4 * C;
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
+        kgroups g;
+        q3_k_unpack(&w[i], &g);
+        const int32_t S = _mm512_reduce_add_epi32(q3_k_isum(&g, &y[i]));
         const float d = f16f(w[i].d) * y[i].d;
         acc = acc + d * (float)S;
     }
     return acc;
 }
 
-/* Contract: as sl_qdot_iq4_xs_q8_k (same bits): two sub-blocks of 32 per step, each vpdpbusd lane
- * (4 elements) scaled by its sub-block's ls - 32 with vpmulld; |S| <= 132e6. */
+/* IQ4_XS: |kvalue| by table with the sign (nibble < 8) moved onto the activation (pairs <=
+ * 2*127*127 < 2^15); the 8 scales ls - 32 unpacked once per super-block; |S| <= 132e6.
+ * Group g = sub-blocks 2g, 2g + 1: bytes 0-15 / 32-47 their low nibbles, 16-31 / 48-63 the high. */
+AVX512 static inline void iq4_xs_unpack(const sl_block_iq4_xs *b, kgroups *g)
+{
+    const __m512i kabs = _mm512_abs_epi8(kvalues_table512()), x8 = _mm512_set1_epi8(8), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                            0x0004000400040004ll, 0x0004000400040004ll);
+    uint32_t sl;
+    memcpy(&sl, b->scales_l, 4);
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                        _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                        _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    /* ls - 32 in both int16 halves of each dword (the low half of a negative value sign-extends) */
+    const __m512i l2 = _mm512_castsi256_si512(_mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(ls, 16)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m512i raw = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(ld256(b->qs + 32 * k)));
+        const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(raw, shift), m4);
+        g->u[k] = _mm512_shuffle_epi8(kabs, nib);
+        g->neg[k] = _mm512_testn_epi8_mask(nib, x8);
+        g->sc[k] = _mm512_permutexvar_epi32(_mm512_inserti64x4(_mm512_set1_epi32(2 * k), _mm256_set1_epi32(2 * k + 1), 1), l2);
+    }
+}
+
+AVX512 static inline __m512i iq4_xs_isum(const kgroups *g, const int8_t *q)
+{
+    __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m512i a = ld512(q + 64 * k);
+        const __m512i sa = _mm512_mask_sub_epi8(a, g->neg[k], _mm512_setzero_si512(), a);
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(g->u[k], sa), g->sc[k]);
+    }
+    return s;
+}
+
+/* Contract: as sl_qdot_iq4_xs_q8_k (same bits). */
 AVX512 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_iq4_xs *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m512i kv = kvalues_table512();
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int ib = 0; ib < 8; ib += 2) {
-            const __m512i q = _mm512_shuffle_epi8(kv, nibbles64(w[i].qs + 16 * ib, w[i].qs + 16 * ib + 16));
-            const __m512i l = lane_dots2(q, ld512(y[i].qs + 32 * ib));
-            const __m512i sc = join256(_mm256_set1_epi32(sl_iq4_xs_scale(&w[i], ib) - 32),
-                                       _mm256_set1_epi32(sl_iq4_xs_scale(&w[i], ib + 1) - 32));
-            s = _mm512_add_epi32(s, _mm512_mullo_epi32(l, sc));
-        }
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
+        kgroups g;
+        iq4_xs_unpack(&w[i], &g);
         const float d = f16f(w[i].d) * y[i].d;
-        acc = acc + d * (float)_mm512_reduce_add_epi32(s);
+        acc = acc + d * (float)_mm512_reduce_add_epi32(iq4_xs_isum(&g, y[i].qs));
     }
     return acc;
 }
+
+/* The 4-vector form of the one-scale K dots (Q3_K, IQ4_XS): acc = acc + (f16(w.d) * y.d) * S per
+ * lane.  UNPACK / ISUM: the type's helpers above; ISUM takes the Q8_K block. */
+#define K_DOT4(T, UNPACK, ISUM)                                                                        \
+    const T *w = vw;                                                                                 \
+    __m128 acc = _mm_setzero_ps();                                                                   \
+    for (int64_t i = 0; i < n / SL_QK_K; i++) {                                                      \
+        sl_prefetch_ahead(&w[i], sizeof w[i]);                                                        \
+        kgroups g;                                                                                   \
+        UNPACK(&w[i], &g);                                                                           \
+        __m512i s[4];                                                                                \
+        float yd[4];                                                                                 \
+        for (int v = 0; v < 4; v++) {                                                                \
+            const sl_block_q8_k *y = YV(sl_block_q8_k, v, i);                                        \
+            s[v] = ISUM(&g, y);                                                                      \
+            yd[v] = y->d;                                                                            \
+        }                                                                                            \
+        const __m128 d = _mm_mul_ps(_mm_set1_ps(f16f(w[i].d)), _mm_loadu_ps(yd));                     \
+        acc = _mm_add_ps(acc, _mm_mul_ps(d, _mm_cvtepi32_ps(hsum4_i32x16(s))));                        \
+    }                                                                                                \
+    _mm_storeu_ps(out, acc);
+
+/* Contract: out[v] = sl_qdot_q3_k_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
+AVX512 void sl_avx512_dot4_q3_k_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    K_DOT4(sl_block_q3_k, q3_k_unpack, q3_k_isum)
+}
+
+#define IQ4_XS_ISUM(g, y) iq4_xs_isum(g, (y)->qs)
+/* Contract: out[v] = sl_qdot_iq4_xs_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
+AVX512 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    K_DOT4(sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
+}
+#undef IQ4_XS_ISUM
+#undef K_DOT4
+#undef YV
 
 #endif

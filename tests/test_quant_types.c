@@ -579,6 +579,59 @@ Test(quant_types, every_path_bit_identical_to_portable)
     fprintf(stderr, "quant_types: %d SIMD integer dots bit-identical to portable\n", checked);
 }
 
+static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    case SL_TYPE_Q5_0: return ks->dot4_q5_0_q8_0;
+    case SL_TYPE_IQ4_NL: return ks->dot4_iq4_nl_q8_0;
+    case SL_TYPE_Q2_K: return ks->dot4_q2_k_q8_k;
+    case SL_TYPE_Q3_K: return ks->dot4_q3_k_q8_k;
+    case SL_TYPE_IQ4_XS: return ks->dot4_iq4_xs_q8_k;
+    default: return NULL;
+    }
+}
+
+/* Every path's 4-vector dot gives each vector exactly the portable single dot's bits (random
+ * blocks, wide and moderate scales, block counts with odd tails, vectors at a padded stride). */
+Test(quant_types, dot4_bit_identical_to_single_dots)
+{
+    tk_rng r = { 1606 };
+    int checked = 0, types_with_dot4 = 0;
+    for (int ti = 0; ti < N_NEW; ti++) {
+        const qtype *t = &k_new[ti];
+        bool any = false;
+        const int nbs[] = { 1, 2, 3, 7, 16, 37 };
+        for (int k = 0; k < 6; k++)
+            for (int rep = 0; rep < 4; rep++) {
+                const int64_t n = (int64_t)nbs[k] * t->blck;
+                const size_t ys = act_bytes(t, n) + 4 * (size_t)(rep + 1);   /* not the row size; keeps Q8_K's float d aligned */
+                uint8_t *w = malloc((size_t)nbs[k] * t->bytes), *y = malloc(4 * ys);
+                float *x = malloc(n * sizeof *x);
+                fill_blocks(&r, t, w, nbs[k], rep == 0 ? -14 : -3, rep == 0 ? 15 : 3);
+                for (int v = 0; v < 4; v++) {
+                    fill_acts(&r, x, n);
+                    actq_of(portable(), t)(x, y + v * ys, n);
+                }
+                for (int p = 0; p < SL_KPATH_COUNT; p++) {
+                    const sl_kernel_set *ks = sl_kernels_for(p);
+                    if (!ks || !qdot4_of(ks, t->type)) continue;
+                    any = true;
+                    float got[4];
+                    qdot4_of(ks, t->type)(w, y, ys, n, got);
+                    for (int v = 0; v < 4; v++) {
+                        const float want = qdot_of(portable(), t->type)(w, y + v * ys, n);
+                        cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks (rep %d), vector %d: %a != %a",
+                                     ks->name, sl_type_name(t->type), nbs[k], rep, v, got[v], want);
+                    }
+                    checked++;
+                }
+                free(w); free(x); free(y);
+            }
+        types_with_dot4 += any;
+    }
+    fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots\n", checked, types_with_dot4);
+}
+
 /* sl_matmul in fast mode returns the active path's integer dot of each (row, vector), whatever
  * the batch size and thread count; exact mode returns the reference f32 dot. */
 Test(quant_types, matmul_fast_and_exact_modes)
