@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "qemu_testutil.h"
+
 #define SLUICE_BIN SL_BINARY_DIR "/sluice"
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"
 #define SLOW_MODEL SL_SHARED_DIR "/models/micro-llama.F16.gguf"
@@ -291,6 +293,11 @@ Test(chat_tty, multi_line_paste_is_one_message, .init = state_dir, .fini = state
 /* What is typed while an answer streams is not echoed into it; it waits for the next prompt. */
 Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fini = state_dir_rm)
 {
+    /* the keys must arrive after the chat turned echo off and before the answer ends; the test sees
+     * only output, and under qemu-user on a loaded machine that window moves (an emulated run at
+     * load 12 on 2 cores saw the keys echoed; the same test alone passed) */
+    if (tq_under_qemu_user())
+        cr_skip_test("skipped: under qemu-user the typed-ahead keys cannot be timed into the answer reliably");
     const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "512", "-n", "120",
                            "--chat-template", "chatml", NULL };
     term t;
