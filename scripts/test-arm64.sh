@@ -14,6 +14,8 @@
 #   (tests/qemu_testutil.h: lower speed floors, no mmap page-cache bound, no RSS-within-plan check,
 #   no closed-stdin check, fewer repetitions where a repetition adds no coverage); every skip is
 #   printed at the end, as the tests said it.
+# - Then the page-size tests again with 16 KiB (Raspberry Pi 5 kernels) and 64 KiB pages
+#   (QEMU_PAGESIZE: the guest's sysconf(_SC_PAGESIZE) and AT_PAGESZ).
 # - `sluice serve` is not built for arm64 here (no arm64 libmicrohttpd/jansson in the cross
 #   sysroot), so test_serve does not run; the script says so.
 # BUILD_DIR (default build-arm64); extra arguments go to ctest.
@@ -54,3 +56,16 @@ grep -ahoE '\[SKIP\].*|^skipped: .*' "$BUILD_DIR/Testing/Temporary/LastTest.log"
 echo "test-arm64: qemu test time $(( $(date +%s) - start )) s"
 [ "$rc" -eq 0 ] || exit "$rc"
 
+# Larger pages: what a Raspberry Pi 5 kernel (16 KiB) and some arm64 distributions (64 KiB) run.
+# The reader's page arithmetic, the KV spill's and the planner's figures follow sysconf.
+for pagesize in 16384 65536; do
+  for t in "test_kvcache --filter kvcache/spill_follows_the_run_time_page_size" test_io test_io_fault; do
+    # shellcheck disable=SC2086  # $t is a program and its arguments
+    (cd "$BUILD_DIR" && QEMU_PAGESIZE=$pagesize qemu-aarch64-static ./$t --jobs 2 >"Testing/Temporary/page$pagesize.log" 2>&1) || {
+      cat "$BUILD_DIR/Testing/Temporary/page$pagesize.log"
+      echo "test-arm64: ${t%% *} failed with $pagesize-byte pages" >&2
+      exit 1
+    }
+  done
+  echo "test-arm64: page-size tests passed with $pagesize-byte pages"
+done

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/simd.h"
+#include "loader/io.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 #include "util/golden.h"
@@ -56,6 +57,43 @@ Test(kvcache, spill_is_bit_identical_to_resident)
         free(ref);
         free(sp);
     }
+}
+
+/* The spill buffers are whole pages of the run-time page size (4 KiB here natively; scripts/test-arm64.sh
+ * runs this again with 16 and 64 KiB pages, QEMU_PAGESIZE), the planner's figure is what the cache
+ * allocates, and appends that end mid-page at that size still read back bit for bit. */
+Test(kvcache, spill_follows_the_run_time_page_size)
+{
+    const size_t page = sl_page_size();
+    sl_config c = { .n_layers = 2, .n_kv_heads = 1, .head_dim = 64 };
+    const int n_ctx = 40;   /* 40 rows of 128 bytes: 5120 bytes, 2 pages of 4 KiB, part of one 16 or 64 KiB page */
+    cr_assert_eq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true) % (2 * page), 0, "page %zu", page);
+    cr_assert_geq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true), 2 * (size_t)n_ctx * 128);
+    sl_kv *kv;
+    char err[256];
+    cr_assert_eq(sl_kv_create(&c, n_ctx, SL_KV_F16, "/tmp", &kv, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sl_kv_mem_bytes(kv), sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true));
+    float k[64], v[64], tmp[64];
+    for (int l = 0; l < 2; l++)
+        for (int p0 = 0; p0 < n_ctx; p0 += 7) {   /* batches of 7 rows: ends inside pages */
+            const int n = p0 + 7 <= n_ctx ? 7 : n_ctx - p0;
+            cr_assert_eq(sl_kv_layer_begin(kv, l, p0), 0, "%s", sl_kv_errmsg(kv));
+            for (int p = p0; p < p0 + n; p++) {
+                for (int e = 0; e < 64; e++) k[e] = (float)(l * 1000 + p) + e / 64.0f, v[e] = -k[e];
+                sl_kv_store(kv, l, p, k, v);
+            }
+            cr_assert_eq(sl_kv_layer_end(kv, l, p0, n), 0, "%s", sl_kv_errmsg(kv));
+        }
+    for (int l = 0; l < 2; l++) {
+        cr_assert_eq(sl_kv_layer_begin(kv, l, n_ctx), 0, "%s", sl_kv_errmsg(kv));
+        for (int p = 0; p < n_ctx; p++) {
+            const float *got = sl_kv_k(kv, l, p, 0, tmp);
+            cr_assert_eq(got[0], (float)(l * 1000 + p), "layer %d row %d (page %zu)", l, p, page);
+            cr_assert_eq(sl_kv_v(kv, l, p, 0, tmp)[63], -((float)(l * 1000 + p) + 63 / 64.0f));
+        }
+    }
+    fprintf(stderr, "kvcache: spill at page size %zu, %s\n", page, sl_kv_spilled(kv) ? "spilled" : "resident");
+    sl_kv_free(kv);
 }
 
 /* q8_0 KV quantizes keys and values to 8 bits per 32-value block (relative error ~0.5%, see
