@@ -330,7 +330,9 @@ Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fin
 Test(chat_tty, echoed_prompt_survives_the_progress_bar)
 {
     char prompt[4096] = "Once upon a time";
-    for (int i = 0; i < 60; i++) strcat(prompt, " there was a cat");
+    /* long enough for the bar to be drawn natively; under qemu-user a sixth of it takes longer still */
+    const int reps = tq_under_qemu_user() ? 10 : 60;
+    for (int i = 0; i < reps; i++) strcat(prompt, " there was a cat");
     const char *argv[] = { "sluice", "run", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-b", "4", "-n", "2",
                            "-p", prompt, NULL };
     term t;

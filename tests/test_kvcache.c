@@ -79,7 +79,8 @@ Test(kvcache, spill_follows_the_run_time_page_size)
             const int n = p0 + 7 <= n_ctx ? 7 : n_ctx - p0;
             cr_assert_eq(sl_kv_layer_begin(kv, l, p0), 0, "%s", sl_kv_errmsg(kv));
             for (int p = p0; p < p0 + n; p++) {
-                for (int e = 0; e < 64; e++) k[e] = (float)(l * 1000 + p) + e / 64.0f, v[e] = -k[e];
+                /* at most 7 integer and 3 fraction bits: exact in f16 */
+                for (int e = 0; e < 64; e++) k[e] = (float)(l * 64 + p) + e / 8.0f, v[e] = -k[e];
                 sl_kv_store(kv, l, p, k, v);
             }
             cr_assert_eq(sl_kv_layer_end(kv, l, p0, n), 0, "%s", sl_kv_errmsg(kv));
@@ -88,8 +89,10 @@ Test(kvcache, spill_follows_the_run_time_page_size)
         cr_assert_eq(sl_kv_layer_begin(kv, l, n_ctx), 0, "%s", sl_kv_errmsg(kv));
         for (int p = 0; p < n_ctx; p++) {
             const float *got = sl_kv_k(kv, l, p, 0, tmp);
-            cr_assert_eq(got[0], (float)(l * 1000 + p), "layer %d row %d (page %zu)", l, p, page);
-            cr_assert_eq(sl_kv_v(kv, l, p, 0, tmp)[63], -((float)(l * 1000 + p) + 63 / 64.0f));
+            cr_assert(got[0] == (float)(l * 64 + p) && got[63] == (float)(l * 64 + p) + 63 / 8.0f,
+                      "layer %d row %d K (page %zu)", l, p, page);
+            got = sl_kv_v(kv, l, p, 0, tmp);
+            cr_assert_eq(got[63], -((float)(l * 64 + p) + 63 / 8.0f), "layer %d row %d V (page %zu)", l, p, page);
         }
     }
     fprintf(stderr, "kvcache: spill at page size %zu, %s\n", page, sl_kv_spilled(kv) ? "spilled" : "resident");
