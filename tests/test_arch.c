@@ -262,13 +262,20 @@ Test(arch_stream, bit_identical_all_backends)
             int V;
             run_opts res = { .kv_type = SL_KV_F16, .n_batch = 512 };
             float *ref = run_model(p, &g, steps, &res, &V);
+            /* under qemu-user each backend once, all streamed (pread, uring, which is pread there) or
+             * mixed (mmap): which weights stream is bookkeeping alike on every architecture */
+            const bool emu = tq_under_qemu_user();
             for (int b = 0; b < 3; b++) {
                 run_opts o = { .kv_type = SL_KV_F16, .n_batch = b == 2 ? 16 : 512, .stream = true, .backend = backends[b],
                                .chunk = chunks[(b + ti) % 3], .prefetch = 1 + 2 * b };
-                float *got = run_model(p, &g, steps, &o, &V);
-                cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: streamed (%s, chunk %llu) differs",
-                             p, sl_io_backend_name(backends[b]), (unsigned long long)o.chunk);
-                free(got);
+                float *got;
+                if (!emu || b != 1) {
+                    got = run_model(p, &g, steps, &o, &V);
+                    cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: streamed (%s, chunk %llu) differs",
+                                 p, sl_io_backend_name(backends[b]), (unsigned long long)o.chunk);
+                    free(got);
+                }
+                if (emu && b != 1) continue;
                 o.mixed = true;
                 got = run_model(p, &g, steps, &o, &V);
                 cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: K/UP resident, rest streamed (%s) differs",
@@ -276,7 +283,8 @@ Test(arch_stream, bit_identical_all_backends)
                 free(got);
             }
             free(ref);
-            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring (all streamed; K, UP resident)\n", p);
+            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring (%s)\n", p,
+                    emu ? "qemu-user: pread and uring all streamed, mmap with K, UP resident" : "all streamed; K, UP resident");
         }
 }
 
