@@ -8,10 +8,12 @@
  * attention is bit-identical to the portable path; F32/F16/BF16 weight rows use the attention
  * order too (any order would do: within the gamma_n bound).  Only the integer dots differ between
  * the two paths (sdot pays there; everything else is shared), with their 4-vector forms for batched
- * prefill.  dispatch.c selects a path from getauxval(AT_HWCAP).  On other architectures the file
+ * prefill.  The low-bit types (Q5_0, IQ4_NL, Q4_1, Q5_1, Q2_K, Q3_K, IQ4_XS) have single dots
+ * (kernels/simd_neon_quants.h); the codebook types (IQ1/IQ2/IQ3) have none yet, so sl_matmul runs
+ * their portable dots.  dispatch.c selects a path from getauxval(AT_HWCAP).  On other architectures the file
  * defines empty sets only.
  */
-#include "kernels/k_common.h"
+#include "kernels/k_quants.h"
 #include "kernels/simd.h"
 
 #include <float.h>
@@ -110,6 +112,27 @@ static void neon_quantize_q8_k(const float *restrict x, void *restrict vy, int64
     }
 }
 
+/* Contract: as sl_quantize_act_q8_1 (same bytes): the Q8_0 d and q, and s = f16(d * sum q) with
+ * the f32 d. */
+static void neon_quantize_q8_1(const float *restrict x, void *restrict vy, int64_t n)
+{
+    sl_block_q8_1 *y = vy;
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const float *v = x + i * SL_QK;
+        int bad = 0;
+        const float amax = neon_amax32(v, &bad);
+        if (bad) {
+            sl_act_nonfinite_q8_1(&y[i]);
+            continue;
+        }
+        const float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
+        neon_round_pack32(v, id, y[i].qs);
+        const int sum = vaddlvq_s8(vld1q_s8(y[i].qs)) + vaddlvq_s8(vld1q_s8(y[i].qs + 16));
+        y[i].d = sl_f32_to_f16(d);
+        y[i].s = sl_f32_to_f16(d * (float)sum);
+    }
+}
+
 /* ---- integer dots: plain NEON, then dotprod ---------------------------------------------------- */
 
 /* sdot's lanes without sdot: 8-bit products widened to int16 (|p| <= 128*127), pairs summed
@@ -123,6 +146,7 @@ static inline int32x4_t dot16_neon(int32x4_t acc, int8x16_t a, int8x16_t b)
 #define NQ(name) name##_neon
 #define NQ_DOT16 dot16_neon
 #include "kernels/simd_neon_qdot.h"
+#include "kernels/simd_neon_quants.h"
 #undef NQ
 #undef NQ_DOT16
 
@@ -131,6 +155,7 @@ static inline int32x4_t dot16_neon(int32x4_t acc, int8x16_t a, int8x16_t b)
 #define NQ(name) name##_dotprod
 #define NQ_DOT16 vdotq_s32
 #include "kernels/simd_neon_qdot.h"
+#include "kernels/simd_neon_quants.h"
 #undef NQ
 #undef NQ_DOT16
 #pragma GCC pop_options
@@ -200,6 +225,11 @@ static void neon_axpy_f16(float *restrict o, float a, const uint16_t *restrict v
         .dot4_q4_0_q8_0 = dot4_q4_0_q8_0_##SFX, .dot4_q8_0_q8_0 = dot4_q8_0_q8_0_##SFX,                \
         .dot4_q4_k_q8_k = dot4_q4_k_q8_k_##SFX, .dot4_q5_k_q8_k = dot4_q5_k_q8_k_##SFX,                \
         .dot4_q6_k_q8_k = dot4_q6_k_q8_k_##SFX,                                                        \
+        .quantize_q8_1 = neon_quantize_q8_1,                                                           \
+        .dot_q5_0_q8_0 = dot_q5_0_q8_0_##SFX, .dot_iq4_nl_q8_0 = dot_iq4_nl_q8_0_##SFX,                \
+        .dot_q4_1_q8_1 = dot_q4_1_q8_1_##SFX, .dot_q5_1_q8_1 = dot_q5_1_q8_1_##SFX,                    \
+        .dot_q2_k_q8_k = dot_q2_k_q8_k_##SFX, .dot_q3_k_q8_k = dot_q3_k_q8_k_##SFX,                    \
+        .dot_iq4_xs_q8_k = dot_iq4_xs_q8_k_##SFX,                                                      \
     }
 
 const sl_kernel_set sl_kernels_neon_set = NEON_SET("neon", neon);

@@ -207,6 +207,15 @@ static size_t sys_page(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
+size_t sl_page_size(void) { return sys_page(); }
+
+size_t sl_io_fd_dio_align(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 4096;
+    return dio_alignment(fd, &st);
+}
+
 static void *buf_alloc(size_t len, size_t align)
 {
     if (align <= sys_page()) {   /* mmap aligns to the real page (not to a simulated one) */

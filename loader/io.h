@@ -130,6 +130,13 @@ void sl_io_get_stats(const sl_io *io, sl_io_stats *st);
  * (pread/uring); for mmap the most mapped pages the held slots can pin, slots*(max_piece+2 pages). */
 size_t sl_io_mem_bytes(const sl_io *io);
 
+/* The run-time page size (sysconf; 4 KiB on x86-64, 4, 16 or 64 KiB on aarch64 kernels), 4096
+ * when the system does not say.  What buffers, mmap ranges and page-cache drops round to. */
+size_t sl_page_size(void);
+/* The O_DIRECT offset/length/memory alignment of an open fd: the file system's (statx), else the
+ * device's logical block size, else 4096 (see loader/io.c). */
+size_t sl_io_fd_dio_align(int fd);
+
 /* Release every slot (cancelling reads), stop the helper thread, free everything.  NULL is a no-op. */
 void sl_io_close(sl_io *io);
 

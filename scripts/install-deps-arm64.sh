@@ -14,9 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${SL_ARM64_ROOT:-$PWD/build-arm64-deps}
 HOST_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static cmake pkg-config)
-# liburing and zstd are co-installable; libgit2-1.5 and libffi8 are Criterion's co-installable
-# run-time dependencies.
-ARM_PKGS=(liburing-dev:arm64 libzstd-dev:arm64 libgit2-1.5:arm64 libffi8:arm64)
+# liburing, zstd and libedit (the chat line editor: without it chat reads plain lines and the
+# terminal tests of test_chat_tty cannot pass) are co-installable; libgit2-1.5 and libffi8 are
+# Criterion's co-installable run-time dependencies.
+ARM_PKGS=(liburing-dev:arm64 libzstd-dev:arm64 libedit-dev:arm64 libgit2-1.5:arm64 libffi8:arm64)
 UNPACK_PKGS=(libcriterion3:arm64 libcriterion-dev:arm64 libnanomsg5:arm64)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -37,6 +37,7 @@
 #include "runtime/engine/model.h"
 #include "runtime/engine/sampler.h"
 #include "runtime/engine/stream.h"
+#include "qemu_testutil.h"
 #include "util/golden.h"
 #include "util/gguf_variant.h"
 
@@ -168,18 +169,27 @@ static void exact_case(const arch_case *k)
             run_opts o32 = { .kv_type = SL_KV_F32, .n_batch = 512 }, o16 = { .kv_type = SL_KV_F16, .n_batch = 512 };
             float *l32 = run_model(path, &gs.g, steps, &o32, &V);
             cr_assert_eq((long)steps * V, gs.n);
-            float *l16 = run_model(path, &gs.g, steps, &o16, &V);
             stats s32 = compare(what, l32, gs.f64, steps, V, 1e-4);
-            stats s16 = compare(what, l16, gs.f64, steps, V, k->kv16_tol);
-            const double ll_tol = (ti ? k->ll_q8 : k->ll_f16) + k->kv16_tol;
-            stats sll = compare(what, l16, gs.ll, steps, V, ll_tol);
-            fprintf(stderr, "exact %-26s f32 KV vs f64 max %.2e rms %.1e | f16 KV vs f64 max %.5f rms %.6f | vs "
-                    "llama.cpp max %.4f\n", what, s32.max, rms(&s32), s16.max, rms(&s16), sll.max);
             cr_assert_leq(s32.max, 1e-4, "%s: f32 KV max |sluice - f64ref| = %g", what, s32.max);
             cr_assert_leq(rms(&s32), 1e-4 / 4, "%s: f32 KV rms = %g", what, rms(&s32));
-            cr_assert_leq(s16.max, k->kv16_tol, "%s: f16 KV max |sluice - f64ref| = %g", what, s16.max);
-            cr_assert_leq(rms(&s16), k->kv16_tol / 4, "%s: f16 KV rms = %g", what, rms(&s16));
+            const double ll_tol = (ti ? k->ll_q8 : k->ll_f16) + k->kv16_tol;
+            /* under qemu-user the f16 KV run is left to arch_fast, which runs every golden with an f16
+             * cache on the NEON path (exact mode differs from it only in the portable f32 weight dots
+             * checked just above); the f32 run is then held to the f16 run's llama.cpp bound, looser
+             * than it needs */
+            float *l16 = tq_under_qemu_user() ? NULL : run_model(path, &gs.g, steps, &o16, &V);
+            stats sll = compare(what, l16 ? l16 : l32, gs.ll, steps, V, ll_tol);
             cr_assert_leq(sll.max, ll_tol, "%s: max |sluice - llama.cpp| = %g", what, sll.max);
+            if (l16) {
+                stats s16 = compare(what, l16, gs.f64, steps, V, k->kv16_tol);
+                fprintf(stderr, "exact %-26s f32 KV vs f64 max %.2e rms %.1e | f16 KV vs f64 max %.5f rms %.6f | vs "
+                        "llama.cpp max %.4f\n", what, s32.max, rms(&s32), s16.max, rms(&s16), sll.max);
+                cr_assert_leq(s16.max, k->kv16_tol, "%s: f16 KV max |sluice - f64ref| = %g", what, s16.max);
+                cr_assert_leq(rms(&s16), k->kv16_tol / 4, "%s: f16 KV rms = %g", what, rms(&s16));
+            } else {
+                fprintf(stderr, "exact %-26s f32 KV vs f64 max %.2e rms %.1e | f32 KV vs llama.cpp max %.4f (skipped: f16 KV "
+                        "exact run, under qemu-user)\n", what, s32.max, rms(&s32), sll.max);
+            }
             free(l32); free(l16); free(gs.f64); free(gs.ll);
         }
 }
@@ -215,13 +225,15 @@ static void fast_case(const arch_case *k)
                     rms(&s64), sll.max, rms(&sll), sl_kernels()->name);
             cr_assert_leq(s64.max, tol64, "%s: fast max |sluice - f64ref| = %g", what, s64.max);
             cr_assert_leq(sll.max, tolll, "%s: fast max |sluice - llama.cpp| = %g", what, sll.max);
-            /* batching: the prompt in batches of 1 and 7 gives the same bits as one batch */
+            /* batching: the prompt in batches of 1 and 7 gives the same bits as one batch (under
+             * qemu-user batch 7 only: it runs the 4-vector and the single dots, and batch 1 against
+             * 512 runs on every path in test_golden_fast) */
             run_opts o1 = o, o7 = o;
             o1.n_batch = 1;
             o7.n_batch = 7;
             const int few = 3;
-            float *b1 = run_model(path, &gs.g, few, &o1, &V), *b7 = run_model(path, &gs.g, few, &o7, &V);
-            cr_assert_eq(memcmp(b1, got, (size_t)few * V * sizeof *got), 0, "%s: batch 1 differs from batch 512", what);
+            float *b1 = tq_under_qemu_user() ? NULL : run_model(path, &gs.g, few, &o1, &V), *b7 = run_model(path, &gs.g, few, &o7, &V);
+            if (b1) cr_assert_eq(memcmp(b1, got, (size_t)few * V * sizeof *got), 0, "%s: batch 1 differs from batch 512", what);
             cr_assert_eq(memcmp(b7, got, (size_t)few * V * sizeof *got), 0, "%s: batch 7 differs from batch 512", what);
             free(b1); free(b7); free(got); free(gs.f64); free(gs.ll);
         }
@@ -252,13 +264,20 @@ Test(arch_stream, bit_identical_all_backends)
             int V;
             run_opts res = { .kv_type = SL_KV_F16, .n_batch = 512 };
             float *ref = run_model(p, &g, steps, &res, &V);
+            /* under qemu-user each backend once, all streamed (pread, uring, which is pread there) or
+             * mixed (mmap): which weights stream is bookkeeping alike on every architecture */
+            const bool emu = tq_under_qemu_user();
             for (int b = 0; b < 3; b++) {
                 run_opts o = { .kv_type = SL_KV_F16, .n_batch = b == 2 ? 16 : 512, .stream = true, .backend = backends[b],
                                .chunk = chunks[(b + ti) % 3], .prefetch = 1 + 2 * b };
-                float *got = run_model(p, &g, steps, &o, &V);
-                cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: streamed (%s, chunk %llu) differs",
-                             p, sl_io_backend_name(backends[b]), (unsigned long long)o.chunk);
-                free(got);
+                float *got;
+                if (!emu || b != 1) {
+                    got = run_model(p, &g, steps, &o, &V);
+                    cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: streamed (%s, chunk %llu) differs",
+                                 p, sl_io_backend_name(backends[b]), (unsigned long long)o.chunk);
+                    free(got);
+                }
+                if (emu && b != 1) continue;
                 o.mixed = true;
                 got = run_model(p, &g, steps, &o, &V);
                 cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s: K/UP resident, rest streamed (%s) differs",
@@ -266,7 +285,8 @@ Test(arch_stream, bit_identical_all_backends)
                 free(got);
             }
             free(ref);
-            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring (all streamed; K, UP resident)\n", p);
+            fprintf(stderr, "stream: %s bit-identical to resident on pread, mmap, uring (%s)\n", p,
+                    emu ? "qemu-user: pread and uring all streamed, mmap with K, UP resident" : "all streamed; K, UP resident");
         }
 }
 
@@ -326,7 +346,9 @@ Test(arch_budget, budgets_bit_identical)
         }
         /* budgets a quarter, half and three quarters of the way to all-resident: blocks, then single
          * tensors (a view of a fused phi3 tensor resident, the next one streamed) and the LM head */
-        for (int q = 1; q <= 3; q++) {
+        /* under qemu-user the middle budget only: which budget plans what is the planner's pure C,
+         * computed alike on every architecture */
+        for (int q = tq_under_qemu_user() ? 2 : 1; q <= (tq_under_qemu_user() ? 2 : 3); q++) {
             const uint64_t budget = lo.min_budget + (hi.planned_bytes - lo.min_budget) * (uint64_t)q / 4;
             sluice_model *m1;
             sluice_ctx *c1;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kernels/types.h"
+#include "qemu_testutil.h"
 #include "util/gguf_craft.h"
 
 extern char **environ;
@@ -428,6 +429,10 @@ Test(cli, closed_stdout_and_full_disk_are_errors)
 
 Test(cli, closed_stdin_is_an_empty_chat_not_the_model)
 {
+    /* qemu-user started through binfmt_misc (flag O) gets the program as an open fd: the lowest free
+     * one, fd 0 when stdin is closed, so the guest's stdin is its own executable */
+    if (tq_under_qemu_user())
+        cr_skip_test("skipped: under qemu-user a closed stdin is not closed (binfmt_misc hands qemu the program as fd 0)");
     /* without the fix, fd 0 would be the next file opened (the model) and chat would read it */
     result r = run_ex(ARGV("chat", "-m", STORIES, "-n", "4"), &(spawn_opts){ .in_mode = FD_CLOSED });
     cr_expect_eq(r.status, 0, "%s", r.err);
@@ -493,7 +498,9 @@ Test(cli, sighup_saves_the_session_and_exits_129)
     snprintf(sess, sizeof sess, "%s/hup.session", g_tmp);
     result r = run_ex(ARGV("run", "-m", MICRO_F16, "-p", "Once upon a time", "-n", "-1", "-c", "512", "--temp", "0",
                            "--ignore-eos", "--session", sess),
-                      &(spawn_opts){ .signal_after_ms = 300, .sig = SIGHUP });
+                      /* the signal must land while tokens are generated: under qemu-user the prompt
+                       * alone takes seconds (2 s for these 5 tokens), so it waits longer there */
+                      &(spawn_opts){ .signal_after_ms = tq_under_qemu_user() ? 10000 : 300, .sig = SIGHUP });
     cr_expect_eq(r.status, 129, "exit %d (signal %d): %s", r.status, r.sig, r.err);
     struct stat st;
     cr_expect(stat(sess, &st) == 0 && st.st_size > 0, "no session saved on SIGHUP");
@@ -688,7 +695,11 @@ Test(cli, compute_probe_stays_within_the_plan)
     /* the probe adds at most what the plan holds (a 64 MiB probe matrix would add far more) */
     cr_expect_leq(peak - peak2, planned, "the first run peaked %ld bytes above the second (plan %ld)", peak - peak2, planned);
 #if !defined(__SANITIZE_ADDRESS__)   /* ASan's own memory is not in the plan */
-    cr_expect(peak <= planned, "peak RSS %ld above the plan's %ld bytes", peak, planned);
+    if (tq_under_qemu_user())   /* nor is qemu's (its translated code and guest maps count in the RSS) */
+        fprintf(stderr, "skipped: peak RSS within the plan (under qemu-user the RSS is the emulator's); the first-run "
+                        "probe bound above still ran\n");
+    else
+        cr_expect(peak <= planned, "peak RSS %ld above the plan's %ld bytes", peak, planned);
 #endif
     result_free(&r);
     result_free(&r2);

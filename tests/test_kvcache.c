@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/simd.h"
+#include "loader/io.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 #include "util/golden.h"
@@ -56,6 +57,48 @@ Test(kvcache, spill_is_bit_identical_to_resident)
         free(ref);
         free(sp);
     }
+}
+
+/* The spill buffers are whole pages of the run-time page size, the planner's figure is what the
+ * cache allocates, and appends that end mid-page at that size read back bit for bit.  With 4 KiB
+ * pages (x86-64, a Pi 4) the 4096 this code used to assume passes too; on a 16 or 64 KiB-page
+ * kernel (a Pi 5) it fails.  (qemu-user can report larger pages, QEMU_PAGESIZE, but Criterion's
+ * workers crash there, so scripts/test-arm64.sh checks larger pages end to end instead.) */
+Test(kvcache, spill_follows_the_run_time_page_size)
+{
+    const size_t page = sl_page_size();
+    sl_config c = { .n_layers = 2, .n_kv_heads = 1, .head_dim = 64 };
+    const int n_ctx = 40;   /* 40 rows of 128 bytes: 5120 bytes, 2 pages of 4 KiB, part of one 16 or 64 KiB page */
+    cr_assert_eq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true) % (2 * page), 0, "page %zu", page);
+    cr_assert_geq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true), 2 * (size_t)n_ctx * 128);
+    sl_kv *kv;
+    char err[256];
+    cr_assert_eq(sl_kv_create(&c, n_ctx, SL_KV_F16, "/tmp", &kv, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sl_kv_mem_bytes(kv), sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true));
+    float k[64], v[64], tmp[64];
+    for (int l = 0; l < 2; l++)
+        for (int p0 = 0; p0 < n_ctx; p0 += 7) {   /* batches of 7 rows: ends inside pages */
+            const int n = p0 + 7 <= n_ctx ? 7 : n_ctx - p0;
+            cr_assert_eq(sl_kv_layer_begin(kv, l, p0), 0, "%s", sl_kv_errmsg(kv));
+            for (int p = p0; p < p0 + n; p++) {
+                /* at most 7 integer and 3 fraction bits: exact in f16 */
+                for (int e = 0; e < 64; e++) k[e] = (float)(l * 64 + p) + e / 8.0f, v[e] = -k[e];
+                sl_kv_store(kv, l, p, k, v);
+            }
+            cr_assert_eq(sl_kv_layer_end(kv, l, p0, n), 0, "%s", sl_kv_errmsg(kv));
+        }
+    for (int l = 0; l < 2; l++) {
+        cr_assert_eq(sl_kv_layer_begin(kv, l, n_ctx), 0, "%s", sl_kv_errmsg(kv));
+        for (int p = 0; p < n_ctx; p++) {
+            const float *got = sl_kv_k(kv, l, p, 0, tmp);
+            cr_assert(got[0] == (float)(l * 64 + p) && got[63] == (float)(l * 64 + p) + 63 / 8.0f,
+                      "layer %d row %d K (page %zu)", l, p, page);
+            got = sl_kv_v(kv, l, p, 0, tmp);
+            cr_assert_eq(got[63], -((float)(l * 64 + p) + 63 / 8.0f), "layer %d row %d V (page %zu)", l, p, page);
+        }
+    }
+    fprintf(stderr, "kvcache: spill at page size %zu, %s\n", page, sl_kv_spilled(kv) ? "spilled" : "resident");
+    sl_kv_free(kv);
 }
 
 /* q8_0 KV quantizes keys and values to 8 bits per 32-value block (relative error ~0.5%, see

@@ -347,6 +347,12 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
+            if (!qdot_of(K, type)) {
+                /* only the NEON sets may lack one (matmul then runs the portable dot); x86 sets have all */
+                cr_assert(p == SL_KPATH_NEON || p == SL_KPATH_NEON_DOTPROD, "%s has no %s dot", K->name, ti->name);
+                fprintf(stderr, "codebook dots: %s has no %s dot (sl_matmul runs the portable one)\n", K->name, ti->name);
+                continue;
+            }
             for (int nb = 1; nb <= 9; nb++)
                 for (int rep = 0; rep < 8; rep++) {
                     const int64_t n = nb * 256;
@@ -480,7 +486,7 @@ static void check_file(const char *type_name)
             cr_assert_leq(fabs(ti->dot(raw + row * rb, x, cols) - ex), u / (1 - u) * mag, "%s: %s row %lld", file, name, (long long)row);
             const float a = qdot_of(sl_kernels_for(SL_KPATH_PORTABLE), tq->type)(raw + row * rb, y, cols);
             for (int p = 1; p < SL_KPATH_COUNT; p++)
-                if (sl_kernels_for(p))
+                if (sl_kernels_for(p) && qdot_of(sl_kernels_for(p), tq->type))   /* NULL: simd_paths_... says so */
                     cr_assert_eq(tk_fbits(a), tk_fbits(qdot_of(sl_kernels_for(p), tq->type)(raw + row * rb, y, cols)),
                                  "%s: %s row %lld on %s", file, name, (long long)row, sl_kpath_name(p));
             if (rows == 1) break;

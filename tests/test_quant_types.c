@@ -567,6 +567,13 @@ Test(quant_types, every_path_bit_identical_to_portable)
                     if (!ks) continue;
                     actq_of(ks, t)(x, y2, n);
                     cr_assert_eq(memcmp(y, y2, act_bytes(t, n)), 0, "%s: activation bytes differ", ks->name);
+                    if (!qdot_of(ks, t->type) && (p == SL_KPATH_NEON || p == SL_KPATH_NEON_DOTPROD)) {
+                        /* not every type has a NEON dot yet: sl_matmul runs the portable one */
+                        if (k == 0 && rep == 0)
+                            fprintf(stderr, "quant_types: %s has no %s dot (sl_matmul runs the portable one)\n", ks->name,
+                                    sl_type_name(t->type));
+                        continue;
+                    }
                     cr_assert_not_null(qdot_of(ks, t->type), "%s has no %s dot", ks->name, sl_type_name(t->type));
                     const float got = qdot_of(ks, t->type)(w, y, n);
                     cr_assert_eq(tk_fbits(got), tk_fbits(want), "%s %s x %d blocks (rep %d): %a != portable %a", ks->name,
@@ -652,11 +659,13 @@ Test(quant_types, matmul_fast_and_exact_modes)
             fill_blocks(&r, t, w, (int)(rows * cols / t->blck), -3, 3);
             sl_kernels_set_exact(false);
             sl_matmul(pool, t->type, w, rows, cols, rb, x, nb, out, rows);
+            /* a set without this type's dot: sl_matmul uses the portable quantizer and dot */
+            const sl_kernel_set *ks = qdot_of(sl_kernels(), t->type) ? sl_kernels() : portable();
             for (int b = 0; b < nb; b++) {
-                actq_of(sl_kernels(), t)(x + (size_t)b * cols, y, cols);
+                actq_of(ks, t)(x + (size_t)b * cols, y, cols);
                 sl_matmul(NULL, t->type, w, rows, cols, rb, x + (size_t)b * cols, 1, one, rows);
                 for (int64_t row = 0; row < rows; row++) {
-                    const float want = qdot_of(sl_kernels(), t->type)(w + row * rb, y, cols);
+                    const float want = qdot_of(ks, t->type)(w + row * rb, y, cols);
                     cr_assert_eq(tk_fbits(out[b * rows + row]), tk_fbits(want), "%s %s fast row %lld", sl_kpath_name(p),
                                  sl_type_name(t->type), (long long)row);
                     cr_assert_eq(tk_fbits(one[row]), tk_fbits(want), "%s %s batch 1 row %lld", sl_kpath_name(p),

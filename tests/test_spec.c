@@ -18,6 +18,7 @@
 
 #include "include/sluice.h"
 #include "runtime/engine/draft.h"
+#include "qemu_testutil.h"
 #include "util/chi2.h"
 #include "util/golden.h"
 
@@ -166,6 +167,11 @@ static void greedy_identical(const char *model, const char *golden, int n_gen, b
     };
     for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
         if (!all_backends && (cfgs[k].io == SLUICE_IO_MMAP || cfgs[k].io == SLUICE_IO_URING) && !cfgs[k].min_budget) continue;
+        /* qemu-user has no io_uring: the uring backend reads with pread, so cfg 3 would repeat cfg 1 */
+        if (tq_under_qemu_user() && cfgs[k].io == SLUICE_IO_URING && !cfgs[k].min_budget) {
+            fprintf(stderr, "skipped: %s cfg %zu (uring: qemu-user has no io_uring, it would repeat the pread run)\n", model, k);
+            continue;
+        }
         for (int l = 0; l < 3; l++) {
             char what[256];
             snprintf(what, sizeof what, "%s cfg %zu lookup %d", model, k, l);
@@ -269,7 +275,12 @@ static sluice_model *open_stories(int draft, sluice_ctx **c)
 
 Test(spec, sampling_keeps_the_distribution)
 {
-    enum { RUNS = 1500, V = 512 };
+    /* 1500 seeded generations per sample natively; under qemu-user 600 (the sampler and the
+     * verification are the same C code on every architecture, so the native run carries the
+     * statistical power; the emulated one checks the same test still passes on the NEON path, and
+     * the control below keeps it able to fail) */
+    enum { V = 512 };
+    const int RUNS = tq_under_qemu_user() ? 600 : 1500;
     sluice_ctx *c0, *c1;
     sluice_model *m0 = open_stories(SLUICE_DRAFT_OFF, &c0), *m1 = open_stories(SLUICE_DRAFT_NGRAM, &c1);
     int32_t prompt[16];

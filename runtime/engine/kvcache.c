@@ -11,8 +11,18 @@
 
 #include "kernels/f16.h"
 #include "kernels/types.h"
+#include "loader/io.h"
 
-#define PAGE 4096u
+/* The spill file's unit: the run-time page size (16 KiB on a Raspberry Pi 5 kernel, 64 KiB on
+ * some arm64 ones), so buffers stay page aligned and the page-cache drops of the buffered mode
+ * cover whole pages; O_DIRECT is used only when the device's alignment divides it. */
+static size_t spill_page(void)
+{
+    static size_t page;
+    if (!page) page = sl_page_size();
+    return page;
+}
+#define PAGE spill_page()
 
 struct sl_kv {
     int type, n_layers, n_ctx, kvd, hd;
@@ -70,6 +80,10 @@ int sl_kv_create(const sl_config *c, int n_ctx, int type, const char *spill_dir,
     }
     if (spill_dir) {
         kv->fd = open(spill_dir, O_TMPFILE | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
+        if (kv->fd >= 0 && PAGE % sl_io_fd_dio_align(kv->fd) != 0) {   /* blocks larger than a page */
+            close(kv->fd);
+            kv->fd = -1;
+        }
         kv->direct = kv->fd >= 0;
         if (kv->fd < 0) kv->fd = open(spill_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (kv->fd < 0) {

@@ -44,14 +44,15 @@ static double measure(const char *path, uint64_t size, const sl_disk_probe *pr, 
     uint64_t total = size / 2 < PROBE_BYTES ? size / 2 : PROBE_BYTES;
     uint64_t region = total / PROBE_REGIONS / piece * piece;   /* whole pieces, so offsets stay aligned */
     if (!region) return 0;
-    const uint64_t stride = size / PROBE_REGIONS / 4096 * 4096;
+    const uint64_t pg = sl_page_size();   /* offsets in whole pages: no read straddles one more */
+    const uint64_t stride = size / PROBE_REGIONS / pg * pg;
     uint64_t phase[PROBE_REGIONS];
     struct timespec seed;
     clock_gettime(CLOCK_REALTIME, &seed);
     uint64_t x = (uint64_t)seed.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)seed.tv_sec ^ (uint64_t)getpid() << 32;
     for (int r = 0; r < PROBE_REGIONS; r++) {   /* xorshift64: only needs to differ from run to run */
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        phase[r] = stride > region ? x % ((stride - region) / 4096 + 1) * 4096 : 0;
+        phase[r] = stride > region ? x % ((stride - region) / pg + 1) * pg : 0;
     }
     sl_io_opts o = { .backend = pr->backend, .slots = depth, .max_piece = (size_t)piece, .no_direct = pr->no_direct };
     char err[256];
@@ -93,7 +94,8 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
 {
     sl_disk_probe pr = *given;
     if (!pr.piece) pr.piece = 4u << 20;
-    pr.piece = (pr.piece + 4095) / 4096 * 4096;
+    const uint64_t pg = sl_page_size();
+    pr.piece = (pr.piece + pg - 1) / pg * pg;
     if (pr.depth < 1) pr.depth = 4;
     if (pr.depth > SL_IO_MAX_SLOTS) pr.depth = SL_IO_MAX_SLOTS;
     struct stat st;

@@ -29,7 +29,6 @@
 
 #define MiB (1024.0 * 1024.0)
 #define BASE_BYTES (6ull << 20)
-#define DIO_SLACK 4096ull
 
 void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_bytes)
 {
@@ -133,8 +132,11 @@ static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan_req *req, cons
     uint64_t piece = largest_piece(pm, p, chunk);
     if (!piece) return 0;
     uint64_t bounce = sl_stream_read_chunk(piece);
-    uint64_t slot = (piece + 4095) / 4096 * 4096 + DIO_SLACK;
-    if (req->buffered) slot += (piece + 4095) / 4096 * 4096 + 2 * 4096;
+    /* loader/io.c's slot: the piece in whole pages plus one page of O_DIRECT slack (its alignment is
+     * at least a page), at the run-time page size */
+    const uint64_t pg = sl_page_size(), whole = (piece + pg - 1) / pg * pg;
+    uint64_t slot = whole + pg;
+    if (req->buffered) slot += whole + 2 * pg;
     return (uint64_t)(prefetch + 1) * slot + bounce + pm->embd_row_bytes;
 }
 
