@@ -386,3 +386,20 @@ Test(spec, edges_full_context_batch_context_lookup_ids)
     sluice_ctx_free(c);
     sluice_close(m);
 }
+
+/* The acceptance estimate follows tokens: two passes whose 4 drafts were all kept make the drafts
+ * long at once (a streamed pass costs far more than a drafted token), and two passes with none kept
+ * make them (nearly) stop. */
+Test(draft, acceptance_counts_tokens)
+{
+    sl_draft_stats s;
+    sl_draft_stats_init(&s);
+    for (int i = 0; i < 2; i++) sl_draft_stats_update(&s, 5, 2.0 + 0.04 * 4, 4, 4);
+    cr_assert_gt(s.accept, 0.9, "accept %g after 8 of 8", s.accept);
+    cr_assert_eq(sl_draft_best_k(s.accept, s.t1, s.t_tok, 8), 8, "all kept, cheap drafts: the longest");
+    sl_draft_stats_init(&s);
+    for (int i = 0; i < 2; i++) sl_draft_stats_update(&s, 5, 2.0 + 0.04 * 4, 4, 0);
+    cr_assert_lt(s.accept, 0.1, "accept %g after 0 of 8", s.accept);
+    /* a drafted token costs ~2% of a pass here, so one draft at 6% acceptance still pays; no more */
+    cr_assert_leq(sl_draft_best_k(s.accept, s.t1, s.t_tok, 8), 1, "none kept: at most one draft");
+}

@@ -27,6 +27,7 @@ int sl_draft_best_k(double a, double t1, double t_tok, int k_max);
 /* Running estimates for sl_draft_best_k, from what the passes measured. */
 typedef struct sl_draft_stats {
     double accept;          /* acceptance rate estimate */
+    double acc_sum, drf_sum;/* decayed counts of accepted and drafted tokens behind it */
     double t1;              /* seconds per pass with no drafts */
     double t_tok;           /* extra seconds per drafted token in a pass */
     int    n_obs;           /* passes observed */
