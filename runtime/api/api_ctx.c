@@ -418,8 +418,9 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
         /* drafts that do not pay are still tried now and then, or the acceptance estimate could
          * never recover when the text becomes predictable */
         k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
-    } else if (k > 4) {
-        k = 4;   /* no timings yet: a moderate start */
+    } else if (k > 4 && !C->M->stream) {
+        k = 4;   /* no timings yet: a moderate start (a streamed pass costs its reads whatever its
+                  * length, so there the first passes draft the most) */
     }
     int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
     if (k > room) k = room;
