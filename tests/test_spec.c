@@ -403,3 +403,30 @@ Test(draft, acceptance_counts_tokens)
     /* a drafted token costs ~2% of a pass here, so one draft at 6% acceptance still pays; no more */
     cr_assert_leq(sl_draft_best_k(s.accept, s.t1, s.t_tok, 8), 1, "none kept: at most one draft");
 }
+
+/* Drafts that fail at their first token half the time and otherwise run 6 long (copied spans of a
+ * lookup text with every 8th token changed do this): one token rate of 0.46 would promise under two
+ * tokens a pass and keep the drafts short, while the rate per position sees that a kept first draft
+ * is followed by five more and asks for the run.  The per-position counts: draft j is checked only
+ * once drafts 1..j-1 were kept. */
+Test(draft, acceptance_per_position_sees_runs)
+{
+    sl_draft_stats s;
+    sl_draft_stats_init(&s);
+    for (int i = 0; i < 12; i++) sl_draft_stats_update(&s, 9, 3.0 + 0.1 * 8, 8, i % 2 ? 6 : 0);
+    cr_assert(s.accept > 0.3 && s.accept < 0.5, "token rate %g", s.accept);
+    cr_assert(s.cond[0] > 0.35 && s.cond[0] < 0.65, "first position %g", s.cond[0]);
+    for (int j = 1; j < 6; j++) cr_assert_gt(s.cond[j], 0.9, "position %d: %g (always kept once reached)", j + 1, s.cond[j]);
+    cr_assert_lt(s.cond[6], 0.2, "position 7: %g (never kept)", s.cond[6]);
+    int k_ind = sl_draft_best_k(s.accept, s.t1, s.t_tok, 8), k_pos = sl_draft_stats_best_k(&s, 0, 8);
+    cr_assert_leq(k_ind, 4, "one rate: short drafts (%d)", k_ind);
+    cr_assert_geq(k_pos, 6, "per position: the run (%d)", k_pos);
+    /* the expected tokens behind the choice, by hand: 1 + c1 (1 + c2 + c2 c3 + ...) */
+    double cond[3] = { 0.5, 1.0, 0.0 };
+    cr_assert_eq(sl_draft_best_k_cond(cond, 3, 1.0, 0.1, 8), 2, "1.5 tok/1.1 s at k 1, 2 tok/1.2 s at k 2, no gain after");
+    cond[1] = 0.0;
+    cr_assert_eq(sl_draft_best_k_cond(cond, 3, 1.0, 0.1, 8), 1);
+    /* one position given: it stands for every length, as the single rate */
+    for (double a = 0.1; a < 1; a += 0.1)
+        cr_assert_eq(sl_draft_best_k_cond(&a, 1, 1.9, 0.06, 16), sl_draft_best_k(a, 1.9, 0.06, 16), "a %.1f", a);
+}

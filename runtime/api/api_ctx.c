@@ -414,7 +414,7 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
     if (C->M->draft_fixed) {
         /* k as asked */
     } else if (d->n_obs >= 2) {
-        int best = sl_draft_best_k(d->accept, d->t1, d->t_tok + d->t_draft, k);   /* a draft model's tokens cost */
+        int best = sl_draft_stats_best_k(d, d->t_draft, k);   /* a draft model's tokens cost */
         /* drafts that do not pay are still tried now and then, or the acceptance estimate could
          * never recover when the text becomes predictable */
         k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;

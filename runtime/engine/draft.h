@@ -24,10 +24,21 @@ int sl_draft_ngram(const int32_t *hist, int n_hist, const int32_t *lookup, int n
  * probability a (independently; the last pass position always yields one).  0 <= result <= k_max. */
 int sl_draft_best_k(double a, double t1, double t_tok, int k_max);
 
+/* The same with a probability per draft position: cond[j-1] is the chance that draft j is accepted
+ * given drafts 1..j-1 were (positions past n_cond use cond[n_cond-1]), so k drafts yield
+ * 1 + sum_{j<=k} prod_{i<=j} cond[i-1] tokens.  n_cond >= 1. */
+int sl_draft_best_k_cond(const double *cond, int n_cond, double t1, double t_tok, int k_max);
+
+#define SL_DRAFT_POS_MAX 16   /* draft positions with an acceptance estimate of their own */
+
 /* Running estimates for sl_draft_best_k, from what the passes measured. */
 typedef struct sl_draft_stats {
-    double accept;          /* acceptance rate estimate */
+    double accept;          /* acceptance rate estimate (accepted / drafted tokens) */
     double acc_sum, drf_sum;/* decayed counts of accepted and drafted tokens behind it */
+    /* cond[j]: the chance that draft j+1 is kept once drafts 1..j were (see sl_draft_stats_update);
+     * reach[j] / kept[j]: decayed counts of passes whose draft j+1 was checked / kept */
+    double cond[SL_DRAFT_POS_MAX];
+    double reach[SL_DRAFT_POS_MAX], kept[SL_DRAFT_POS_MAX];
     double t1;              /* seconds per pass with no drafts */
     double t_tok;           /* extra seconds per drafted token in a pass */
     int    n_obs;           /* passes observed */
@@ -37,6 +48,9 @@ typedef struct sl_draft_stats {
 } sl_draft_stats;
 
 void sl_draft_stats_init(sl_draft_stats *s);
+/* The adaptive length from s (sl_draft_best_k_cond over s->cond), each draft costing t_tok_extra
+ * seconds beyond the fitted t_tok (a draft model's own evaluation). */
+int sl_draft_stats_best_k(const sl_draft_stats *s, double t_tok_extra, int k_max);
 /* One pass of n tokens (1 + drafts) took `secs`; `drafted` tokens were checked, `accepted` kept. */
 void sl_draft_stats_update(sl_draft_stats *s, int n, double secs, int drafted, int accepted);
 /* A draft model evaluated n_tokens (syncing to the accepted tokens, then proposing) in `secs`: the
