@@ -1,11 +1,14 @@
 /* tests/test_probecache.c — the probes' cached rates (issue 20, item 12): a cache file holding a
  * non-finite or absurd figure ("inf", "nan", 0, 1e30) is discarded and the rate measured again; a
- * sane figure is used as cached.  The cache directory is a private one ($XDG_CACHE_HOME). */
+ * sane, dated figure taken on a machine no busier than now is used as cached; an undated, old or
+ * busy-hour one is measured again, saying why.  The cache directory is a private one
+ * ($XDG_CACHE_HOME). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kernels/types.h"
@@ -48,6 +51,14 @@ static void write_text(const char *path, const char *s)
 
 static const char *const absurd[] = { "inf\n", "nan\n", "1e30\n" };
 
+/* A cache line for `rate` measured `age_s` seconds ago at `load` per CPU. */
+static void write_dated(const char *path, const char *rate, long age_s, double load)
+{
+    char line[128];
+    snprintf(line, sizeof line, "%s %lld %.2f\n", rate, (long long)time(NULL) - age_s, load);
+    write_text(path, line);
+}
+
 Test(probecache, sane_range)
 {
     cr_expect(sl_probe_rate_sane(2e9));
@@ -69,9 +80,36 @@ Test(probecache, compute_rate_discards_absurd_cached_figures)
         cr_expect(sl_probe_rate_sane(r) && strstr(how, "measured now"), "cache '%.*s': %g, %s",
                   (int)strlen(absurd[k]) - 1, absurd[k], r, how);
     }
-    write_text(path, "5000000000\n");   /* a sane figure is used as cached */
+    write_dated(path, "5000000000", 60, 0.0);   /* a sane figure from a quiet minute is used as cached */
     r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
     cr_expect(r == 5e9 && strstr(how, "measured earlier"), "%g: %s", r, how);
+    write_text(path, "5000000000\n");   /* undated (an older sluice's file) */
+    r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cr_expect(strstr(how, "measured now") && strstr(how, "no date"), "%g: %s", r, how);
+}
+
+/* Dated figures that no longer stand for this machine: over a week old, or taken at a load per CPU
+ * that now is at most half (99 per CPU: no test machine is that busy now). */
+Test(probecache, old_and_busy_hour_figures_are_measured_again)
+{
+    char how[512], path[512];
+    double r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cached_path(how, path, sizeof path);
+    write_dated(path, "5000000000", SL_PROBE_MAX_AGE_S + 3600, 0.0);
+    r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cr_expect(r != 5e9 && strstr(how, "measured now") && strstr(how, "days old"), "%g: %s", r, how);
+    write_dated(path, "5000000000", 60, 99.0);
+    r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cr_expect(r != 5e9 && strstr(how, "measured now") && strstr(how, "load 99.0 per CPU"), "%g: %s", r, how);
+    /* what the probe wrote back is dated and is used next time (unless the machine got much quieter) */
+    double again = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cr_expect(strstr(how, "measured earlier") || strstr(how, "per CPU"), "%g: %s", again, how);
+    double bw = 0, when = 0, load = -1;
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_expect_eq(fscanf(f, "%lf %lf %lf", &bw, &when, &load), 3);
+    fclose(f);
+    cr_expect(sl_probe_rate_sane(bw) && fabs(when - (double)time(NULL)) < 600 && load >= 0, "%g %g %g", bw, when, load);
 }
 
 Test(probecache, disk_rate_discards_absurd_cached_figures)
@@ -94,7 +132,10 @@ Test(probecache, disk_rate_discards_absurd_cached_figures)
         cr_expect(sl_probe_rate_sane(r) && strstr(how, "measured now"), "cache '%.*s': %g, %s",
                   (int)strlen(absurd[k]) - 1, absurd[k], r, how);
     }
-    write_text(path, "3000000000\n");
+    write_dated(path, "3000000000", 60, 0.0);
     r = sl_disk_read_rate(file, &pr, 1e9, how, sizeof how);
     cr_expect(r == 3e9 && strstr(how, "measured earlier"), "%g: %s", r, how);
+    write_dated(path, "3000000000", 60, 99.0);
+    r = sl_disk_read_rate(file, &pr, 1e9, how, sizeof how);
+    cr_expect(strstr(how, "measured now") && strstr(how, "per CPU"), "%g: %s", r, how);
 }

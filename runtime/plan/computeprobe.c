@@ -259,16 +259,12 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
     }
     char cp[4096];
     cache_path(type, n_threads, cp, sizeof cp);
-    FILE *f = fopen(cp, "r");
     double bw = 0;
-    if (f) {
-        if (fscanf(f, "%lf", &bw) != 1) bw = 0;
-        fclose(f);
-        if (sl_probe_rate_sane(bw)) {
-            *src = SRC_CACHED;
-            snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
-            return bw;
-        }
+    char stale[160];
+    if (sl_probe_cache_read(cp, &bw, stale, sizeof stale)) {
+        *src = SRC_CACHED;
+        snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
+        return bw;
     }
     if (probe_bytes > SL_COMPUTE_PROBE_BYTES) probe_bytes = SL_COMPUTE_PROBE_BYTES;
     if (probe_bytes < SL_COMPUTE_PROBE_MIN) {
@@ -288,11 +284,9 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         return bw;
     }
     *src = SRC_MEASURED;
-    sl_probe_cache_mkdirs(cp);
-    f = fopen(cp, "w");
-    if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
-    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s, cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
-             n_threads, n_threads == 1 ? "" : "s", cp);
+    sl_probe_cache_write(cp, bw);
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s%s%s; cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
+             n_threads, n_threads == 1 ? "" : "s", *stale ? "; " : "", stale, cp);
     return bw;
 }
 

@@ -103,11 +103,10 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
     char cp[4096];
     cache_path(st.st_dev, &pr, cp, sizeof cp);
     double bw = 0;
-    FILE *f = pr.fresh ? NULL : fopen(cp, "r");
-    if (f) {
-        if (fscanf(f, "%lf", &bw) != 1) bw = 0;
-        fclose(f);
-        if (sl_probe_rate_sane(bw)) { snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp); return bw; }
+    char stale[160] = "";
+    if (!pr.fresh && sl_probe_cache_read(cp, &bw, stale, sizeof stale)) {
+        snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
+        return bw;
     }
     if ((uint64_t)st.st_size < MIN_FILE) {
         snprintf(how, howlen, "assumed %.2f GB/s (file too small to measure)", fallback / 1e9);
@@ -119,10 +118,8 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
         snprintf(how, howlen, "assumed %.2f GB/s (the read probe could not run)", fallback / 1e9);
         return fallback;
     }
-    sl_probe_cache_mkdirs(cp);
-    f = fopen(cp, "w");
-    if (f) { fprintf(f, "%.0f\n", bw); fclose(f); }
-    snprintf(how, howlen, "%.2f GB/s measured now (%s, %.1f MiB pieces, %d in flight, %d places in the file; cached in %s)",
-             bw / 1e9, active, pr.piece / 1048576.0, pr.depth, PROBE_REGIONS, cp);
+    sl_probe_cache_write(cp, bw);
+    snprintf(how, howlen, "%.2f GB/s measured now (%s, %.1f MiB pieces, %d in flight, %d places in the file%s%s; cached in %s)",
+             bw / 1e9, active, pr.piece / 1048576.0, pr.depth, PROBE_REGIONS, *stale ? "; " : "", stale, cp);
     return bw;
 }
