@@ -106,6 +106,7 @@ Test(fuzz_regressions, tokenizer_inputs)
         for (size_t t = 0; t < sizeof texts / sizeof *texts; t++)
             for (int flags = 0; flags < 4; flags++) {
                 uint8_t in[64] = { (uint8_t)v, (uint8_t)flags };
+                cr_assert_leq(texts[t].n, sizeof in - 2);   /* also tells GCC's overflow check the bound */
                 memcpy(in + 2, texts[t].s, texts[t].n);
                 fuzz_tokenizer_one(in, 2 + texts[t].n);
             }

@@ -6,7 +6,9 @@
  * are dropped from the page cache (POSIX_FADV_DONTNEED: no root needed) so every repetition reads the
  * same way.  When a memory cgroup can be created under our own one (root, or a delegated cgroup v2
  * subtree), each run goes into one limited to its budget and the cgroup's peak (RSS + page cache) is
- * reported too; otherwise bench says so and reports the process's peak RSS only. */
+ * reported too; otherwise bench says so and reports the process's peak RSS only.  The repetitions
+ * go round the rows (every row's first run, then every row's second, ...): an A/B of two files or
+ * budgets is interleaved, as a fair comparison on a machine whose disk speed drifts needs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -385,31 +387,52 @@ static char *make_prompt(const char *path, long n)
     return text;
 }
 
-/* r->reps runs of one model x budget, summarised in *out.  The first run's failure ends the row. */
-static void measure_row(bench_run *b, row *out, int n_layers)
+/* One model x budget of the table: its runs so far, then their summary. */
+typedef struct bench_row {
+    row r;
+    bench_run b;
+    int n_layers;
+    bool failed;             /* a run failed: the row takes no more runs (r.why says why) */
+    char model_path[PATH_MAX], budget[24];
+    double *pp, *tg;         /* (reps) the runs' figures */
+    run_figures last;
+} bench_row;
+
+/* One more run of row w; the first failure ends the row. */
+static void row_run(bench_row *w, int seq)
 {
-    double pp[1000], tg[1000];
-    run_figures last = { 0 };
-    snprintf(out->budget, sizeof out->budget, "%s", b->budget);
-    for (int i = 0; i < b->o->reps; i++) {
-        run_figures f = run_once(b, i);
-        if (!f.ok) { snprintf(out->why, sizeof out->why, "%s", f.why); break; }
-        pp[out->n_ok] = f.pp;
-        tg[out->n_ok] = f.tg;
-        out->n_ok++;
-        if (f.peak_rss > out->peak_rss) out->peak_rss = f.peak_rss;
-        if (f.cg_peak > out->cg_peak) out->cg_peak = f.cg_peak;
-        out->page_cache = f.page_cache;
-        last = f;
+    if (w->failed) return;
+    row *out = &w->r;
+    w->b.model = w->model_path;
+    w->b.budget = w->budget;
+    run_figures f = run_once(&w->b, seq);
+    if (!f.ok) {
+        snprintf(out->why, sizeof out->why, "%s", f.why);
+        w->failed = true;
+        return;
     }
-    mean_sd(pp, out->n_ok, &out->pp_mean, &out->pp_sd);
-    mean_sd(tg, out->n_ok, &out->tg_mean, &out->tg_sd);
-    out->pred = last.pred;
-    snprintf(out->backend, sizeof out->backend, "%s", out->n_ok ? last.backend : "-");
+    w->pp[out->n_ok] = f.pp;
+    w->tg[out->n_ok] = f.tg;
+    out->n_ok++;
+    if (f.peak_rss > out->peak_rss) out->peak_rss = f.peak_rss;
+    if (f.cg_peak > out->cg_peak) out->cg_peak = f.cg_peak;
+    out->page_cache = f.page_cache;
+    w->last = f;
+}
+
+/* The row's summary from its runs. */
+static void row_finish(bench_row *w)
+{
+    row *out = &w->r;
+    const run_figures *last = &w->last;
+    mean_sd(w->pp, out->n_ok, &out->pp_mean, &out->pp_sd);
+    mean_sd(w->tg, out->n_ok, &out->tg_mean, &out->tg_sd);
+    out->pred = last->pred;
+    snprintf(out->backend, sizeof out->backend, "%s", out->n_ok ? last->backend : "-");
     if (!out->n_ok) snprintf(out->plan, sizeof out->plan, "-");
-    else if (last.blocks < 0) snprintf(out->plan, sizeof out->plan, "resident");
-    else snprintf(out->plan, sizeof out->plan, "%d/%d blocks, %.1f MiB/tok", last.blocks, n_layers,
-                  last.pass_bytes / 1048576.0);
+    else if (last->blocks < 0) snprintf(out->plan, sizeof out->plan, "resident");
+    else snprintf(out->plan, sizeof out->plan, "%d/%d blocks, %.1f MiB/tok", last->blocks, w->n_layers,
+                  last->pass_bytes / 1048576.0);
 }
 
 static void print_row(const bench_opts *o, const row *r, bool cg, bool first)
@@ -476,6 +499,47 @@ static bool setup_cgroups(const bench_opts *o, cgroup *cg)
     return ok;
 }
 
+/* Every model x budget row of the table (models and budgets: comma lists), each with its prompt
+ * (one per model, in *prompts) and its bench_run.  False when a model's prompt could not be made
+ * (that model has no rows) or memory ran out. */
+static bool collect_rows(const bench_opts *o, const char *models, const char *budgets, const bench_run *proto,
+                         bench_row **rows, int *n_rows, char ***prompts, int *n_models)
+{
+    char mlist[4096];
+    bool ok = true;
+    snprintf(mlist, sizeof mlist, "%s", models);
+    for (char *s1 = NULL, *m = strtok_r(mlist, ",", &s1); m; m = strtok_r(NULL, ",", &s1)) {
+        char *prompt = make_prompt(m, o->n_prompt);
+        char **np = realloc(*prompts, (size_t)(*n_models + 1) * sizeof *np);
+        if (!prompt || !np) { free(prompt); if (np) *prompts = np; ok = false; continue; }
+        *prompts = np;
+        np[(*n_models)++] = prompt;
+        int n_layers;
+        row facts = { 0 };
+        model_facts(m, &facts, &n_layers);
+        char blist[1024];
+        snprintf(blist, sizeof blist, "%s", budgets);
+        for (char *s2 = NULL, *bud = strtok_r(blist, ",", &s2); bud; bud = strtok_r(NULL, ",", &s2)) {
+            bench_row *nr = realloc(*rows, (size_t)(*n_rows + 1) * sizeof *nr);
+            if (!nr) return false;
+            *rows = nr;
+            bench_row *w = &nr[*n_rows];
+            *w = (bench_row){ .r = facts, .b = *proto, .n_layers = n_layers };
+            /* the row's own copies: strtok_r's buffers are reused for the next model */
+            snprintf(w->model_path, sizeof w->model_path, "%s", m);
+            snprintf(w->budget, sizeof w->budget, "%s", bud);
+            snprintf(w->r.budget, sizeof w->r.budget, "%s", bud);
+            w->b.prompt = prompt;   /* b.model / b.budget: set per run (realloc moves the rows) */
+            if (strcmp(bud, "auto")) cli_size("--ram-budget", bud, &w->b.limit);
+            w->pp = calloc((size_t)o->reps, sizeof *w->pp);
+            w->tg = calloc((size_t)o->reps, sizeof *w->tg);
+            if (!w->pp || !w->tg) { free(w->pp); free(w->tg); return false; }
+            (*n_rows)++;
+        }
+    }
+    return ok;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_opts o;
@@ -496,32 +560,29 @@ int cmd_bench(int argc, char **argv)
     if (!mkdtemp(b.dir)) { cli_err("bench: cannot create a temporary directory: %s", strerror(errno)); return 1; }
     fprintf(stderr, "sluice bench: -p %ld -n %ld, %ld runs each, page cache of the model dropped before each run\n",
             o.n_prompt, o.n_gen, o.reps);
-    print_header(&o, use_cg);
     int status = 0;
-    bool first = true;
-    for (char *s1 = NULL, *m = strtok_r(models, ",", &s1); m; m = strtok_r(NULL, ",", &s1)) {
-        char *prompt = make_prompt(m, o.n_prompt);
-        if (!prompt) { status = 1; continue; }
-        int n_layers;
-        row facts = { 0 };
-        model_facts(m, &facts, &n_layers);
-        char blist[1024];
-        snprintf(blist, sizeof blist, "%s", budgets);
-        for (char *s2 = NULL, *bud = strtok_r(blist, ",", &s2); bud; bud = strtok_r(NULL, ",", &s2)) {
-            row r = facts;
-            b.model = m;
-            b.budget = bud;
-            b.prompt = prompt;
-            b.limit = 0;
-            if (strcmp(bud, "auto")) cli_size("--ram-budget", bud, &b.limit);
-            measure_row(&b, &r, n_layers);
-            if (!r.n_ok) status = 1;
-            print_row(&o, &r, use_cg, first);
-            first = false;
-            fflush(stdout);
+    bench_row *rows = NULL;
+    char **prompts = NULL;
+    int n_rows = 0, n_models = 0;
+    if (!collect_rows(&o, models, budgets, &b, &rows, &n_rows, &prompts, &n_models)) status = 1;
+    /* the repetitions go round the rows (run 1 of every row, then run 2, ...), so that a disk or a
+     * machine that is slower for a while slows every row alike instead of one row's every run */
+    for (int i = 0; i < o.reps; i++)
+        for (int w = 0; w < n_rows; w++) {
+            fprintf(stderr, "sluice bench: run %d of %ld, %s at %s\n", i + 1, o.reps, rows[w].r.model, rows[w].budget);
+            row_run(&rows[w], w * (int)o.reps + i);
         }
-        free(prompt);
+    print_header(&o, use_cg);
+    for (int w = 0; w < n_rows; w++) {
+        row_finish(&rows[w]);
+        if (!rows[w].r.n_ok) status = 1;
+        print_row(&o, &rows[w].r, use_cg, w == 0);
+        free(rows[w].pp);
+        free(rows[w].tg);
     }
+    free(rows);
+    for (int i = 0; i < n_models; i++) free(prompts[i]);
+    free(prompts);
     if (!strcmp(o.out, "json")) printf("\n]\n");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", b.dir);

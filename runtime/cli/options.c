@@ -176,7 +176,7 @@ void cli_usage(const cli_cmd *cmd, FILE *f)
             aliases(o, al, sizeof al);
             const char *h = o->help;
             size_t n = strcspn(h, "\n");
-            if (strlen(sp) > 24) fprintf(f, "  %s\n  %-24s", sp, "");
+            if (strlen(sp) > 23) fprintf(f, "  %s\n  %-24s", sp, "");
             else fprintf(f, "  %-24s", sp);
             for (;;) {   /* the aliases follow the last line of the help */
                 bool last = !h[n];
