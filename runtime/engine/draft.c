@@ -2,44 +2,56 @@
 #include "runtime/engine/draft.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
-/* The latest start i < limit with a[i..i+n) == key[0..n) whose continuation a[i+n] exists, or -1. */
-static int find_last(const int32_t *a, int len, int limit, const int32_t *key, int n)
+#define MATCH_CAP 32   /* a match this long is as good as any longer one (and bounds the work) */
+
+/* How many tokens before hist's end equal those before src[j], going back from hist[end-1] and
+ * src[j-1] (at most MATCH_CAP, and never reaching src index 0 - 1). */
+static int match_back(const int32_t *hist, int end, const int32_t *src, int j)
 {
-    for (int i = (limit < len - n ? limit : len - n - 1); i >= 0; i--)
-        if (!memcmp(a + i, key, (size_t)n * sizeof *key)) return i;
-    return -1;
+    int L = 0;
+    while (L < MATCH_CAP && L < end && L < j && hist[end - 1 - L] == src[j - 1 - L]) L++;
+    return L;
 }
 
-/* Contract: see draft.h.  The suffix's own place in hist does not count (it has no continuation). */
+typedef struct cand { const int32_t *src; int len, at, score; } cand;
+
+/* The best place in src[0..len) to copy from: src[j] follows tokens that match hist's end.  A
+ * place's score is its match length; one whose token before src[j] differs from hist's last but
+ * whose MIN_SUB_RUN or more tokens before that match scores that run less one (a text the output
+ * follows with a token changed: an edited word, a corrected name).  Later places win ties (the most
+ * recent use is the likeliest to continue).  `self`: src is hist itself, whose own end is no place. */
+#define MIN_SUB_RUN 3
+static void best_place(const int32_t *hist, int n_hist, const int32_t *src, int len, bool self, cand *best)
+{
+    int last = self ? n_hist - 1 : len - 1;   /* src[j] must exist; hist[n_hist-1]'s own place is not one */
+    for (int j = 1; j <= last; j++) {
+        int score = 0;
+        if (src[j - 1] == hist[n_hist - 1]) {
+            score = match_back(hist, n_hist, src, j);
+        } else if (n_hist >= 2 && j >= 2) {   /* hist[n_hist-1] replaced src[j-1]: the run before it */
+            int run = match_back(hist, n_hist - 1, src, j - 1);
+            if (run >= MIN_SUB_RUN) score = run - 1;
+        }
+        if (score > 0 && score >= best->score) *best = (cand){ src, len, j, score };
+    }
+}
+
+/* Contract: see draft.h.  Both texts are searched for the place whose preceding tokens match the
+ * end of hist the longest (the lookup text first, so that a tie goes to the context's own later
+ * use); the drafts are what follows that place. */
 int sl_draft_ngram(const int32_t *hist, int n_hist, const int32_t *lookup, int n_lookup, int k, int32_t *out)
 {
     if (k < 1 || n_hist < 1) return 0;
-    for (int n = n_hist - 1 < SL_DRAFT_NGRAM_MAX ? n_hist - 1 : SL_DRAFT_NGRAM_MAX; n >= SL_DRAFT_NGRAM_MIN; n--) {
-        const int32_t *key = hist + n_hist - n;
-        int at = find_last(hist, n_hist, n_hist - n - 1, key, n);
-        const int32_t *src = hist;
-        int src_len = n_hist;
-        if (at < 0 && lookup && n_lookup > n) {
-            at = find_last(lookup, n_lookup, n_lookup - n - 1, key, n);
-            src = lookup;
-            src_len = n_lookup;
-        }
-        if (at < 0) continue;
-        int m = 0;
-        for (int j = at + n; j < src_len && m < k; j++) out[m++] = src[j];
-        return m;
-    }
-    if (lookup && n_lookup > 0 && n_hist >= 1) {   /* a one-token key that only the lookup text has */
-        int at = find_last(lookup, n_lookup, n_lookup - 2, hist + n_hist - 1, 1);
-        if (at >= 0) {
-            int m = 0;
-            for (int j = at + 1; j < n_lookup && m < k; j++) out[m++] = lookup[j];
-            return m;
-        }
-    }
-    return 0;
+    cand best = { 0 };
+    if (lookup && n_lookup > 1) best_place(hist, n_hist, lookup, n_lookup, false, &best);
+    best_place(hist, n_hist, hist, n_hist, true, &best);
+    if (!best.score) return 0;
+    int m = 0;
+    for (int j = best.at; j < best.len && m < k; j++) out[m++] = best.src[j];
+    return m;
 }
 
 /* Contract: see draft.h. */
@@ -85,12 +97,15 @@ void sl_draft_stats_init(sl_draft_stats *s)
  * source and the text part (an edited word, every 8th token of a lookup text changed).  With the
  * rate of each position given the ones before it, a text whose drafts fail at the first token half
  * the time and then run 7 long gets long drafts (1 + 0.5 * 7 tokens for 8, where one rate of ~0.5
- * promises 1.99 and picks 3).  Positions never checked yet take the estimate of the one before
- * (the first: the token rate), with the same half-pass prior weight, so an unexplored length is
- * judged as its neighbour rather than as hopeless. */
+ * promises 1.99 and picks 3).  Each position's estimate has a prior worth one pass: the first
+ * position's is 0.5, every later one's the estimate of the position before it, so an unexplored
+ * length is judged as its neighbour rather than as hopeless.  The prior keeps two failed passes
+ * from ending the drafting: after them the first position still says ~0.2, which a streamed pass
+ * (a draft costs ~3% of its reads) keeps testing with one draft, where a rate from the counts
+ * alone (~0.01) stopped drafting for the 16 passes to the next probe. */
 static void update_cond(sl_draft_stats *s, int drafted, int accepted, double decay)
 {
-    const double prior_w = 0.5;
+    const double prior_w = 1.0;
     for (int j = 0; j < SL_DRAFT_POS_MAX; j++) {
         s->reach[j] *= decay;
         s->kept[j] *= decay;
@@ -98,7 +113,7 @@ static void update_cond(sl_draft_stats *s, int drafted, int accepted, double dec
             s->reach[j] += 1;
             if (j < accepted) s->kept[j] += 1;
         }
-        double prior = j ? s->cond[j - 1] : s->accept;
+        double prior = j ? s->cond[j - 1] : 0.5;
         s->cond[j] = (s->kept[j] + prior_w * prior) / (s->reach[j] + prior_w);
     }
 }

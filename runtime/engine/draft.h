@@ -11,12 +11,11 @@
 
 #include <stdint.h>
 
-#define SL_DRAFT_NGRAM_MAX 4   /* longest suffix looked up */
-#define SL_DRAFT_NGRAM_MIN 1   /* shortest */
-
-/* Up to k tokens that followed the longest suffix of hist[0..n_hist) (SL_DRAFT_NGRAM_MAX down to
- * _MIN tokens) at its most recent earlier occurrence in hist, else in lookup[0..n_lookup); 0 when
- * the suffix occurs nowhere.  Writes out[0..return). */
+/* Up to k tokens copied from the place in hist[0..n_hist) or lookup[0..n_lookup) whose preceding
+ * tokens match the end of hist the longest (up to 32 tokens; ties: the latest place, and the
+ * context's over the lookup text's), where a place may also be one whose token before it differs
+ * from hist's last but whose 3 or more tokens before that match (a text followed with a token
+ * changed; it scores that run less one).  0 when no place matches.  Writes out[0..return). */
 int sl_draft_ngram(const int32_t *hist, int n_hist, const int32_t *lookup, int n_lookup, int k, int32_t *out);
 
 /* The draft length that maximizes expected tokens per second: a pass that verifies k drafts takes
