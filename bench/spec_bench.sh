@@ -13,6 +13,9 @@
 #    memory cgroup (v1) limited to the budget, `sluice run --temp 0 --ram-budget B --stats-json`.
 # 4. Each run's output must equal R (greedy speculative decoding is exact); a run that differs is
 #    reported as a failure, not averaged.
+# --replay T1:T_TOK[,...]: instead of step 3, replay the drafting over R with each lookup text under
+#    those pass-time models (build/draft_replay: the production drafter and draft-length choice,
+#    no model, no disk; see bench/draft_replay.c), into replay.md.
 # Outputs: results/spec-<timestamp>/runs.csv and table.md (also printed).  Needs root for the cgroup and
 # drop_caches (without it, says so and measures anyway).
 set -uo pipefail
@@ -37,19 +40,20 @@ options:
   --build DIR      build directory (default ./build)
   --out DIR        results directory (default results/spec-<timestamp>)
   --run-timeout S  kill a run after S seconds (default 900)
+  --replay LIST    T1:T_TOK pass-time models (seconds) to replay instead of running, e.g. 3.0:0.1,1.2:0.12
 EOF
     exit "${1:-0}"
 }
 
 MODEL="" BUDGETS="128M,1G,4G" NTOK=32 KS="1,2,4,8" RUNS=1 PROMPT="The history of the city" THREADS=2
-LOOKUPS="exact,every8,every4" BUILD=$REPO/build OUT="" RUN_TIMEOUT=900
+LOOKUPS="exact,every8,every4" BUILD=$REPO/build OUT="" RUN_TIMEOUT=900 REPLAY=""
 while [ $# -gt 0 ]; do
     case "$1" in -h|--help) usage 0 ;; esac
     [ $# -ge 2 ] || { echo "spec_bench: $1 needs a value" >&2; usage 2; }
     case "$1" in
         --model) MODEL=$2 ;; --budgets) BUDGETS=$2 ;; -n) NTOK=$2 ;; --ks) KS=$2 ;; --runs) RUNS=$2 ;;
         -p) PROMPT=$2 ;; -t) THREADS=$2 ;; --lookups) LOOKUPS=$2 ;; --build) BUILD=$2 ;; --out) OUT=$2 ;;
-        --run-timeout) RUN_TIMEOUT=$2 ;;
+        --run-timeout) RUN_TIMEOUT=$2 ;; --replay) REPLAY=$2 ;;
         *) echo "spec_bench: unknown option $1" >&2; usage 2 ;;
     esac
     shift 2
@@ -93,6 +97,34 @@ with open(os.path.join(out, "ref.txt"), "w", encoding="utf-8", errors="surrogate
     f.write("".join(pieces))
 EOF
 log "reference: $(wc -l <"$OUT/ref.jsonl") tokens"
+
+# ---------------------------------------------------------------- 2'. or the replay
+if [ -n "$REPLAY" ]; then
+    [ -x "$BUILD/draft_replay" ] || die "$BUILD/draft_replay not found: build first"
+    ids_of() { "$SLUICE" tokenize -m "$MODEL" --ids "$@" | tr -d '[],'; }
+    { ids_of -p "$PROMPT"; echo; grep -o '"id":[0-9]*' "$OUT/ref.jsonl" | cut -d: -f2 | tr '\n' ' '; } >"$OUT/truth.ids"
+    np=$(ids_of -p "$PROMPT" | wc -w)
+    {
+        echo "| pass time t(k) | lookup text | adaptive τ | adaptive tok/s | best fixed k | its τ | its tok/s | adaptive ÷ best fixed |"
+        echo "|---|---|---:|---:|---:|---:|---:|---:|"
+        for cost in ${REPLAY//,/ }; do
+            t1=${cost%%:*} tt=${cost##*:}
+            for lk in ${LOOKUPS//,/ }; do
+                ids_of --no-bos -p "$(cat "$OUT/lookup-$lk.txt")" >"$OUT/lookup-$lk.ids"
+                "$BUILD/draft_replay" "$OUT/truth.ids" "$np" "$OUT/lookup-$lk.ids" "$t1" "$tt" "$kmax" >"$OUT/replay-$lk-$cost.txt" ||
+                    die "draft_replay failed"
+                awk -v c="$t1 + k·$tt s" -v lk="$lk" '
+                    /^adaptive \(/ { at = $(NF-1); ar = $NF }
+                    /^fixed / { if ($NF + 0 > br) { br = $NF + 0; bk = $2; bt = $(NF-1) } }
+                    END { printf "| %s | %s | %s | %s | %s | %s | %.3f | %.2f |\n", c, lk, at, ar, bk, bt, br, ar / br }' \
+                    "$OUT/replay-$lk-$cost.txt"
+            done
+        done
+    } >"$OUT/replay.md"
+    cat "$OUT/replay.md"
+    log "replay of $(wc -w <"$OUT/truth.ids") tokens ($np of prompt) in $OUT/replay.md"
+    exit 0
+fi
 
 # ---------------------------------------------------------------- 2. the runs
 CSV=$OUT/runs.csv

@@ -409,19 +409,8 @@ static void keep_prefix(sluice_ctx *C, int n, int row)
 /* How many tokens to draft now: the adaptive length, within the context and n_max. */
 static int draft_len(const sluice_ctx *C, const emitter *e)
 {
-    const sl_draft_stats *d = &C->dstats;
-    int k = C->M->draft_k;
-    if (C->M->draft_fixed) {
-        /* k as asked */
-    } else if (d->n_obs >= 2) {
-        int best = sl_draft_stats_best_k(d, d->t_draft, k);   /* a draft model's tokens cost */
-        /* drafts that do not pay are still tried now and then, or the acceptance estimate could
-         * never recover when the text becomes predictable */
-        k = best > 0 ? best : C->n_passes % 16 == 0 ? 1 : 0;
-    } else if (k > 4 && !C->M->stream) {
-        k = 4;   /* no timings yet: a moderate start (a streamed pass costs its reads whatever its
-                  * length, so there the first passes draft the most) */
-    }
+    int k = C->M->draft_fixed ? C->M->draft_k
+                              : sl_draft_choose_k(&C->dstats, C->M->draft_k, C->M->stream, C->n_passes);
     int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
     if (k > room) k = room;
     /* the verifying pass must be one batch whose every row keeps its logits (a context made for

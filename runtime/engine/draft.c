@@ -84,6 +84,18 @@ int sl_draft_stats_best_k(const sl_draft_stats *s, double t_tok_extra, int k_max
     return sl_draft_best_k_cond(s->cond, SL_DRAFT_POS_MAX, s->t1, s->t_tok + t_tok_extra, k_max);
 }
 
+/* Contract: see draft.h. */
+int sl_draft_choose_k(const sl_draft_stats *s, int k_max, bool streamed, uint64_t n_passes)
+{
+    if (s->n_obs < 2)   /* no timings yet: a streamed pass costs its reads whatever its length, so
+                         * its first passes draft the most; a resident one starts moderately */
+        return streamed || k_max < 4 ? k_max : 4;
+    int best = sl_draft_stats_best_k(s, s->t_draft, k_max);   /* a draft model's tokens cost */
+    /* drafts that do not pay are still tried now and then, or the estimate could never recover
+     * when the text becomes predictable */
+    return best > 0 ? best : n_passes % 16 == 0 ? 1 : 0;
+}
+
 void sl_draft_stats_init(sl_draft_stats *s)
 {
     /* optimistic start: drafts are tried until the passes say they do not pay */
