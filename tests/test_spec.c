@@ -21,6 +21,7 @@
 #include "qemu_testutil.h"
 #include "util/chi2.h"
 #include "util/golden.h"
+#include "util/spec_gen.h"
 
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"
 
@@ -110,20 +111,9 @@ typedef struct run_cfg {
     bool min_budget;    /* plan at the model's minimum budget (+1 MiB); else no plan */
 } run_cfg;
 
-typedef struct gen_out { int32_t ids[128]; int n; sluice_stats st; } gen_out;
-
-static int collect(void *u, int32_t id, const char *text, size_t len)
-{
-    (void)text;
-    (void)len;
-    gen_out *g = u;
-    if (id >= 0 && g->n < 128) g->ids[g->n++] = id;
-    return 0;
-}
-
 /* Prompt, then n greedy tokens, with `lookup` (n_lookup ids) given to the drafter. */
 static void generate(const char *path, const run_cfg *rc, const int32_t *prompt, int n_prompt, const int32_t *lookup,
-                     int n_lookup, int n, gen_out *out)
+                     int n_lookup, int n, spec_out *out)
 {
     sluice_params p;
     sluice_params_default(&p);
@@ -143,30 +133,7 @@ static void generate(const char *path, const run_cfg *rc, const int32_t *prompt,
         cr_assert_eq(sluice_plan(path, &p, &pi, err, sizeof err), -ENOSPC, "%s", err);
         p.ram_budget = pi.min_budget + (1u << 20);
     }
-    sluice_model *m;
-    sluice_ctx *c;
-    cr_assert_eq(sluice_open(path, &p, &m, err, sizeof err), 0, "%s: %s", path, err);
-    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
-    if (n_lookup) cr_assert_eq(sluice_ctx_set_lookup(c, lookup, n_lookup), 0);
-    cr_assert_eq(sluice_eval(c, prompt, n_prompt), 0, "%s", sluice_ctx_error(c));
-    sluice_sampler_params sp;
-    sluice_sampler_params_default(&sp);
-    sp.temp = 0;
-    sluice_sampler *s = sluice_sampler_new(m, &sp);
-    memset(out, 0, sizeof *out);
-    int r = sluice_generate(c, s, n, collect, out);
-    cr_assert_geq(r, 0, "%s", sluice_ctx_error(c));
-    sluice_get_stats(m, c, &out->st);
-    sluice_sampler_free(s);
-    sluice_ctx_free(c);
-    sluice_close(m);
-}
-
-static void same_tokens(const gen_out *a, const gen_out *b, const char *what)
-{
-    cr_assert_eq(a->n, b->n, "%s: %d tokens vs %d", what, a->n, b->n);
-    for (int i = 0; i < a->n; i++)
-        cr_assert_eq(a->ids[i], b->ids[i], "%s: token %d is %d, one-token decoding gives %d", what, i, b->ids[i], a->ids[i]);
+    spec_generate_greedy(path, &p, prompt, n_prompt, lookup, n_lookup, n, out);
 }
 
 /* One model: off vs ngram in every configuration, with and without lookup texts. */
@@ -175,7 +142,7 @@ static void greedy_identical(const char *model, const char *golden, int n_gen, b
     golden_run g;
     cr_assert_eq(golden_read_txt(golden, &g), 0, "%s", golden);
     const char *path = model;
-    gen_out ref, got;
+    spec_out ref, got;
     run_cfg off = { SLUICE_DRAFT_OFF, false, SLUICE_IO_PREAD, false };
     generate(path, &off, g.prompt, g.n_prompt, NULL, 0, n_gen, &ref);
     cr_assert_eq(ref.st.n_drafted, 0);
@@ -205,7 +172,7 @@ static void greedy_identical(const char *model, const char *golden, int n_gen, b
             char what[256];
             snprintf(what, sizeof what, "%s cfg %zu lookup %d", model, k, l);
             generate(path, &cfgs[k], g.prompt, g.n_prompt, l ? look[l - 1] : NULL, l ? nl : 0, n_gen, &got);
-            same_tokens(&ref, &got, what);
+            spec_same_tokens(&ref, &got, what);
             if (l == 1 && got.st.draft_max > 0)
                 cr_expect_gt(got.st.n_accepted, 0, "%s: the golden continuation as lookup must be accepted", what);
             if (l == 1 && got.st.draft_max > 0)
@@ -245,7 +212,7 @@ Test(spec, stories_tokens_per_pass)
         golden_run g;
         cr_assert_eq(golden_read_txt(shared_path("golden/stories260K/%s.txt", names[p]), &g), 0);
         run_cfg ng = { SLUICE_DRAFT_NGRAM, false, SLUICE_IO_PREAD, false };
-        gen_out got;
+        spec_out got;
         generate(STORIES, &ng, g.prompt, g.n_prompt, NULL, 0, 128, &got);
         double tpp = got.st.n_passes ? (double)got.n / (double)got.st.n_passes : 0;
         fprintf(stderr, "stories260K %s: %d tokens in %llu passes = %.2f tokens per pass (drafted %llu, accepted %llu)\n",
@@ -275,8 +242,8 @@ static void second_token_counts(sluice_model *m, sluice_ctx *c, const int32_t *p
         sp.min_p = 0;
         sp.seed = seed0 + 1000003u * (uint64_t)(r + 1);
         sluice_sampler *s = sluice_sampler_new(m, &sp);
-        gen_out g = { .n = 0 };
-        cr_assert_geq(sluice_generate(c, s, 3, collect, &g), 0);
+        spec_out g = { .n = 0 };
+        cr_assert_geq(sluice_generate(c, s, 3, spec_collect, &g), 0);
         cr_assert_geq(g.n, 2);
         cr_assert(g.ids[1] >= 0 && g.ids[1] < n_vocab);
         counts[g.ids[1]]++;
@@ -354,7 +321,7 @@ Test(spec, sampling_keeps_the_distribution)
 
 /* n greedy tokens after "Once upon a time" on stories260K with n_ctx positions; with `look` as lookup
  * (drafting on) or none (drafting off); the context made by sluice_ctx_new_seq when `seq`. */
-static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, gen_out *out)
+static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, spec_out *out)
 {
     sluice_params p;
     sluice_params_default(&p);
@@ -378,7 +345,7 @@ static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, gen_
     sp.temp = 0;
     sluice_sampler *s = sluice_sampler_new(m, &sp);
     memset(out, 0, sizeof *out);
-    cr_assert_geq(sluice_generate(c, s, 128, collect, out), 0, "%s", sluice_ctx_error(c));
+    cr_assert_geq(sluice_generate(c, s, 128, spec_collect, out), 0, "%s", sluice_ctx_error(c));
     sluice_get_stats(m, c, &out->st);
     sluice_sampler_free(s);
     sluice_ctx_free(c);
@@ -387,17 +354,17 @@ static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, gen_
 
 Test(spec, edges_full_context_batch_context_lookup_ids)
 {
-    gen_out ref, got;
+    spec_out ref, got;
     /* a context that fills while drafts are accepted: as many tokens as one-token decoding gives */
     edge_generate(48, false, NULL, 0, &ref);
     cr_assert(ref.n > 20 && ref.n < 128, "the context (48) ends the reference: %d tokens", ref.n);
     edge_generate(48, false, ref.ids, ref.n, &got);
     cr_assert_gt(got.st.n_accepted, 0, "the continuation as lookup is accepted");
-    same_tokens(&ref, &got, "full context");
+    spec_same_tokens(&ref, &got, "full context");
     /* a context for sluice_batch keeps one logits row: it decodes one token per pass, never
      * reading rows it does not have */
     edge_generate(48, true, ref.ids, ref.n, &got);
-    same_tokens(&ref, &got, "sluice_ctx_new_seq context");
+    spec_same_tokens(&ref, &got, "sluice_ctx_new_seq context");
     cr_assert_eq(got.st.n_drafted, 0, "no drafts without logits rows to verify them");
     /* lookup ids outside the vocabulary are refused when given, not found at a verifying pass */
     sluice_params p;

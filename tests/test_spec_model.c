@@ -22,19 +22,9 @@
 #include "runtime/plan/plan_draft.h"
 #include "util/chi2.h"
 #include "util/golden.h"
+#include "util/spec_gen.h"
 
 #define STORIES SL_SOURCE_DIR "/models/stories260K.gguf"
-
-typedef struct gen_out { int32_t ids[128]; int n; sluice_stats st; sluice_plan_info pi; } gen_out;
-
-static int collect(void *u, int32_t id, const char *text, size_t len)
-{
-    (void)text;
-    (void)len;
-    gen_out *g = u;
-    if (id >= 0 && g->n < 128) g->ids[g->n++] = id;
-    return 0;
-}
 
 enum { RESIDENT, STREAM_PREAD, STREAM_URING, MIN_BUDGET, DRAFT_RESIDENT_BUDGET };
 
@@ -82,7 +72,7 @@ static void find_budgets(const char *target, const char *draft, uint64_t *min_b,
 
 /* Prompt, then n greedy tokens. */
 static void generate(const char *target, const char *draft, const run_cfg *rc, uint64_t budget, const int32_t *prompt,
-                     int n_prompt, int n, gen_out *out)
+                     int n_prompt, int n, spec_out *out)
 {
     sluice_params p;
     base_params(&p, draft);
@@ -93,31 +83,7 @@ static void generate(const char *target, const char *draft, const run_cfg *rc, u
         p.planner = SLUICE_PLANNER_ON;
         p.ram_budget = budget;
     }
-    char err[SLUICE_ERRLEN];
-    sluice_model *m;
-    sluice_ctx *c;
-    cr_assert_eq(sluice_open(target, &p, &m, err, sizeof err), 0, "%s: %s", target, err);
-    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(sluice_eval(c, prompt, n_prompt), 0, "%s", sluice_ctx_error(c));
-    sluice_sampler_params sp;
-    sluice_sampler_params_default(&sp);
-    sp.temp = 0;
-    sluice_sampler *s = sluice_sampler_new(m, &sp);
-    memset(out, 0, sizeof *out);
-    int r = sluice_generate(c, s, n, collect, out);
-    cr_assert_geq(r, 0, "%s", sluice_ctx_error(c));
-    sluice_get_stats(m, c, &out->st);
-    sluice_model_get_plan(m, &out->pi);
-    sluice_sampler_free(s);
-    sluice_ctx_free(c);
-    sluice_close(m);
-}
-
-static void same_tokens(const gen_out *a, const gen_out *b, const char *what)
-{
-    cr_assert_eq(a->n, b->n, "%s: %d tokens vs %d", what, a->n, b->n);
-    for (int i = 0; i < a->n; i++)
-        cr_assert_eq(a->ids[i], b->ids[i], "%s: token %d is %d, one-token decoding gives %d", what, i, b->ids[i], a->ids[i]);
+    spec_generate_greedy(target, &p, prompt, n_prompt, NULL, 0, n, out);
 }
 
 /* One target/draft pair on one golden prompt: off vs the draft model in every configuration. */
@@ -125,7 +91,7 @@ static void greedy_identical(const char *target, const char *draft, const char *
 {
     golden_run g;
     cr_assert_eq(golden_read_txt(golden, &g), 0, "%s", golden);
-    gen_out ref, got;
+    spec_out ref, got;
     run_cfg off = { RESIDENT, false };
     generate(target, NULL, &off, 0, g.prompt, g.n_prompt, n_gen, &ref);
     cr_assert_eq(ref.st.n_drafted, 0);
@@ -141,7 +107,7 @@ static void greedy_identical(const char *target, const char *draft, const char *
         snprintf(what, sizeof what, "%s drafted by %s, cfg %zu (budget %llu MiB)", target, draft, k,
                  (unsigned long long)(b >> 20));
         generate(target, draft, &cfgs[k], b, g.prompt, g.n_prompt, n_gen, &got);
-        same_tokens(&ref, &got, what);
+        spec_same_tokens(&ref, &got, what);
         cr_assert_str_eq(got.st.drafter, got.st.draft_max > 0 ? "model" : "", "%s", what);
         if (cfgs[k].fixed && got.st.draft_max > 0) {
             cr_assert_gt(got.st.n_drafted, 0, "%s: fixed drafting drafted nothing", what);
@@ -198,8 +164,8 @@ static void second_token_counts(sluice_model *m, sluice_ctx *c, const int32_t *p
         sp.min_p = 0;
         sp.seed = seed0 + 1000003u * (uint64_t)(r + 1);
         sluice_sampler *s = sluice_sampler_new(m, &sp);
-        gen_out g = { .n = 0 };
-        cr_assert_geq(sluice_generate(c, s, 3, collect, &g), 0, "%s", sluice_ctx_error(c));
+        spec_out g = { .n = 0 };
+        cr_assert_geq(sluice_generate(c, s, 3, spec_collect, &g), 0, "%s", sluice_ctx_error(c));
         cr_assert_geq(g.n, 2);
         cr_assert(g.ids[1] >= 0 && g.ids[1] < n_vocab);
         counts[g.ids[1]]++;
@@ -350,7 +316,7 @@ Test(spec_model, a_loaded_session_keeps_greedy_output)
     int32_t prompt[16];
     int np = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, prompt, 16);
     cr_assert_gt(np, 0);
-    gen_out ref;
+    spec_out ref;
     run_cfg off = { RESIDENT, false };
     generate(STORIES, NULL, &off, 0, prompt, np, 32, &ref);
     cr_assert_eq(ref.n, 32);
@@ -361,8 +327,8 @@ Test(spec_model, a_loaded_session_keeps_greedy_output)
     sluice_ctx *a, *b;
     cr_assert_eq(sluice_ctx_new(m, &a, err, sizeof err), 0, "%s", err);
     cr_assert_eq(sluice_eval(a, prompt, np), 0);
-    gen_out g1 = { .n = 0 }, g2 = { .n = 0 };
-    cr_assert_eq(sluice_generate(a, s, 16, collect, &g1), 16, "%s", sluice_ctx_error(a));
+    spec_out g1 = { .n = 0 }, g2 = { .n = 0 };
+    cr_assert_eq(sluice_generate(a, s, 16, spec_collect, &g1), 16, "%s", sluice_ctx_error(a));
     cr_assert_eq(sluice_eval(a, &g1.ids[15], 1), 0);   /* the last reported token is not evaluated */
     char path[] = "/tmp/sl_draft_session_XXXXXX";
     int fd = mkstemp(path);
@@ -373,7 +339,7 @@ Test(spec_model, a_loaded_session_keeps_greedy_output)
     int lrc = sluice_session_load(b, path, NULL, NULL, NULL, err, sizeof err);
     unlink(path);
     cr_assert_eq(lrc, 0, "%s", err);
-    cr_assert_eq(sluice_generate(b, s, 16, collect, &g2), 16, "%s", sluice_ctx_error(b));
+    cr_assert_eq(sluice_generate(b, s, 16, spec_collect, &g2), 16, "%s", sluice_ctx_error(b));
     sluice_stats st;
     sluice_get_stats(m, b, &st);
     cr_assert_gt(st.n_drafted, 0);
@@ -422,7 +388,7 @@ Test(spec_model, the_assessment_follows_the_costs)
 Test(spec_model, a_full_context_stops_at_the_same_token)
 {
     const char *drafts[] = { NULL, STORIES, NULL };
-    gen_out out[3];
+    spec_out out[3];
     for (int d = 0; d < 3; d++) {
         sluice_params p;
         base_params(&p, drafts[d]);
@@ -443,7 +409,7 @@ Test(spec_model, a_full_context_stops_at_the_same_token)
         sp.temp = 0;
         sluice_sampler *s = sluice_sampler_new(m, &sp);
         memset(&out[d], 0, sizeof out[d]);
-        cr_assert_geq(sluice_generate(c, s, 100, collect, &out[d]), 0, "%s", sluice_ctx_error(c));
+        cr_assert_geq(sluice_generate(c, s, 100, spec_collect, &out[d]), 0, "%s", sluice_ctx_error(c));
         cr_assert_eq(sluice_stop_reason(c), SLUICE_STOP_CTX_FULL);
         sluice_get_stats(m, c, &out[d].st);
         sluice_sampler_free(s);
@@ -452,6 +418,6 @@ Test(spec_model, a_full_context_stops_at_the_same_token)
     }
     cr_assert_gt(out[1].st.n_drafted, 0);
     cr_assert_gt(out[2].st.n_accepted, 0);
-    same_tokens(&out[0], &out[1], "draft model, full context");
-    same_tokens(&out[0], &out[2], "n-grams, full context");
+    spec_same_tokens(&out[0], &out[1], "draft model, full context");
+    spec_same_tokens(&out[0], &out[2], "n-grams, full context");
 }
