@@ -122,6 +122,7 @@ AVX512 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict 
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
         const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
         const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
         const __m512 l = lane_dots2(join256(q4_0_bytes(w[i].qs), q4_0_bytes(w[i + 1].qs)),
@@ -145,6 +146,7 @@ AVX512 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict 
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
         const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
         const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
         const __m512 l = lane_dots2(join256(ld256(w[i].qs), ld256(w[i + 1].qs)),
@@ -185,6 +187,7 @@ AVX512 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict 
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         uint8_t sc[8], m[8];
         sl_k_scales8(w[i].scales, sc, m);
         __m512i s = _mm512_setzero_si512();
@@ -210,6 +213,7 @@ AVX512 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict 
     const __m256i m4 = _mm256_set1_epi8(0x0f), m1 = _mm256_set1_epi8(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         uint8_t sc[8], m[8];
         sl_k_scales8(w[i].scales, sc, m);
         __m256i hb = ld256(w[i].qh);
@@ -242,6 +246,7 @@ AVX512 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict 
                                             1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
         const __m512i sc512 = _mm512_castsi256_si512(sc16);
         const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(y[i].bsums)), 5);
