@@ -58,12 +58,13 @@ typedef struct type_pref {
 } type_pref;
 
 static const type_pref k_prefs[] = {
-    /* Intel Xeon (Sapphire Rapids), matvec, 1 thread, median avx512/avx2 speed: Q8_0 0.84, Q4_0
-     * 0.83, Q4_K 0.86, Q5_K 0.95 (AVX-512 kept: Q6_K 1.06, F16 1.08, BF16 1.12, F32 1.01) */
+    /* Intel Xeon (Sapphire Rapids), matvec, median avx512/avx2 speed: Q4_0 0.84 (1 thread), 0.94
+     * (2).  Q8_0 stays on AVX2 (1.00 / 1.02: no measured gain).  Since the K-quant AVX-512 dots
+     * batch their reductions (docs/benchmarks.md, "Decode kernels at memory bandwidth"), AVX-512
+     * wins Q4_K 1.04 / 1.05, Q5_K 1.07 / 1.07, Q6_K 1.11 / 1.11 and runs them (no row); F16 1.08,
+     * BF16 1.12, F32 1.01 from the earlier table */
     { "intel", SL_KPATH_AVX512, SL_TYPE_Q8_0, SL_KPATH_AVX2 },
     { "intel", SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
-    { "intel", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
-    { "intel", SL_KPATH_AVX512, SL_TYPE_Q5_K, SL_KPATH_AVX2 },
     /* The issue-16 types have no row: AVX-512 measured fastest on this CPU for all eight SIMD
      * ones (bench_kernels 512 MiB, 3 interleaved rounds, 2T by CPU time, avx512 / avx2 medians:
      * Q2_K 1.08, Q3_K 1.19, IQ4_XS 1.23, IQ4_NL 1.31, Q5_0 1.30, IQ3_S 1.31, IQ3_XXS 1.84,

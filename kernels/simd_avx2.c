@@ -160,6 +160,7 @@ AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy
     const int64_t nb = n / SL_QK;
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t i = 0; i < nb; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = lane_dots(q4_0_bytes(w[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
         acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
@@ -175,6 +176,7 @@ AVX2 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy
     const int64_t nb = n / SL_QK;
     __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t i = 0; i < nb; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
         const __m256 l = lane_dots(_mm256_loadu_si256((const __m256i *)w[i].qs),
                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
@@ -224,6 +226,7 @@ AVX2 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict vy
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         uint8_t sc[8], m[8];
         sl_k_scales8(w[i].scales, sc, m);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
@@ -254,6 +257,7 @@ AVX2 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy
     const __m256i m4 = _mm256_set1_epi8(0x0f), m1 = _mm256_set1_epi8(1);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         uint8_t sc[8], m[8];
         sl_k_scales8(w[i].scales, sc, m);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
@@ -310,6 +314,7 @@ AVX2 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy
                                               2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
+        sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
         /* the -32 offset: 32 * sum_s sc_s * bsums_s */
         __m256i s = _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums)), 5);

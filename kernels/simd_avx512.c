@@ -59,10 +59,12 @@ static inline simde__m512i _mm512_cvtepu16_epi32(simde__m256i v)
 }
 #define AVX512
 #define SL_HAVE_X86 1
+#define f16f(h) sl_f16_to_f32(h)   /* SIMDe has no _cvtsh_ss */
 #elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define SL_HAVE_X86 1
+#define f16f(h) _cvtsh_ss(h)       /* one vcvtph2ps (exact, as sl_f16_to_f32) */
 #endif
 
 #ifdef SL_HAVE_X86
@@ -122,15 +124,16 @@ AVX512 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict 
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
-        const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
-        const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        const float s0 = f16f(w[i].d) * f16f(y[i].d);
+        const float s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
         const __m512 l = lane_dots2(join256(q4_0_bytes(w[i].qs), q4_0_bytes(w[i + 1].qs)),
                                     join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
         acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), l));
     }
     __m256 a0 = _mm512_castps512_ps256(acc);
     if (i < nb) {
-        const float s = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        const float s = f16f(w[i].d) * f16f(y[i].d);
         a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(s), lane_dots1(q4_0_bytes(w[i].qs), ld256(y[i].qs))));
     }
     return lanes_reduce(a0, hi_ps(acc));
@@ -145,90 +148,169 @@ AVX512 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict 
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
-        const float s0 = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
-        const float s1 = sl_f16_to_f32(w[i + 1].d) * sl_f16_to_f32(y[i + 1].d);
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        const float s0 = f16f(w[i].d) * f16f(y[i].d);
+        const float s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
         const __m512 l = lane_dots2(join256(ld256(w[i].qs), ld256(w[i + 1].qs)),
                                     join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
         acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), l));
     }
     __m256 a0 = _mm512_castps512_ps256(acc);
     if (i < nb) {
-        const float s = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
+        const float s = f16f(w[i].d) * f16f(y[i].d);
         a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(s), lane_dots1(ld256(w[i].qs), ld256(y[i].qs))));
     }
     return lanes_reduce(a0, hi_ps(acc));
 }
 
-/* ---- K-quants -------------------------------------------------------------------------------- */
+/* ---- K-quants ----------------------------------------------------------------------------------
+ * Each super-block's integer work leaves a vector of int32 partial sums (S, and for Q4_K/Q5_K the
+ * eight lanes of M); four super-blocks' vectors are reduced together by one transposing reduction
+ * (a full horizontal sum per super-block cost about as much as its multiplies), and then the
+ * canonical float steps run per super-block in order, so the result keeps the portable bits.
+ * Sub-block scales are applied by vpdpwssd from int16 lanes that one vpermw picks out of the
+ * unpacked scales; nibbles come from one broadcast load shifted per 256-bit half (vpsrlvw), and
+ * the high bits of Q5_K/Q6_K are brought to their place by one dword rotate per half (vprolvd:
+ * a rotate moves every bit of a byte by the same amount, so after the mask only the wanted bits of
+ * the same byte remain). */
 
-/* int16 vector: 16 lanes of scale a, then 16 lanes of scale b (two sub-blocks of 32). */
-AVX512 static inline __m512i scale_pair(int a, int b)
+/* int16 lanes 0-15 = lane a, lanes 16-31 = lane b (a vpermw index). */
+AVX512 static inline __m512i idx_pair(int a, int b)
 {
     return join256(_mm256_set1_epi16((short)a), _mm256_set1_epi16((short)b));
 }
 
-AVX512 static inline int32_t k_mins(const uint8_t m[8], const int16_t *bsums)
+/* dword lanes of the low 256 bits = a, of the high 256 bits = b. */
+AVX512 static inline __m512i dword_pair(int a, int b)
 {
-    const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bsums),
-                                      _mm_loadu_si128((const __m128i *)(bsums + 8)));
-    __m128i s = _mm_madd_epi16(bs, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m)));
+    return join256(_mm256_set1_epi32(a), _mm256_set1_epi32(b));
+}
+
+/* [sum of the lanes of a, of b, of c, of d]. */
+AVX512 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+AVX512 static inline __m256i fold512(__m512i v)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+AVX512 static inline __m128i hsum4_i32x16(const __m512i s[4])
+{
+    return hsum4_i32x8(fold512(s[0]), fold512(s[1]), fold512(s[2]), fold512(s[3]));
+}
+
+AVX512 static inline int32_t hsum_i32x8(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
     return _mm_cvtsi128_si32(s);
 }
 
-/* Contract: as sl_qdot_q4_k_q8_k (same bits). */
-AVX512 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+/* Integer part of one Q4_K/Q5_K super-block: *s gets lanes summing to S, *mv lanes summing to M.
+ * qh: the Q5_K fifth bits, NULL for Q4_K (the branches fold away once inlined).  Bounds: maddubs pairs <=
+ * 2*31*127, times scale <= 63. */
+AVX512 static inline void k45_block(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                                    const sl_block_q8_k *y, __m512i *s, __m256i *mv)
 {
-    const sl_block_q4_k *w = vw;
-    const sl_block_q8_k *y = vy;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        uint8_t sc[8], m[8];
-        sl_k_scales8(w[i].scales, sc, m);
-        __m512i s = _mm512_setzero_si512();
+    uint8_t sc[8], m[8];
+    sl_k_scales8(scales, sc, m);
+    const __m512i sc512 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+    const __m128i mb = _mm_loadl_epi64((const __m128i *)m);
+    const __m256i mdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));   /* m0 m0 m1 m1 ... */
+    *mv = _mm256_madd_epi16(mdup, ld256(y->bsums));
+    const __m512i m4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    const __m512i nib = join256(_mm256_setzero_si256(), _mm256_set1_epi16(4));
+    const __m512i hb = qh ? _mm512_broadcast_i64x4(ld256(qh)) : _mm512_setzero_si512();
+    __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; g++) {
-            const __m256i q = ld256(w[i].qs + 32 * g);
-            const __m512i q2 = join256(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-            const __m512i a = _mm512_loadu_si512((const void *)(y[i].qs + 64 * g));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q2, a), scale_pair(sc[2 * g], sc[2 * g + 1])));
-        }
-        const int32_t S = _mm512_reduce_add_epi32(s), M = k_mins(m, y[i].bsums);
-        const float d = sl_f16_to_f32(w[i].d) * y[i].d, dmin = sl_f16_to_f32(w[i].dmin) * y[i].d;
-        acc = acc + (d * (float)S - dmin * (float)M);
+    for (int g = 0; g < 4; g++) {
+        /* low half: element 64g + l = low nibble of qs[32g + l]; high half: element 64g + 32 + l */
+        __m512i q = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(qs + 32 * g)), nib), m4);
+        if (qh)   /* fifth bits 2g (low half), 2g + 1 (high half) of qh[l] rotated to bit 4 */
+            q = _mm512_or_si512(q, _mm512_and_si512(_mm512_rolv_epi32(hb, dword_pair((4 - 2 * g) & 31, (3 - 2 * g) & 31)), bit4));
+        const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y->qs + 64 * g)));
+        acc = _mm512_dpwssd_epi32(acc, p, _mm512_permutexvar_epi16(idx_pair(2 * g, 2 * g + 1), sc512));
     }
-    return acc;
+    *s = acc;
 }
 
-/* Contract: as sl_qdot_q5_k_q8_k (same bits). */
-AVX512 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
-{
-    const sl_block_q5_k *w = vw;
-    const sl_block_q8_k *y = vy;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m1 = _mm256_set1_epi8(1);
-    float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        uint8_t sc[8], m[8];
-        sl_k_scales8(w[i].scales, sc, m);
-        __m256i hb = ld256(w[i].qh);
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; g++) {
-            const __m256i q = ld256(w[i].qs + 32 * g);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
-            hb = _mm256_srli_epi16(hb, 2);
-            const __m512i a = _mm512_loadu_si512((const void *)(y[i].qs + 64 * g));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(join256(lo, hi), a), scale_pair(sc[2 * g], sc[2 * g + 1])));
-        }
-        const int32_t S = _mm512_reduce_add_epi32(s), M = k_mins(m, y[i].bsums);
-        const float d = sl_f16_to_f32(w[i].d) * y[i].d, dmin = sl_f16_to_f32(w[i].dmin) * y[i].d;
-        acc = acc + (d * (float)S - dmin * (float)M);
+/* The Q4_K/Q5_K dot: blocks of type T, QH(block) its qh bytes (or NULL). */
+#define K45_DOT(NAME, T, QH)                                                                          \
+    AVX512 static float NAME(const void *restrict vw, const void *restrict vy, int64_t n)              \
+    {                                                                                                 \
+        const T *w = vw;                                                                              \
+        const sl_block_q8_k *y = vy;                                                                  \
+        const int64_t nb = n / SL_QK_K;                                                               \
+        float acc = 0;                                                                                \
+        int64_t i = 0;                                                                                \
+        for (; i + 4 <= nb; i += 4) {                                                                 \
+            __m512i s[4];                                                                             \
+            __m256i mv[4];                                                                            \
+            for (int j = 0; j < 4; j++) {                                                             \
+                sl_prefetch_ahead(&w[i + j], sizeof w[i + j]);                                        \
+                k45_block(w[i + j].scales, w[i + j].qs, QH(w[i + j]), &y[i + j], &s[j], &mv[j]);      \
+            }                                                                                         \
+            int32_t S[4], M[4];                                                                       \
+            _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));                                          \
+            _mm_storeu_si128((__m128i *)M, hsum4_i32x8(mv[0], mv[1], mv[2], mv[3]));                  \
+            for (int j = 0; j < 4; j++) {                                                             \
+                const float d = f16f(w[i + j].d) * y[i + j].d, dmin = f16f(w[i + j].dmin) * y[i + j].d; \
+                acc = acc + (d * (float)S[j] - dmin * (float)M[j]);                                   \
+            }                                                                                         \
+        }                                                                                             \
+        for (; i < nb; i++) {                                                                         \
+            __m512i s;                                                                                \
+            __m256i mv;                                                                               \
+            k45_block(w[i].scales, w[i].qs, QH(w[i]), &y[i], &s, &mv);                                \
+            const int32_t S = hsum_i32x8(fold512(s)), M = hsum_i32x8(mv);                             \
+            const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;                   \
+            acc = acc + (d * (float)S - dmin * (float)M);                                             \
+        }                                                                                             \
+        return acc;                                                                                   \
     }
-    return acc;
+
+#define NO_QH(b) ((const uint8_t *)NULL)
+#define Q5_QH(b) ((b).qh)
+/* Contract: as sl_qdot_q4_k_q8_k (same bits). */
+K45_DOT(dot_q4_k_q8_k, sl_block_q4_k, NO_QH)
+/* Contract: as sl_qdot_q5_k_q8_k (same bits). */
+K45_DOT(dot_q5_k_q8_k, sl_block_q5_k, Q5_QH)
+
+/* Integer part of one Q6_K super-block: lanes summing to S (the -32 offset included, as
+ * - 32 * sum_s sc_s * bsums_s).  q in 0..63: maddubs pairs <= 2*63*127, times |scale| <= 128. */
+AVX512 static inline __m512i q6_k_block(const sl_block_q6_k *b, const sl_block_q8_k *y)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+    /* int16 lane j of a 64-element group belongs to sub-block j/8 of the group's four */
+    const __m512i idx_lo = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
+                                            1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+    const __m512i sc512 = _mm512_castsi256_si512(sc16);
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(y->bsums)), 5);
+    __m512i s = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_sub_epi32(_mm256_setzero_si256(), corr), 0);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        /* weights 32k + l of the half, k < 4: nibble k>>1 of ql[l + 32*(k&1)], bits 2k..2k+1 of
+         * qh[l]; q01 holds k = 0 | 1, q23 k = 2 | 3, the qh bits rotated to bits 4..5 */
+        const __m512i ql = _mm512_loadu_si512((const void *)(b->ql + 64 * h));
+        const __m512i qh = _mm512_broadcast_i64x4(ld256(b->qh + 32 * h));
+        const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                            _mm512_and_si512(_mm512_rolv_epi32(qh, dword_pair(4, 2)), bits45));
+        const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                            _mm512_and_si512(_mm512_rolv_epi32(qh, dword_pair(0, 30)), bits45));
+        const __m512i a01 = _mm512_loadu_si512((const void *)(y->qs + 128 * h));
+        const __m512i a23 = _mm512_loadu_si512((const void *)(y->qs + 128 * h + 64));
+        const __m512i sc01 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h))), sc512);
+        const __m512i sc23 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q01, a01), sc01);
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q23, a23), sc23);
+    }
+    return s;
 }
 
 /* Contract: as sl_qdot_q6_k_q8_k (same bits). */
@@ -236,39 +318,20 @@ AVX512 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict 
 {
     const sl_block_q6_k *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
-    /* int16 lane j of a 64-element group belongs to sub-block j/8 of the group's four */
-    const __m512i idx_lo = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
-                                            1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const int64_t nb = n / SL_QK_K;
     float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
-        const __m512i sc512 = _mm512_castsi256_si512(sc16);
-        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(y[i].bsums)), 5);
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const __m512i ql = _mm512_loadu_si512((const void *)(w[i].ql + 64 * h));
-            const __m256i qh = ld256(w[i].qh + 32 * h);
-            const __m512i qh01 = join256(qh, _mm256_srli_epi16(qh, 2));
-            const __m512i qh23 = join256(_mm256_srli_epi16(qh, 4), _mm256_srli_epi16(qh, 6));
-            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(qh01, m3), 4));
-            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                                _mm512_slli_epi16(_mm512_and_si512(qh23, m3), 4));
-            const __m512i a01 = _mm512_loadu_si512((const void *)(y[i].qs + 128 * h));
-            const __m512i a23 = _mm512_loadu_si512((const void *)(y[i].qs + 128 * h + 64));
-            const __m512i sc01 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h))), sc512);
-            const __m512i sc23 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q01, a01), sc01));
-            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(q23, a23), sc23));
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        __m512i s[4];
+        for (int j = 0; j < 4; j++) {
+            sl_prefetch_ahead(&w[i + j], sizeof w[i + j]);
+            s[j] = q6_k_block(&w[i + j], &y[i + j]);
         }
-        __m128i c = _mm_add_epi32(_mm256_castsi256_si128(corr), _mm256_extracti128_si256(corr, 1));
-        c = _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(1, 0, 3, 2)));
-        c = _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
-        const int32_t S = _mm512_reduce_add_epi32(s) - _mm_cvtsi128_si32(c);
-        const float d = sl_f16_to_f32(w[i].d) * y[i].d;
-        acc = acc + d * (float)S;
+        int32_t S[4];
+        _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));
+        for (int j = 0; j < 4; j++) acc = acc + (f16f(w[i + j].d) * y[i + j].d) * (float)S[j];
     }
+    for (; i < nb; i++) acc = acc + (f16f(w[i].d) * y[i].d) * (float)hsum_i32x8(fold512(q6_k_block(&w[i], &y[i])));
     return acc;
 }
 
