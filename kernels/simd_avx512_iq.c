@@ -82,7 +82,7 @@ AVX512 static inline __m512i scale_halves(int lo, int hi)
 }
 
 /* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint32_t *G = sl_iq_grids_get()->iq3s;
     const sl_block_iq3_s *w = vw;
@@ -240,6 +240,7 @@ static bool have_vbmi(void)
 #endif
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
+float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_s); }
 #undef VBMI_DOT
 
 #else   /* not x86: the sets that use these are never handed out */
