@@ -40,6 +40,12 @@ typedef struct grid_planes {
     _Alignas(64) uint8_t iq3s[2][SL_IQ3S_N];
     _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* low and high byte of the 16-bit code */
     uint8_t iq3xxs_vals[16];                      /* value of each IQ3_XXS coordinate index */
+    /* The vpdpwssd scale operand of one 64-element register from a byte of two 4-bit scales
+     * s0 | s1 << 4, L = 2s + 1 per int16: per32[b] = 16 x L(s0), 16 x L(s1) (IQ3_S, IQ3_XXS: a
+     * scale per 32 elements); per16[b] = 8 x L(s0), 8 x L(s1) (IQ2_XS: per 16, half a register).
+     * A load (or a memory operand) instead of unpacking and shuffling the scales. */
+    _Alignas(64) int16_t per32[256][32];
+    _Alignas(32) int16_t per16[256][16];
 } grid_planes;
 
 static grid_planes g_planes;
@@ -58,6 +64,11 @@ static void build_planes(void)
     for (int i = 0; i < SL_IQ3S_N; i++)
         for (int h = 0; h < 2; h++)
             g_planes.iq3s[h][i] = (uint8_t)(sl_iq_coord32(g->iq3s[i], 2 * h) | sl_iq_coord32(g->iq3s[i], 2 * h + 1) << 4);
+    for (int b = 0; b < 256; b++)
+        for (int k = 0; k < 32; k++) {
+            g_planes.per32[b][k] = (int16_t)(2 * ((b >> (k < 16 ? 0 : 4)) & 15) + 1);
+            if (k < 16) g_planes.per16[b][k] = (int16_t)(2 * ((b >> (k < 8 ? 0 : 4)) & 15) + 1);
+        }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
         g_planes.iq2xs[0][i] = (uint8_t)codes[i];
@@ -77,18 +88,32 @@ VBMI static inline __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
  * accumulator's register, chaining every super-block's conversion to the previous sum. */
 VBMI static inline float i2f(int32_t S) { return _mm_cvtss_f32(_mm_cvtepi32_ps(_mm_cvtsi32_si128(S))); }
 
-/* Byte b = t[idx[b]] for a 256-entry table (bit 7 of idx: `hi7`). */
-VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, __mmask64 hi7)
+/* Which 64-entry segment each index byte falls in: bit 6 (`b6`), bit 7 (`b7`) and, for 512
+ * entries, bit 8 (`b8`, from elsewhere). */
+typedef struct { __mmask64 b6, b7, b8; } seg_masks;
+
+VBMI static inline seg_masks segments(__m512i idx, __mmask64 b8)
 {
-    const __m512i lo = _mm512_permutex2var_epi8(ld(t), idx, ld(t + 64));
-    const __m512i up = _mm512_permutex2var_epi8(ld(t + 128), idx, ld(t + 192));
-    return _mm512_mask_blend_epi8(hi7, lo, up);
+    return (seg_masks){ _mm512_movepi8_mask(_mm512_add_epi8(idx, idx)), _mm512_movepi8_mask(idx), b8 };
 }
 
-/* The same for 512 entries (index bit 8: `hi8`). */
-VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, __mmask64 hi7, __mmask64 hi8)
+/* Byte b = t[idx[b]] for a 128-entry table: vpermb of the first 64 entries, then the second
+ * merged in under b6 (two one-uop permutes; vpermi2b costs the same on port 5 plus a copy of
+ * the register it overwrites). */
+VBMI static inline __m512i look128(const uint8_t *t, __m512i idx, __mmask64 b6)
 {
-    return _mm512_mask_blend_epi8(hi8, look256(t, idx, hi7), look256(t + 256, idx, hi7));
+    return _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, ld(t)), b6, idx, ld(t + 64));
+}
+
+/* The same for 256 and 512 entries. */
+VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, seg_masks m)
+{
+    return _mm512_mask_blend_epi8(m.b7, look128(t, idx, m.b6), look128(t + 128, idx, m.b6));
+}
+
+VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
+{
+    return _mm512_mask_blend_epi8(m.b8, look256(t, idx, m), look256(t + 256, idx, m));
 }
 
 /* The dword order the point indices go in with: the byte unpacks below interleave within 128-bit
@@ -119,23 +144,6 @@ VBMI static inline __m256i sign8_bytes(__m256i f)
 {
     const __m256i par = _mm256_and_si256(_mm256_popcnt_epi8(f), _mm256_set1_epi8(1));
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
-}
-
-/* The int16 scale of each element pair of register r (elements 64r..64r+63) from the sub-block
- * scales as dwords L | L << 16 in memory: low 256 bits sub-block 2r, high 2r + 1 (two broadcast
- * loads, one of them merged under a mask: no shuffle). */
-VBMI static inline __m512i scale_of_pair(const int32_t *l2, int r)
-{
-    return _mm512_mask_set1_epi32(_mm512_set1_epi32(l2[2 * r]), 0xff00, l2[2 * r + 1]);
-}
-
-/* The pointer, hidden from the optimizer: it would otherwise forward the 32-byte store of the
- * scales to their loads as lane extracts and broadcasts from registers (port 5 shuffles), where
- * broadcasts from memory are plain loads. */
-static inline const int32_t *from_memory(const int32_t *p)
-{
-    __asm__("" : "+r"(p));
-    return p;
 }
 
 /* acc + scaled pair sums of 64 elements: grid bytes x activations negated under `signs`. */
@@ -195,32 +203,34 @@ VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t
 }
 
 /* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale. */
-VBMI static inline __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
     const __m256i fields = _mm256_set1_epi64x(0x352e2720150e0700ll);
     const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(b->qs));
-    const __mmask64 hi7 = _mm512_movepi8_mask(idx);
+    const seg_masks m = segments(idx, 0);
     __m512i g[4];
-    spread_nibble_planes(look256(P->iq3xxs[0], idx, hi7), look256(P->iq3xxs[1], idx, hi7), g);
+    spread_nibble_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), g);
     const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)P->iq3xxs_vals));
     const __m256i aux = _mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4));
     uint64_t sb[4];
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
-    const __m256i L = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1));
-    int32_t l2[8];
-    _mm256_storeu_si256((__m256i *)l2, _mm256_or_si256(L, _mm256_slli_epi32(L, 16)));
-    __m512i s = _mm512_setzero_si512();
+    uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
+    memcpy(a2, b->qs + SL_QK_K / 4, sizeof a2);
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) s = dot64(s, _mm512_shuffle_epi8(vals, g[r]), sb[r], q + 64 * r, scale_of_pair(from_memory(l2), r));
-    return s;
+    for (int r = 0; r < 4; r++) {
+        const unsigned sc = (unsigned)((a2[r] >> 28) & 0x0f) | (unsigned)((a2[r] >> 56) & 0xf0);
+        s[r & 1] = dot64(s[r & 1], _mm512_shuffle_epi8(vals, g[r]), sb[r], q + 64 * r, ld(P->per32[sc]));
+    }
+    return _mm512_add_epi32(s[0], s[1]);
 }
 
 /* IQ3_S: 64 points of 9-bit index: the low bytes go in transposed, bit 8 of each (qh, in point
  * order) is picked for its permuted position by vpshufbitqmb.  Signs: the 8 bytes of sub-blocks
  * 2r, 2r + 1 are the opmask of register r as stored. */
-VBMI static inline __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     const __m512i tr = transpose16();
@@ -229,32 +239,25 @@ VBMI static inline __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, cons
         0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x23222120, 0x27262524, 0x2b2a2928, 0x2f2e2d2c,
         0x33323130, 0x37363534, 0x3b3a3938, 0x3f3e3d3c));
     const __m512i idx = _mm512_permutexvar_epi32(tr, ld(b->qs));
-    const __mmask64 hi7 = _mm512_movepi8_mask(idx);
     uint64_t qh;
     memcpy(&qh, b->qh, 8);
-    const __mmask64 hi8 = _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64((long long)qh), point_of);
+    const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64((long long)qh), point_of));
     __m512i g[4];
-    spread_nibble_planes(look512(P->iq3s[0], idx, hi7, hi8), look512(P->iq3s[1], idx, hi7, hi8), g);
+    spread_nibble_planes(look512(P->iq3s[0], idx, m), look512(P->iq3s[1], idx, m), g);
     uint64_t sb[4];
     memcpy(sb, b->signs, sizeof sb);
-    /* L = 2s + 1 of sub-block ib (nibble ib of the 4 scale bytes) in both int16 halves of dword ib */
-    uint32_t sc;
-    memcpy(&sc, b->scales, 4);
-    const __m256i L = _mm256_add_epi32(_mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pdep_u64(sc, 0x0f0f0f0f0f0f0f0full))), 1),
-                                       _mm256_set1_epi32(1));
-    int32_t l2[8];
-    _mm256_storeu_si256((__m256i *)l2, _mm256_or_si256(L, _mm256_slli_epi32(L, 16)));
-    __m512i s = _mm512_setzero_si512();
+    /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) s = dot64(s, g[r], sb[r], q + 64 * r, scale_of_pair(from_memory(l2), r));
-    return s;
+    for (int r = 0; r < 4; r++) s[r & 1] = dot64(s[r & 1], g[r], sb[r], q + 64 * r, ld(P->per32[b->scales[r]]));
+    return _mm512_add_epi32(s[0], s[1]);
 }
 
 /* IQ2_XS: 32 points (9-bit index | 7 sign bits << 9 in each u16): the two code bytes of each are
  * looked up, vpermb puts point 8r + t's code in qword t of register r, vpmultishiftqb spreads its
  * 2-bit fields to bytes and vpermb maps them to the grid values 8, 25, 43.  Scales: a nibble per
  * 16 elements (one 128-bit lane). */
-VBMI static inline __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
     const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
@@ -263,31 +266,23 @@ VBMI static inline __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, con
     const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
     const __m512i qs = ld(b->qs);
     const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(qs));
-    const __mmask64 hi7 = _mm512_movepi8_mask(idx);
-    const __mmask64 hi8 = (__mmask64)_mm512_test_epi16_mask(qs, _mm512_set1_epi16(0x100));
-    const __m512i lo = look512(P->iq2xs[0], idx, hi7, hi8), hi = look512(P->iq2xs[1], idx, hi7, hi8);
+    const seg_masks m = segments(idx, (__mmask64)_mm512_test_epi16_mask(qs, _mm512_set1_epi16(0x100)));
+    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
     const __m512i codes = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);   /* point k: bytes k, 32 + k */
     uint64_t sb[4];
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm512_cvtepi16_epi8(_mm512_srli_epi16(qs, 9))));
-    /* L = 2s + 1 in both int16 halves of dword k = elements 16k..16k+15 (nibble k of the 8 bytes) */
-    uint64_t sc;
-    memcpy(&sc, b->scales, 8);
-    const __m128i nib = _mm_set_epi64x((long long)_pdep_u64(sc >> 32, 0x0f0f0f0f0f0f0f0full),
-                                       (long long)_pdep_u64(sc & 0xffffffffu, 0x0f0f0f0f0f0f0f0full));
-    const __m512i L1 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
-    const __m512i L = _mm512_or_si512(L1, _mm512_slli_epi32(L1, 16));
-    __m512i s = _mm512_setzero_si512();
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         /* qword t: byte 0 = low code byte of point 8r + t, byte 1 = its high byte */
         const __m512i pick2 = _mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r));
         const __m512i code = _mm512_permutexvar_epi8(pick2, codes);
         const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
-        const __m512i scale = _mm512_permutexvar_epi32(
-            _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), L);
-        s = dot64(s, grid, sb[r], q + 64 * r, scale);
+        const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
+                                                 _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]), 1);
+        s[r & 1] = dot64(s[r & 1], grid, sb[r], q + 64 * r, scale);
     }
-    return s;
+    return _mm512_add_epi32(s[0], s[1]);
 }
 
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
