@@ -146,11 +146,26 @@ VBMI static inline __m256i sign8_bytes(__m256i f)
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
 }
 
+/* p, hidden from the optimizer: it forwards a vector store to the loads of its parts as lane
+ * extracts, and moves mask words through general registers (both port-5 shuffles), where a
+ * load straight into an opmask or a broadcast is a plain load. */
+static inline const void *opaque(const void *p)
+{
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* Opmask r of the stored sign words. */
+VBMI static inline __mmask64 sign_mask(const uint64_t *sb, int r)
+{
+    return _load_mask64((__mmask64 *)opaque(sb + r));
+}
+
 /* acc + scaled pair sums of 64 elements: grid bytes x activations negated under `signs`. */
-VBMI static inline __m512i dot64(__m512i acc, __m512i grid, uint64_t signs, const int8_t *q, __m512i scale)
+VBMI static inline __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
 {
     const __m512i a = ld(q);
-    const __m512i sa = _mm512_mask_sub_epi8(a, (__mmask64)signs, _mm512_setzero_si512(), a);
+    const __m512i sa = _mm512_mask_sub_epi8(a, signs, _mm512_setzero_si512(), a);
     return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(grid, sa), scale);
 }
 
@@ -217,12 +232,12 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     uint64_t sb[4];
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
-    memcpy(a2, b->qs + SL_QK_K / 4, sizeof a2);
+    memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const unsigned sc = (unsigned)((a2[r] >> 28) & 0x0f) | (unsigned)((a2[r] >> 56) & 0xf0);
-        s[r & 1] = dot64(s[r & 1], _mm512_shuffle_epi8(vals, g[r]), sb[r], q + 64 * r, ld(P->per32[sc]));
+        s[r & 1] = dot64(s[r & 1], _mm512_shuffle_epi8(vals, g[r]), sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
@@ -249,7 +264,7 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint
     /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) s[r & 1] = dot64(s[r & 1], g[r], sb[r], q + 64 * r, ld(P->per32[b->scales[r]]));
+    for (int r = 0; r < 4; r++) s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[b->scales[r]]));
     return _mm512_add_epi32(s[0], s[1]);
 }
 
@@ -280,7 +295,7 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uin
         const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
         const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
                                                  _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]), 1);
-        s[r & 1] = dot64(s[r & 1], grid, sb[r], q + 64 * r, scale);
+        s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, r), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
