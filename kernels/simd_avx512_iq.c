@@ -234,7 +234,8 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
 #else
 static bool have_vbmi(void)
 {
-    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2");
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("gfni");
 }
 #define VBMI_DOT(t) return have_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
 #endif

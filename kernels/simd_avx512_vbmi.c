@@ -30,7 +30,7 @@
 #include <immintrin.h>
 #include <pthread.h>
 
-#define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512bitalg,avx2,fma,f16c,bmi2")))
+#define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512bitalg,gfni,avx2,fma,f16c,bmi2")))
 
 /* The grids as byte planes, 64-byte aligned for the table loads. */
 typedef struct grid_planes {
@@ -146,6 +146,13 @@ VBMI static inline __m256i sign8_bytes(__m256i f)
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
 }
 
+/* The same for 64 fields. */
+VBMI static inline __m512i sign8_bytes512(__m512i f)
+{
+    const __m512i par = _mm512_and_si512(_mm512_popcnt_epi8(f), _mm512_set1_epi8(1));
+    return _mm512_or_si512(f, _mm512_slli_epi16(par, 7));
+}
+
 /* p, hidden from the optimizer: it forwards a vector store to the loads of its parts as lane
  * extracts, and moves mask words through general registers (both port-5 shuffles), where a
  * load straight into an opmask or a broadcast is a plain load. */
@@ -182,13 +189,15 @@ VBMI static inline void reduce4(const __m512i s[4], float S[4])
     for (int k = 0; k < 4; k++) S[k] = f[4 * k];
 }
 
-/* One super-block's int32 lanes (their sum is S), per type. */
+/* One super-block's int32 lanes (their sum is S), per type; and two consecutive ones (IQ2_XS
+ * looks both up together: its 32 points fill half a register). */
 typedef __m512i (*block_fn)(const uint8_t *blk, const int8_t *q, const grid_planes *P);
+typedef void (*pair_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2]);
 
 /* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
- * (inlined with a constant `f`: one loop per type). */
+ * (inlined with constant `f`, `f2`: one loop per type). */
 VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
-                                                                  block_fn f)
+                                                                  block_fn f, pair_fn f2)
 {
     const grid_planes *P = planes();
     float acc = 0;
@@ -196,11 +205,9 @@ VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t
     for (; i + 4 <= nsb; i += 4) {
         __m512i s[4];
         float S[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            sl_prefetch_ahead(w + (size_t)(i + k) * bytes, (unsigned)bytes);
-            s[k] = f(w + (size_t)(i + k) * bytes, y[i + k].qs, P);
-        }
+        for (int k = 0; k < 4; k++) sl_prefetch_ahead(w + (size_t)(i + k) * bytes, (unsigned)bytes);
+        f2(w + (size_t)i * bytes, y + i, P, s);
+        f2(w + (size_t)(i + 2) * bytes, y + i + 2, P, s + 2);
         reduce4(s, S);
         for (int k = 0; k < 4; k++) {
             uint16_t d;
@@ -300,22 +307,72 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uin
     return _mm512_add_epi32(s[0], s[1]);
 }
 
+/* IQ2_XS, two super-blocks a, b at once: the low and the high bytes of their 64 u16 are gathered
+ * by vpermi2b (point k < 32 of a, 32 + k of b), so one pair of 512-entry lookups serves both;
+ * the 2-bit fields go to the values 8, 25, 43 by an affine map over GF(2) (vgf2p8affineqb: not
+ * on port 5), bits above the field ignored by zero columns. */
+VBMI static inline __attribute__((always_inline)) void pair_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
+    const __m512i even = _mm512_setr_epi64(0x0e0c0a0806040200ll, 0x1e1c1a1816141210ll, 0x2e2c2a2826242220ll, 0x3e3c3a3836343230ll,
+                                           0x4e4c4a4846444240ll, 0x5e5c5a5856545250ll, 0x6e6c6a6866646260ll, 0x7e7c7a7876747270ll);
+    const __m512i qa = ld(b[0].qs), qb = ld(b[1].qs);
+    const __m512i idx = _mm512_permutex2var_epi8(qa, even, qb);
+    const __m512i hib = _mm512_permutex2var_epi8(qa, _mm512_add_epi8(even, _mm512_set1_epi8(1)), qb);   /* bit 8 | signs << 1 */
+    const seg_masks m = segments(idx, _mm512_movepi8_mask(_mm512_slli_epi16(hib, 7)));
+    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
+    uint64_t sb[8];
+    _mm512_storeu_si512(sb, sign8_bytes512(_mm512_and_si512(_mm512_srli_epi16(hib, 1), _mm512_set1_epi8(0x7f))));
+    /* point k of each block: bytes k, 32 + k */
+    const __m512i codes[2] = { _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1), _mm512_shuffle_i64x2(lo, hi, 0xee) };
+    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
+    /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
+    const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
+    const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const __m512i code = _mm512_permutexvar_epi8(_mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r)), codes[h]);
+            const __m512i grid = _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, code), to_value, 8);
+            const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r]])),
+                                                     _mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r + 1]]), 1);
+            s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, 4 * h + r), y[h].qs + 64 * r, scale);
+        }
+        out[h] = _mm512_add_epi32(s[0], s[1]);
+    }
+}
+
+/* The other types: two single blocks. */
+VBMI static inline __attribute__((always_inline)) void pair_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    out[0] = block_iq3_xxs(blk, y[0].qs, P);
+    out[1] = block_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P);
+}
+
+VBMI static inline __attribute__((always_inline)) void pair_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    out[0] = block_iq3_s(blk, y[0].qs, P);
+    out[1] = block_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P);
+}
+
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return 0.25f * dot_blocks(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs);
+    return 0.25f * dot_blocks(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs, pair_iq3_xxs);
 }
 
 /* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return dot_blocks(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s);
+    return dot_blocks(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s, pair_iq3_s);
 }
 
 /* Contract: as sl_qdot_iq2_xs_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return 0.125f * dot_blocks(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs);
+    return 0.125f * dot_blocks(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs, pair_iq2_xs);
 }
 
 #endif
