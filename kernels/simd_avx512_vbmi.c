@@ -189,6 +189,17 @@ VBMI static inline void reduce4(const __m512i s[4], float S[4])
     for (int k = 0; k < 4; k++) S[k] = f[4 * k];
 }
 
+/* Software prefetch of the weights VBMI_PREFETCH_AHEAD bytes ahead of a group of blocks (each
+ * line once; the blocks are not line-aligned) — as sl_prefetch_ahead, kernels/k_common.h. */
+#ifndef VBMI_PREFETCH_AHEAD
+#define VBMI_PREFETCH_AHEAD SL_PREFETCH_AHEAD
+#endif
+static inline void prefetch_span(const uint8_t *p, size_t len)
+{
+    const uintptr_t a = ((uintptr_t)p + VBMI_PREFETCH_AHEAD) & ~(uintptr_t)63, end = (uintptr_t)p + VBMI_PREFETCH_AHEAD + len;
+    for (uintptr_t l = a; l < end; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
 /* One super-block's int32 lanes (their sum is S), per type; and two consecutive ones (IQ2_XS
  * looks both up together: its 32 points fill half a register). */
 typedef __m512i (*block_fn)(const uint8_t *blk, const int8_t *q, const grid_planes *P);
@@ -205,7 +216,7 @@ VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t
     for (; i + 4 <= nsb; i += 4) {
         __m512i s[4];
         float S[4];
-        for (int k = 0; k < 4; k++) sl_prefetch_ahead(w + (size_t)(i + k) * bytes, (unsigned)bytes);
+        prefetch_span(w + (size_t)i * bytes, 4 * bytes);
         f2(w + (size_t)i * bytes, y + i, P, s);
         f2(w + (size_t)(i + 2) * bytes, y + i + 2, P, s + 2);
         reduce4(s, S);
