@@ -254,7 +254,7 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
-        const unsigned sc = (unsigned)((a2[r] >> 28) & 0x0f) | (unsigned)((a2[r] >> 56) & 0xf0);
+        const unsigned sc = (unsigned)_pext_u64(a2[r], 0xf0000000f0000000ull);
         s[r & 1] = dot64(s[r & 1], _mm512_shuffle_epi8(vals, g[r]), sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
