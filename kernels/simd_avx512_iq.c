@@ -227,8 +227,8 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     return 0.125f * acc;
 }
 
-/* The exported IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the CPU has
- * VBMI and BITALG, else the gathers above (same bits either way). */
+/* The exported IQ3_S/IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
+ * CPU has VBMI, BITALG, BMI2 and GFNI, else the gathers above (same bits either way). */
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
 #else
