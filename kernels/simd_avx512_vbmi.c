@@ -139,6 +139,20 @@ VBMI static inline void spread_nibble_planes(__m512i a, __m512i b, __m512i out[4
     out[3] = _mm512_unpackhi_epi8(l1, h1);
 }
 
+/* The same for value indices (IQ3_XXS: codes 0..7, bit 3 and bit 7 of every plane byte clear),
+ * mapped to the values by vpshufb on the way: vpshufb reads only bits 0-3 (and 7) of an index, so
+ * the low nibbles need no mask, and the shifted words' bytes have bit 7 clear (a neighbour's bit 3). */
+VBMI static inline void spread_mapped_planes(__m512i a, __m512i b, __m512i vals, __m512i out[4])
+{
+    const __m512i u0 = _mm512_unpacklo_epi8(a, b), u1 = _mm512_unpackhi_epi8(a, b);
+    const __m512i l0 = _mm512_shuffle_epi8(vals, u0), h0 = _mm512_shuffle_epi8(vals, _mm512_srli_epi16(u0, 4));
+    const __m512i l1 = _mm512_shuffle_epi8(vals, u1), h1 = _mm512_shuffle_epi8(vals, _mm512_srli_epi16(u1, 4));
+    out[0] = _mm512_unpacklo_epi8(l0, h0);
+    out[1] = _mm512_unpackhi_epi8(l0, h0);
+    out[2] = _mm512_unpacklo_epi8(l1, h1);
+    out[3] = _mm512_unpackhi_epi8(l1, h1);
+}
+
 /* 7-bit sign fields (one per byte, bit 7 clear) completed with their parity bit. */
 VBMI static inline __m256i sign8_bytes(__m256i f)
 {
@@ -243,9 +257,9 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     const __m256i fields = _mm256_set1_epi64x(0x352e2720150e0700ll);
     const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(b->qs));
     const seg_masks m = segments(idx, 0);
-    __m512i g[4];
-    spread_nibble_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), g);
     const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)P->iq3xxs_vals));
+    __m512i g[4];
+    spread_mapped_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), vals, g);
     const __m256i aux = _mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4));
     uint64_t sb[4];
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
@@ -255,7 +269,7 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const unsigned sc = (unsigned)_pext_u64(a2[r], 0xf0000000f0000000ull);
-        s[r & 1] = dot64(s[r & 1], _mm512_shuffle_epi8(vals, g[r]), sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
+        s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
