@@ -204,9 +204,10 @@ float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, i
 float sl_avx2_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
-/* The byte-permute codebook dots (kernels/simd_avx512_vbmi.c; need AVX512_VBMI, BITALG, BMI2). */
+/* The byte-permute codebook dots (kernels/simd_avx512_vbmi.c; need AVX512_VBMI, BITALG, BMI2, GFNI). */
 float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 /* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own

@@ -82,7 +82,7 @@ AVX512 static inline __m512i scale_halves(int lo, int hi)
 }
 
 /* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint32_t *G = sl_iq_grids_get()->iq3s;
     const sl_block_iq3_s *w = vw;
@@ -227,19 +227,21 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     return 0.125f * acc;
 }
 
-/* The exported IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the CPU has
- * VBMI and BITALG, else the gathers above (same bits either way). */
+/* The exported IQ3_S/IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
+ * CPU has VBMI, BITALG, BMI2 and GFNI, else the gathers above (same bits either way). */
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
 #else
 static bool have_vbmi(void)
 {
-    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2");
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("gfni");
 }
 #define VBMI_DOT(t) return have_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
 #endif
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
+float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_s); }
 #undef VBMI_DOT
 
 #else   /* not x86: the sets that use these are never handed out */

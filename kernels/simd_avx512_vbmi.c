@@ -1,21 +1,27 @@
-/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_XXS, IQ2_XS x Q8_K) that look the
- * grid points up with byte permutes (VBMI: vpermi2b, vpermb, vpmultishiftqb; BITALG: vpopcntb)
- * instead of gathering them.
+/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_XS x Q8_K) that look
+ * the grid points up with byte permutes (VBMI: vpermi2b, vpermb, vpmultishiftqb; BITALG:
+ * vpopcntb, vpshufbitqmb) instead of gathering them.
  *
- * Why: vpgatherdd/vpgatherdq are microcoded and slow (more so with the gather-data-sampling
- * mitigation), and at ~2-3 GB/s they were the whole cost of these dots; a 128-byte table lookup of
- * 64 indices is one vpermi2b.  So each grid is split into byte planes (plane j = coordinate j of
- * every point, or for IQ2_XS the two bytes of each point's 16-bit code), 128 entries per pair of
- * registers; bit 7 (and bit 8) of the index pick among pairs with a blend.  IQ3_S stays on the
- * gathers: its 512-point grid needs twice the lookups, and a byte-permute version (two 6-bit code
- * planes) measured 52% of the memory bandwidth against the gathers' 62% (docs/benchmarks.md).
+ * Why: vpgatherdd/vpgatherdq are slow here (a 16-lane gather ~10 cycles), and a 128-byte table
+ * lookup of 64 indices is one vpermi2b (2 cycles of port 5).  Port 5 (every shuffle) is then the
+ * bottleneck, so the layout is chosen to need few of them:
+ *   - IQ3_S and IQ3_XXS coordinates take 8 values, so a point's 4 coordinates pack into two bytes
+ *     of nibbles (IQ3_S: the values 1..15 themselves; IQ3_XXS: the value's index, mapped to
+ *     4..62 by one vpshufb at the end): two lookups per point instead of four byte planes;
+ *   - IQ2_XS points are 16-bit codes (8 x 2 bits): the two code bytes are looked up, then
+ *     vpmultishiftqb spreads the 2-bit fields and vpermb maps them to 8, 25, 43;
+ *   - a super-block's int32 lanes are reduced four super-blocks at a time (8 shuffles for four
+ *     instead of 6 each), and the per-sub-block scales are broadcast from memory (loads, no
+ *     shuffle).
  *
- * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum, the float steps
- * are the portable ones, scalar, in the same order.  The AVX-512 set calls these when the CPU has
- * VBMI and BITALG (simd_avx512_iq.c checks), else the gather versions.  Signs: per group of 8 one
- * byte (IQ2_XS/IQ3_XXS: 7 stored bits + parity from vpopcntb), used as the opmask that negates
- * the activations (never -128).  Products: vpmaddubsw of the unsigned grid bytes (<= 62) with
- * the signed activations (pairs <= 2 * 62 * 127 < 2^15), then vpdpwssd with the int16 scales.
+ * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum (lane sums in any
+ * order: integer addition, |partial sums| below the type's bound < 2^31), (float)S by the same
+ * round-to-nearest conversion, then the portable float steps, scalar, in the same order.  The
+ * AVX-512 set calls these when the CPU has VBMI and BITALG (simd_avx512_iq.c checks), else the
+ * gather versions.  Signs: per group of 8 one byte (IQ2_XS/IQ3_XXS: 7 stored bits + parity from
+ * vpopcntb), used as the opmask that negates the activations (never -128).  Products:
+ * vpmaddubsw of the unsigned grid bytes (<= 62) with the signed activations (pairs <= 2 * 62 * 127
+ * < 2^15), then vpdpwssd with the int16 scales.
  */
 #include "kernels/iq_common.h"
 #include "kernels/simd.h"
@@ -24,12 +30,22 @@
 #include <immintrin.h>
 #include <pthread.h>
 
-#define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512bitalg,avx2,fma,f16c,bmi2")))
+#define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512bitalg,gfni,avx2,fma,f16c,bmi2")))
 
-/* Byte planes of the grids, 64-byte aligned for the table loads. */
+/* The grids as byte planes, 64-byte aligned for the table loads. */
 typedef struct grid_planes {
-    _Alignas(64) uint8_t iq3xxs[4][SL_IQ3XXS_N];
+    /* IQ3_XXS, IQ3_S: plane 0 = coordinate 0 | coordinate 1 << 4, plane 1 = 2 | 3 << 4, as the
+     * index of the value (IQ3_XXS, k_iq3xxs_vals) or the value itself (IQ3_S, 1..15) */
+    _Alignas(64) uint8_t iq3xxs[2][SL_IQ3XXS_N];
+    _Alignas(64) uint8_t iq3s[2][SL_IQ3S_N];
     _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* low and high byte of the 16-bit code */
+    uint8_t iq3xxs_vals[16];                      /* value of each IQ3_XXS coordinate index */
+    /* The vpdpwssd scale operand of one 64-element register from a byte of two 4-bit scales
+     * s0 | s1 << 4, L = 2s + 1 per int16: per32[b] = 16 x L(s0), 16 x L(s1) (IQ3_S, IQ3_XXS: a
+     * scale per 32 elements); per16[b] = 8 x L(s0), 8 x L(s1) (IQ2_XS: per 16, half a register).
+     * A load (or a memory operand) instead of unpacking and shuffling the scales. */
+    _Alignas(64) int16_t per32[256][32];
+    _Alignas(32) int16_t per16[256][16];
 } grid_planes;
 
 static grid_planes g_planes;
@@ -37,11 +53,23 @@ static pthread_once_t g_planes_once = PTHREAD_ONCE_INIT;
 
 static void build_planes(void)
 {
-    const sl_iq_grids *g = sl_iq_grids_get();
-    for (int i = 0; i < SL_IQ3XXS_N; i++)
-        for (int j = 0; j < 4; j++) g_planes.iq3xxs[j][i] = (uint8_t)sl_iq_coord32(g->iq3xxs[i], j);
     int n;
-    const uint16_t *codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
+    const uint16_t *codes = sl_iq_grid_codes(SL_IQG_IQ3XXS, &n);   /* 3-bit value indices */
+    for (int i = 0; i < n && i < SL_IQ3XXS_N; i++)
+        for (int h = 0; h < 2; h++) g_planes.iq3xxs[h][i] = (uint8_t)(((codes[i] >> 6 * h) & 7) | ((codes[i] >> (6 * h + 3)) & 7) << 4);
+    /* the value set from the expanded grid: index k's value is the coordinate of any point with code k */
+    const sl_iq_grids *g = sl_iq_grids_get();
+    for (int i = 0; i < n && i < SL_IQ3XXS_N; i++)
+        for (int j = 0; j < 4; j++) g_planes.iq3xxs_vals[(codes[i] >> 3 * j) & 7] = (uint8_t)sl_iq_coord32(g->iq3xxs[i], j);
+    for (int i = 0; i < SL_IQ3S_N; i++)
+        for (int h = 0; h < 2; h++)
+            g_planes.iq3s[h][i] = (uint8_t)(sl_iq_coord32(g->iq3s[i], 2 * h) | sl_iq_coord32(g->iq3s[i], 2 * h + 1) << 4);
+    for (int b = 0; b < 256; b++)
+        for (int k = 0; k < 32; k++) {
+            g_planes.per32[b][k] = (int16_t)(2 * ((b >> (k < 16 ? 0 : 4)) & 15) + 1);
+            if (k < 16) g_planes.per16[b][k] = (int16_t)(2 * ((b >> (k < 8 ? 0 : 4)) & 15) + 1);
+        }
+    codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
         g_planes.iq2xs[0][i] = (uint8_t)codes[i];
         g_planes.iq2xs[1][i] = (uint8_t)(codes[i] >> 8);
@@ -60,36 +88,69 @@ VBMI static inline __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
  * accumulator's register, chaining every super-block's conversion to the previous sum. */
 VBMI static inline float i2f(int32_t S) { return _mm_cvtss_f32(_mm_cvtepi32_ps(_mm_cvtsi32_si128(S))); }
 
-/* Byte b = t[idx[b]] for a 256-entry table (bit 7 of idx: `hi7`). */
-VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, __mmask64 hi7)
+/* Which 64-entry segment each index byte falls in: bit 6 (`b6`), bit 7 (`b7`) and, for 512
+ * entries, bit 8 (`b8`, from elsewhere). */
+typedef struct { __mmask64 b6, b7, b8; } seg_masks;
+
+VBMI static inline seg_masks segments(__m512i idx, __mmask64 b8)
 {
-    const __m512i lo = _mm512_permutex2var_epi8(ld(t), idx, ld(t + 64));
-    const __m512i up = _mm512_permutex2var_epi8(ld(t + 128), idx, ld(t + 192));
-    return _mm512_mask_blend_epi8(hi7, lo, up);
+    return (seg_masks){ _mm512_movepi8_mask(_mm512_add_epi8(idx, idx)), _mm512_movepi8_mask(idx), b8 };
 }
 
-/* The same for 512 entries (index bit 8: `hi8`). */
-VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, __mmask64 hi7, __mmask64 hi8)
+/* Byte b = t[idx[b]] for a 128-entry table: vpermb of the first 64 entries, then the second
+ * merged in under b6 (two one-uop permutes; vpermi2b costs the same on port 5 plus a copy of
+ * the register it overwrites). */
+VBMI static inline __m512i look128(const uint8_t *t, __m512i idx, __mmask64 b6)
 {
-    return _mm512_mask_blend_epi8(hi8, look256(t, idx, hi7), look256(t + 256, idx, hi7));
+    return _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, ld(t)), b6, idx, ld(t + 64));
 }
 
-/* Points 16r..16r+15 (r < 4) as 4 coordinate bytes each, element order, from the 4 planes looked
- * up with indices permuted by `transpose16` (the unpacks interleave within 128-bit lanes: lane L of
- * unpack result r holds points 16L + 4r..4r+3, so the indices go in with L and r swapped). */
-VBMI static inline void interleave_planes(const __m512i p[4], __m512i out[4])
+/* The same for 256 and 512 entries. */
+VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, seg_masks m)
 {
-    const __m512i a = _mm512_unpacklo_epi8(p[0], p[1]), b = _mm512_unpacklo_epi8(p[2], p[3]);
-    const __m512i c = _mm512_unpackhi_epi8(p[0], p[1]), d = _mm512_unpackhi_epi8(p[2], p[3]);
-    out[0] = _mm512_unpacklo_epi16(a, b);
-    out[1] = _mm512_unpackhi_epi16(a, b);
-    out[2] = _mm512_unpacklo_epi16(c, d);
-    out[3] = _mm512_unpackhi_epi16(c, d);
+    return _mm512_mask_blend_epi8(m.b7, look128(t, idx, m.b6), look128(t + 128, idx, m.b6));
 }
 
+VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
+{
+    return _mm512_mask_blend_epi8(m.b8, look256(t, idx, m), look256(t + 256, idx, m));
+}
+
+/* The dword order the point indices go in with: the byte unpacks below interleave within 128-bit
+ * lanes (lane L of unpack result m holds points 16L + 4m..4m+3), so the index dwords go in with L
+ * and m swapped and result m comes out as points 16m..16m+15 in order. */
 VBMI static inline __m512i transpose16(void)
 {
     return _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
+/* 64 points as 4 coordinate nibbles each, element order, from the two nibble planes looked up
+ * with transposed indices (a: coordinates 0 | 1 << 4, b: 2 | 3 << 4): the first unpack pairs a
+ * point's two plane bytes, the nibbles are split in place, the second unpack puts them in order. */
+VBMI static inline void spread_nibble_planes(__m512i a, __m512i b, __m512i out[4])
+{
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    const __m512i u0 = _mm512_unpacklo_epi8(a, b), u1 = _mm512_unpackhi_epi8(a, b);
+    const __m512i l0 = _mm512_and_si512(u0, m), h0 = _mm512_and_si512(_mm512_srli_epi16(u0, 4), m);
+    const __m512i l1 = _mm512_and_si512(u1, m), h1 = _mm512_and_si512(_mm512_srli_epi16(u1, 4), m);
+    out[0] = _mm512_unpacklo_epi8(l0, h0);
+    out[1] = _mm512_unpackhi_epi8(l0, h0);
+    out[2] = _mm512_unpacklo_epi8(l1, h1);
+    out[3] = _mm512_unpackhi_epi8(l1, h1);
+}
+
+/* The same for value indices (IQ3_XXS: codes 0..7, bit 3 and bit 7 of every plane byte clear),
+ * mapped to the values by vpshufb on the way: vpshufb reads only bits 0-3 (and 7) of an index, so
+ * the low nibbles need no mask, and the shifted words' bytes have bit 7 clear (a neighbour's bit 3). */
+VBMI static inline void spread_mapped_planes(__m512i a, __m512i b, __m512i vals, __m512i out[4])
+{
+    const __m512i u0 = _mm512_unpacklo_epi8(a, b), u1 = _mm512_unpackhi_epi8(a, b);
+    const __m512i l0 = _mm512_shuffle_epi8(vals, u0), h0 = _mm512_shuffle_epi8(vals, _mm512_srli_epi16(u0, 4));
+    const __m512i l1 = _mm512_shuffle_epi8(vals, u1), h1 = _mm512_shuffle_epi8(vals, _mm512_srli_epi16(u1, 4));
+    out[0] = _mm512_unpacklo_epi8(l0, h0);
+    out[1] = _mm512_unpackhi_epi8(l0, h0);
+    out[2] = _mm512_unpacklo_epi8(l1, h1);
+    out[3] = _mm512_unpackhi_epi8(l1, h1);
 }
 
 /* 7-bit sign fields (one per byte, bit 7 clear) completed with their parity bit. */
@@ -99,102 +160,244 @@ VBMI static inline __m256i sign8_bytes(__m256i f)
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
 }
 
-/* The int16 scale of each element pair of output register r (elements 64r..64r+63) from 8 int32
- * sub-block scales L (low 256 bits: sub-block 2r, high: 2r + 1), as L | L << 16 lanes. */
-VBMI static inline __m512i scale_of_pair(__m512i l2, int r)
+/* The same for 64 fields. */
+VBMI static inline __m512i sign8_bytes512(__m512i f)
 {
-    const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * r), _mm256_set1_epi32(2 * r + 1), 1);
-    return _mm512_permutexvar_epi32(idx, l2);
+    const __m512i par = _mm512_and_si512(_mm512_popcnt_epi8(f), _mm512_set1_epi8(1));
+    return _mm512_or_si512(f, _mm512_slli_epi16(par, 7));
+}
+
+/* p, hidden from the optimizer: it forwards a vector store to the loads of its parts as lane
+ * extracts, and moves mask words through general registers (both port-5 shuffles), where a
+ * load straight into an opmask or a broadcast is a plain load. */
+static inline const void *opaque(const void *p)
+{
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* Opmask r of the stored sign words. */
+VBMI static inline __mmask64 sign_mask(const uint64_t *sb, int r)
+{
+    return _load_mask64((__mmask64 *)opaque(sb + r));
 }
 
 /* acc + scaled pair sums of 64 elements: grid bytes x activations negated under `signs`. */
-VBMI static inline __m512i dot64(__m512i acc, __m512i grid, uint64_t signs, const int8_t *q, __m512i scale)
+VBMI static inline __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
 {
     const __m512i a = ld(q);
-    const __m512i sa = _mm512_mask_sub_epi8(a, (__mmask64)signs, _mm512_setzero_si512(), a);
+    const __m512i sa = _mm512_mask_sub_epi8(a, signs, _mm512_setzero_si512(), a);
     return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(grid, sa), scale);
 }
 
-/* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
-VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+/* The lane sums of four super-blocks, (float)S each, into S[0..3]. */
+VBMI static inline void reduce4(const __m512i s[4], float S[4])
 {
-    const uint8_t (*T)[SL_IQ3XXS_N] = planes()->iq3xxs;
-    const sl_block_iq3_xxs *w = vw;
-    const sl_block_q8_k *y = vy;
-    /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
-    const __m256i fields = _mm256_set1_epi64x(0x352e2720150e0700ll);
-    const __m256i m7f = _mm256_set1_epi8(0x7f), one = _mm256_set1_epi32(1);
-    float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(w[i].qs));
-        const __mmask64 hi7 = _mm512_movepi8_mask(idx);
-        __m512i p[4], g[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) p[j] = look256(T[j], idx, hi7);
-        interleave_planes(p, g);
-        const __m256i aux = _mm256_loadu_si256((const __m256i *)(w[i].qs + SL_QK_K / 4));
-        uint64_t sb[4];
-        _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), m7f)));
-        const __m256i L = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), one);
-        const __m512i l2 = _mm512_castsi256_si512(_mm256_or_si256(L, _mm256_slli_epi32(L, 16)));
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) s = dot64(s, g[r], sb[r], y[i].qs + 64 * r, scale_of_pair(l2, r));
-        const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
-    }
-    return 0.25f * acc;
+    const __m512i ab = _mm512_add_epi32(_mm512_shuffle_i64x2(s[0], s[1], 0x44), _mm512_shuffle_i64x2(s[0], s[1], 0xee));
+    const __m512i cd = _mm512_add_epi32(_mm512_shuffle_i64x2(s[2], s[3], 0x44), _mm512_shuffle_i64x2(s[2], s[3], 0xee));
+    __m512i x = _mm512_add_epi32(_mm512_shuffle_i64x2(ab, cd, 0x88), _mm512_shuffle_i64x2(ab, cd, 0xdd));
+    x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x4e));
+    x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xb1));   /* lane k of 128-bit lane j: S of block j */
+    float f[16];
+    _mm512_storeu_ps(f, _mm512_cvtepi32_ps(x));
+    for (int k = 0; k < 4; k++) S[k] = f[4 * k];
 }
 
-/* Contract: as sl_qdot_iq2_xs_q8_k (same bits).  A super-block has 32 points (9-bit index | 7 sign
- * bits << 9 in each u16): the two code bytes of each are looked up, vpermb puts point 8r + t's
- * code in qword t of register r, vpmultishiftqb spreads its 2-bit fields to bytes and vpermb maps
- * them to the grid values 8, 25, 43.  Scales: a nibble per 16 elements (one 128-bit lane). */
-VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+/* Software prefetch of the weights VBMI_PREFETCH_AHEAD bytes ahead of a group of blocks (each
+ * line once; the blocks are not line-aligned) — as sl_prefetch_ahead, kernels/k_common.h. */
+#ifndef VBMI_PREFETCH_AHEAD
+#define VBMI_PREFETCH_AHEAD SL_PREFETCH_AHEAD
+#endif
+static inline void prefetch_span(const uint8_t *p, size_t len)
 {
-    const uint8_t (*T)[SL_IQ2XS_N] = planes()->iq2xs;
-    const sl_block_iq2_xs *w = vw;
-    const sl_block_q8_k *y = vy;
+    const uintptr_t a = ((uintptr_t)p + VBMI_PREFETCH_AHEAD) & ~(uintptr_t)63, end = (uintptr_t)p + VBMI_PREFETCH_AHEAD + len;
+    for (uintptr_t l = a; l < end; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
+/* One super-block's int32 lanes (their sum is S), per type; and two consecutive ones (IQ2_XS
+ * looks both up together: its 32 points fill half a register). */
+typedef __m512i (*block_fn)(const uint8_t *blk, const int8_t *q, const grid_planes *P);
+typedef void (*pair_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2]);
+
+/* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
+ * (inlined with constant `f`, `f2`: one loop per type). */
+VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
+                                                                  block_fn f, pair_fn f2)
+{
+    const grid_planes *P = planes();
+    float acc = 0;
+    int64_t i = 0;
+    for (; i + 4 <= nsb; i += 4) {
+        __m512i s[4];
+        float S[4];
+        prefetch_span(w + (size_t)i * bytes, 4 * bytes);
+        f2(w + (size_t)i * bytes, y + i, P, s);
+        f2(w + (size_t)(i + 2) * bytes, y + i + 2, P, s + 2);
+        reduce4(s, S);
+        for (int k = 0; k < 4; k++) {
+            uint16_t d;
+            memcpy(&d, w + (size_t)(i + k) * bytes, 2);
+            acc = acc + (_cvtsh_ss(d) * y[i + k].d) * S[k];
+        }
+    }
+    for (; i < nsb; i++) {
+        const int32_t S = _mm512_reduce_add_epi32(f(w + (size_t)i * bytes, y[i].qs, P));
+        uint16_t d;
+        memcpy(&d, w + (size_t)i * bytes, 2);
+        acc = acc + (_cvtsh_ss(d) * y[i].d) * i2f(S);
+    }
+    return acc;
+}
+
+/* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale. */
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
+    /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
+    const __m256i fields = _mm256_set1_epi64x(0x352e2720150e0700ll);
+    const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(b->qs));
+    const seg_masks m = segments(idx, 0);
+    const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)P->iq3xxs_vals));
+    __m512i g[4];
+    spread_mapped_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), vals, g);
+    const __m256i aux = _mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4));
+    uint64_t sb[4];
+    _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
+    uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
+    memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        const unsigned sc = (unsigned)_pext_u64(a2[r], 0xf0000000f0000000ull);
+        s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
+    }
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+/* IQ3_S: 64 points of 9-bit index: the low bytes go in transposed, bit 8 of each (qh, in point
+ * order) is picked for its permuted position by vpshufbitqmb.  Signs: the 8 bytes of sub-blocks
+ * 2r, 2r + 1 are the opmask of register r as stored. */
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
+    const __m512i tr = transpose16();
+    /* the point each byte position holds after the transpose */
+    const __m512i point_of = _mm512_permutexvar_epi32(tr, _mm512_setr_epi32(0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
+        0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c, 0x23222120, 0x27262524, 0x2b2a2928, 0x2f2e2d2c,
+        0x33323130, 0x37363534, 0x3b3a3938, 0x3f3e3d3c));
+    const __m512i idx = _mm512_permutexvar_epi32(tr, ld(b->qs));
+    uint64_t qh;
+    memcpy(&qh, b->qh, 8);
+    const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64((long long)qh), point_of));
+    __m512i g[4];
+    spread_nibble_planes(look512(P->iq3s[0], idx, m), look512(P->iq3s[1], idx, m), g);
+    uint64_t sb[4];
+    memcpy(sb, b->signs, sizeof sb);
+    /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[b->scales[r]]));
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+/* IQ2_XS: 32 points (9-bit index | 7 sign bits << 9 in each u16): the two code bytes of each are
+ * looked up, vpermb puts point 8r + t's code in qword t of register r, vpmultishiftqb spreads its
+ * 2-bit fields to bytes and vpermb maps them to the grid values 8, 25, 43.  Scales: a nibble per
+ * 16 elements (one 128-bit lane). */
+VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
     const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
     /* the value of a 2-bit code, indexed by the low 6 bits of a multishift byte: 8, 25, 43, (43) */
     const __m512i vals64 = _mm512_set1_epi32(0x2b2b1908);
     const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
-    float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m512i q = ld(w[i].qs);
-        const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(q));
-        const __mmask64 hi7 = _mm512_movepi8_mask(idx);
-        const __mmask64 hi8 = (__mmask64)_mm512_test_epi16_mask(q, _mm512_set1_epi16(0x100));
-        const __m512i lo = look512(T[0], idx, hi7, hi8), hi = look512(T[1], idx, hi7, hi8);
-        const __m512i codes = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);   /* point k: bytes k, 32 + k */
-        const __m256i f = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
-        uint64_t sb[4];
-        _mm256_storeu_si256((__m256i *)sb, sign8_bytes(f));
-        /* the 16 scales, nibble k of the 8 bytes = elements 16k..16k+15 */
-        uint64_t sc;
-        memcpy(&sc, w[i].scales, 8);
-        const __m128i nib = _mm_set_epi64x((long long)_pdep_u64(sc >> 32, 0x0f0f0f0f0f0f0f0full),
-                                           (long long)_pdep_u64(sc & 0xffffffffu, 0x0f0f0f0f0f0f0f0full));
-        /* L = 2s + 1 in both int16 halves of dword k (vpermd then broadcasts it to a 128-bit lane) */
-        const __m512i L1 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
-        const __m512i L = _mm512_or_si512(L1, _mm512_slli_epi32(L1, 16));
-        __m512i s = _mm512_setzero_si512();
+    const __m512i qs = ld(b->qs);
+    const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(qs));
+    const seg_masks m = segments(idx, (__mmask64)_mm512_test_epi16_mask(qs, _mm512_set1_epi16(0x100)));
+    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
+    const __m512i codes = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);   /* point k: bytes k, 32 + k */
+    uint64_t sb[4];
+    _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm512_cvtepi16_epi8(_mm512_srli_epi16(qs, 9))));
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        /* qword t: byte 0 = low code byte of point 8r + t, byte 1 = its high byte */
+        const __m512i pick2 = _mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r));
+        const __m512i code = _mm512_permutexvar_epi8(pick2, codes);
+        const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
+        const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
+                                                 _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]), 1);
+        s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, r), q + 64 * r, scale);
+    }
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+/* IQ2_XS, two super-blocks a, b at once: the low and the high bytes of their 64 u16 are gathered
+ * by vpermi2b (point k < 32 of a, 32 + k of b), so one pair of 512-entry lookups serves both;
+ * the 2-bit fields go to the values 8, 25, 43 by an affine map over GF(2) (vgf2p8affineqb: not
+ * on port 5), bits above the field ignored by zero columns. */
+VBMI static inline __attribute__((always_inline)) void pair_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
+    const __m512i even = _mm512_setr_epi64(0x0e0c0a0806040200ll, 0x1e1c1a1816141210ll, 0x2e2c2a2826242220ll, 0x3e3c3a3836343230ll,
+                                           0x4e4c4a4846444240ll, 0x5e5c5a5856545250ll, 0x6e6c6a6866646260ll, 0x7e7c7a7876747270ll);
+    const __m512i qa = ld(b[0].qs), qb = ld(b[1].qs);
+    const __m512i idx = _mm512_permutex2var_epi8(qa, even, qb);
+    const __m512i hib = _mm512_permutex2var_epi8(qa, _mm512_add_epi8(even, _mm512_set1_epi8(1)), qb);   /* bit 8 | signs << 1 */
+    const seg_masks m = segments(idx, _mm512_movepi8_mask(_mm512_slli_epi16(hib, 7)));
+    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
+    uint64_t sb[8];
+    _mm512_storeu_si512(sb, sign8_bytes512(_mm512_and_si512(_mm512_srli_epi16(hib, 1), _mm512_set1_epi8(0x7f))));
+    /* point k of each block: bytes k, 32 + k */
+    const __m512i codes[2] = { _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1), _mm512_shuffle_i64x2(lo, hi, 0xee) };
+    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
+    /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
+    const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
+    const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            /* qword t: byte 0 = low code byte of point 8r + t, byte 1 = its high byte */
-            const __m512i pick2 = _mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r));
-            const __m512i code = _mm512_permutexvar_epi8(pick2, codes);
-            const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
-            const __m512i scale = _mm512_permutexvar_epi32(
-                _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), L);
-            s = dot64(s, grid, sb[r], y[i].qs + 64 * r, scale);
+            const __m512i code = _mm512_permutexvar_epi8(_mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r)), codes[h]);
+            const __m512i grid = _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, code), to_value, 8);
+            const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r]])),
+                                                     _mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r + 1]]), 1);
+            s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, 4 * h + r), y[h].qs + 64 * r, scale);
         }
-        const int32_t S = _mm512_reduce_add_epi32(s);
-        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * i2f(S);
+        out[h] = _mm512_add_epi32(s[0], s[1]);
     }
-    return 0.125f * acc;
+}
+
+/* The other types: two single blocks. */
+VBMI static inline __attribute__((always_inline)) void pair_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    out[0] = block_iq3_xxs(blk, y[0].qs, P);
+    out[1] = block_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P);
+}
+
+VBMI static inline __attribute__((always_inline)) void pair_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+{
+    out[0] = block_iq3_s(blk, y[0].qs, P);
+    out[1] = block_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P);
+}
+
+/* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
+VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
+{
+    return 0.25f * dot_blocks(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs, pair_iq3_xxs);
+}
+
+/* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
+VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
+{
+    return dot_blocks(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s, pair_iq3_s);
+}
+
+/* Contract: as sl_qdot_iq2_xs_q8_k (same bits). */
+VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
+{
+    return 0.125f * dot_blocks(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs, pair_iq2_xs);
 }
 
 #endif

@@ -375,6 +375,52 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
     fprintf(stderr, "codebook dots: %d checked on %d SIMD path(s) against portable\n", checked, paths);
 }
 
+/* The same at the integer extremes: every activation quantized to +-127 (|x| = amax in each
+ * block) against weight blocks of all-ones bits (largest index, every sign set, scale 15), random
+ * bits, and random bits with every scale nibble 15 — the widest int16 pair sums and int32 block
+ * sums the SIMD dots form (vpmaddubsw saturates silently; these stay below it by construction,
+ * kernels/simd_avx512_vbmi.c, and this checks it). */
+Test(iq_dot, simd_paths_bit_identical_at_extremes)
+{
+    tk_rng r = { 1605 };
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    int checked = 0;
+    for (int p = 1; p < SL_KPATH_COUNT; p++) {
+        const sl_kernel_set *K = sl_kernels_for(p);
+        if (!K) continue;
+        for (int t = 0; t < N_IQ; t++) {
+            const int type = k_iq_types[t];
+            const sl_type_info *ti = sl_type_get(type);
+            if (!qdot_of(K, type)) continue;
+            for (int nb = 1; nb <= 9; nb += 2)
+                for (int kind = 0; kind < 3; kind++) {
+                    const int64_t n = nb * 256;
+                    uint8_t *w = malloc((size_t)nb * ti->bytes);
+                    sl_block_q8_k *y = malloc(sizeof *y * (size_t)nb);
+                    float *x = malloc(sizeof(float) * n);
+                    if (kind == 0) memset(w, 0xff, (size_t)nb * ti->bytes);
+                    else tk_bytes(&r, w, (size_t)nb * ti->bytes);
+                    for (int i = 0; i < nb; i++) {
+                        uint8_t *b = w + (size_t)i * ti->bytes;
+                        if (kind == 2) /* the scale bytes are the last ones of IQ2_XS, IQ2_S, IQ3_S; IQ3_XXS/IQ2_XXS keep theirs in the sign words */
+                            for (int k = 0; k < (type == SL_TYPE_IQ3_S ? 4 : 8); k++)
+                                if (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_S || type == SL_TYPE_IQ3_S) b[ti->bytes - 1 - k] = 0xff;
+                        if (type != SL_TYPE_IQ1_M) { b[0] = 0x00; b[1] = 0x3c; }   /* d = 1 (f16) */
+                    }
+                    for (int64_t e = 0; e < n; e++) x[e] = (tk_next(&r) & 1) ? 1.0f : -1.0f;
+                    P->quantize_q8_k(x, y, n);
+                    const float a = qdot_of(P, type)(w, y, n), b = qdot_of(K, type)(w, y, n);
+                    cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks, kind %d: portable %a, %s %a", ti->name, nb, kind, a, K->name, b);
+                    checked++;
+                    free(w);
+                    free(y);
+                    free(x);
+                }
+        }
+    }
+    fprintf(stderr, "codebook dots at the extremes: %d checked against portable\n", checked);
+}
+
 /* ---- every tensor of the golden IQ files ------------------------------------------------------ */
 
 static bool read_at(int fd, void *buf, size_t len, uint64_t off)
