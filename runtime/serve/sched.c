@@ -312,25 +312,27 @@ static int admit(sl_server *s)
 }
 
 /* Under mu: the next pass's spans.  Decoding slots first (their next token and drafts, leaving a
- * token for each decoding slot after them), then prompt chunks. */
+ * token for each decoding slot after them and, while a prompt waits, half the batch for prompt
+ * chunks: drafts must not hold a new request's first token back), then prompt chunks. */
 static void fill_batch(sl_server *s)
 {
     sched *sc = s->sch;
     sluice_batch_clear(sc->b);
-    int room = s->n_batch, n_dec = 0;
+    int room = s->n_batch, n_dec = 0, reserve = 0;
     for (int i = 0; i < sc->n; i++) {
         slot *sl = &sc->slots[i];
         sl->span = -1;
         sl->decoding = false;
         sl->n_draft = 0;
         if (sl->j && sl->fed >= sl->j->n_prompt) n_dec++;
+        else if (sl->j) reserve = s->n_batch / 2;
     }
     for (int k = 0; k < sc->n; k++) {   /* (rotating: a batch smaller than the slots serves each in turn) */
         slot *sl = &sc->slots[(sc->rr + k) % sc->n];
         if (!sl->j || sl->fed < sl->j->n_prompt) continue;
         n_dec--;
         if (room < 1) continue;
-        int k_max = room - 1 - n_dec;
+        int k_max = room - 1 - n_dec - reserve;
         int left = sl->j->max_tokens - sl->j->n_out - 1;   /* the pass yields the accepted drafts + 1 */
         if (k_max > left) k_max = left;
         if (k_max > SERVE_MAX_DRAFT) k_max = SERVE_MAX_DRAFT;
