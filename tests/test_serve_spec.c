@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "include/sluice.h"
@@ -345,4 +346,22 @@ Test(serve_spec, sampling_with_drafts, .timeout = 300)
     cr_assert_gt(drafted, 0);
     assert_metrics(on.port, rq, N_PROMPTS);
     server_stop(&on);
+}
+
+/* What the server does not do is refused at the command line, naming what it supports. */
+Test(serve_spec, cli_refuses_draft_model_and_lookup)
+{
+    static const char *const args[] = { "-md " STORIES, "--draft model -md " STORIES, "--lookup " STORIES };
+    for (int i = 0; i < 3; i++) {
+        char cmd[1024], out[2048] = "";
+        snprintf(cmd, sizeof cmd, "%s/sluice serve -m %s --port 0 %s 2>&1", SL_BINARY_DIR, STORIES, args[i]);
+        FILE *f = popen(cmd, "r");
+        cr_assert(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        int st = pclose(f);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d: %s", args[i], st, out);
+        cr_assert(strstr(out, "not supported by the server") && strstr(out, "supported: --draft auto|ngram|off"),
+                  "%s: %s", args[i], out);
+    }
 }
