@@ -87,42 +87,64 @@ static void server_stop(server *sv)
     sluice_close(sv->m);
 }
 
-/* One request: method + path (+ body); the response body (malloc'd, NUL-terminated) and status. */
-static char *http(int port, const char *method, const char *path, const char *body, int *status)
+/* The request threads do not call cr_assert (Criterion's asserts belong to the test's own
+ * thread): a failure is written to err and checked after the join. */
+#define CHECK(cond, ...) do { if (!(cond)) { snprintf(err, errlen, __VA_ARGS__); goto fail; } } while (0)
+
+/* One request: method + path (+ body); the response body (malloc'd, NUL-terminated) and status,
+ * or NULL with err. */
+static char *http_try(int port, const char *method, const char *path, const char *body, int *status, char *err,
+                      size_t errlen)
 {
+    char *req = NULL, *buf = NULL, *out = NULL;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
+    CHECK(fd >= 0, "socket: %s", strerror(errno));
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
     size_t blen = body ? strlen(body) : 0;
-    char *req = malloc(blen + 256);
+    req = malloc(blen + 256);
+    CHECK(req, "out of memory");
     int hl = snprintf(req, 256, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", method, path, blen);
     memcpy(req + hl, body ? body : "", blen);
     size_t len = (size_t)hl + blen;
     for (size_t off = 0; off < len;) {
         ssize_t w = write(fd, req + off, len - off);
-        cr_assert_gt(w, 0, "write: %s", strerror(errno));
+        CHECK(w > 0, "write: %s", strerror(errno));
         off += (size_t)w;
     }
-    free(req);
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    buf = malloc(cap);
+    CHECK(buf, "out of memory");
     for (;;) {
-        if (n + 4096 > cap) buf = realloc(buf, cap *= 2);
+        if (n + 4096 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            CHECK(nb, "out of memory");
+            buf = nb;
+        }
         ssize_t r = read(fd, buf + n, cap - n - 1);
         if (r <= 0) break;
         n += (size_t)r;
     }
-    close(fd);
     buf[n] = 0;
-    cr_assert(sscanf(buf, "HTTP/1.%*d %d", status) == 1, "no status line in '%.200s'", buf);
+    CHECK(sscanf(buf, "HTTP/1.%*d %d", status) == 1, "no status line in '%.200s'", buf);
     char *b = strstr(buf, "\r\n\r\n");
-    cr_assert(b, "no end of headers");
-    char *out = strdup(b + 4);
+    CHECK(b, "no end of headers");
+    out = strdup(b + 4);
+fail:
+    if (fd >= 0) close(fd);
+    free(req);
     free(buf);
     return out;
+}
+
+static char *http(int port, const char *method, const char *path, const char *body, int *status)
+{
+    char err[512];
+    char *r = http_try(port, method, path, body, status, err, sizeof err);
+    cr_assert(r, "%s %s: %s", method, path, err);
+    return r;
 }
 
 typedef struct answer {
@@ -131,36 +153,44 @@ typedef struct answer {
     int n_toks;
     char finish[16];
     int passes, drafted, accepted;
+    char err[512];                /* what went wrong ("": nothing) */
 } answer;
 
-/* A /v1/completions request (temp 0: greedy; else seeded). */
-static void complete(int port, const char *prompt, int max_tokens, const char *stop, double temp, answer *an)
+/* A /v1/completions request (temp 0: greedy; else seeded).  0, or -1 with an->err. */
+static int complete(int port, const char *prompt, int max_tokens, const char *stop, double temp, answer *an)
 {
+    char *err = an->err, *resp = NULL;
+    size_t errlen = sizeof an->err;
+    json_t *r = NULL;
+    err[0] = 0;
     json_t *rq = json_pack("{s:s,s:i,s:f,s:b,s:i}", "prompt", prompt, "max_tokens", max_tokens, "temperature", temp,
                            "return_tokens", 1, "seed", 1234);
     if (stop) json_object_set_new(rq, "stop", json_pack("[s]", stop));
     char *body = json_dumps(rq, JSON_COMPACT);
     json_decref(rq);
     int status = 0;
-    char *resp = http(port, "POST", "/v1/completions", body, &status);
+    resp = http_try(port, "POST", "/v1/completions", body, &status, err, errlen);
     free(body);
-    cr_assert_eq(status, 200, "status %d: %s", status, resp);
+    if (!resp) return -1;
+    CHECK(status == 200, "status %d: %.300s", status, resp);
     json_error_t je;
-    json_t *r = json_loads(resp, 0, &je);
-    cr_assert(r, "bad JSON (%s): %.300s", je.text, resp);
+    r = json_loads(resp, 0, &je);
+    CHECK(r, "bad JSON (%s): %.300s", je.text, resp);
     json_t *ch = json_array_get(json_object_get(r, "choices"), 0), *t = json_object_get(r, "timings");
-    cr_assert(ch && t, "no choices or timings: %.300s", resp);
+    CHECK(ch && t, "no choices or timings: %.300s", resp);
     snprintf(an->text, sizeof an->text, "%s", json_string_value(json_object_get(ch, "text")));
     snprintf(an->finish, sizeof an->finish, "%s", json_string_value(json_object_get(ch, "finish_reason")));
     json_t *tk = json_object_get(ch, "tokens");
     an->n_toks = (int)json_array_size(tk);
-    cr_assert_leq(an->n_toks, 256);
+    CHECK(an->n_toks <= 256, "%d tokens", an->n_toks);
     for (int i = 0; i < an->n_toks; i++) an->toks[i] = (int32_t)json_integer_value(json_array_get(tk, (size_t)i));
     an->passes = (int)json_integer_value(json_object_get(t, "passes"));
     an->drafted = (int)json_integer_value(json_object_get(t, "drafted"));
     an->accepted = (int)json_integer_value(json_object_get(t, "accepted"));
+fail:
     json_decref(r);
     free(resp);
+    return err[0] ? -1 : 0;
 }
 
 typedef struct request {
@@ -186,6 +216,7 @@ static void complete_all(request *rq, int n)
     cr_assert_leq(n, 64);
     for (int i = 0; i < n; i++) cr_assert_eq(pthread_create(&th[i], NULL, request_thread, &rq[i]), 0);
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) cr_assert(!rq[i].an.err[0], "request %d (%s): %s", i, rq[i].prompt, rq[i].an.err);
 }
 
 /* A figure from the /metrics text (-1: missing). */
@@ -274,9 +305,8 @@ static void greedy_on_equals_off(const char *path, int n_tokens, bool buffered)
         }
         assert_metrics(on[v].port, got, N_PROMPTS);
         cr_assert_gt(drafted, 0, "%s: nothing was drafted", path);
-        cr_log_info("%s, %s draft length: %ld drafted, %ld accepted, %.3f tokens per pass", path,
-                    v ? "fixed" : "adaptive", drafted, accepted,
-                    metric(on[v].port, "sluice_sequence_tokens_per_pass"));
+        fprintf(stderr, "test_serve_spec: %s, %s draft length: %ld drafted, %ld accepted, %.3f tokens per pass\n",
+                path, v ? "fixed" : "adaptive", drafted, accepted, metric(on[v].port, "sluice_sequence_tokens_per_pass"));
     }
     /* the fixed server accepts drafts on the repeating prompts; end requests in the middle of them */
     request cut[64];
@@ -311,7 +341,8 @@ static void greedy_on_equals_off(const char *path, int n_tokens, bool buffered)
     }
     /* the test means something only if requests that were cut had drafts accepted */
     cr_assert_gt(n_mid, n_cut / 4, "%s: only %d of %d cut requests accepted any draft", path, n_mid, n_cut);
-    cr_log_info("%s: %d requests cut by stop strings or max_tokens, %d of them after accepted drafts", path, n_cut, n_mid);
+    fprintf(stderr, "test_serve_spec: %s: %d requests cut by stop strings or max_tokens, %d of them after accepted "
+            "drafts\n", path, n_cut, n_mid);
     server_stop(&on[1]);
     server_stop(&on[0]);
     server_stop(&off);
