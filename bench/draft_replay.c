@@ -51,7 +51,7 @@ static result replay(const int32_t *truth, int n, int n_prompt, const int32_t *l
     result r = { 1, t1 };
     int32_t drafts[64];
     for (int pos = n_prompt + 1; pos < n;) {   /* truth[0..pos) is known */
-        int k = k_fixed >= 0 ? k_fixed : sl_draft_choose_k(&st, k_max, true, (uint64_t)r.passes);
+        int k = k_fixed >= 0 ? k_fixed : sl_draft_choose_k(&st, &st, k_max, true, (uint64_t)r.passes);
         if (k > n - pos - 1) k = n - pos - 1;
         if (k > 64) k = 64;
         int nd = k > 0 ? sl_draft_ngram(truth, pos, look, n_look, k, drafts) : 0, kept = 0;

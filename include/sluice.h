@@ -234,7 +234,8 @@ typedef struct sluice_batch sluice_batch;
 int  sluice_ctx_new_seq(sluice_model *m, sluice_ctx **out, char *err, size_t errlen);
 
 /* Room for n_tokens positions (0: the model's n_batch) from up to n_seq contexts (0: the model's
- * n_parallel), with n_logits rows of logits (0: one per context; more for logits_all spans). */
+ * n_parallel), with n_logits rows of logits (0: as many as verifying spans may use: draft_max + 1
+ * per context unless drafting is off, at most n_tokens; logits_all spans need a row per token). */
 int  sluice_batch_new(sluice_model *m, int n_tokens, int n_seq, int n_logits, sluice_batch **out, char *err,
                       size_t errlen);
 void sluice_batch_free(sluice_batch *b);
@@ -252,6 +253,27 @@ int  sluice_batch_eval(sluice_batch *b);
  * only their last token).  NULL when out of range. */
 const float *sluice_batch_logits(const sluice_batch *b, int span, int i);
 const char *sluice_batch_error(const sluice_batch *b);
+/* Speculative decoding in a batch (sluice serve): sluice_generate's, for a context decoding in a
+ * batch.  sluice_batch_add_draft adds c's next token `next` (sampled, not yet evaluated) followed by
+ * drafts of what comes after it, as one span keeping the logits of every position.  The drafts are
+ * n-grams of c's own tokens (and its lookup text, sluice_ctx_set_lookup); how many is the adaptive
+ * draft length (sluice_params.draft_max, draft_fixed) from c's acceptance rate and this batch's
+ * measured pass times, at most k_max (the caller's bound: the batch room it leaves the other
+ * contexts, the tokens the request still wants after next), the batch's rows and tokens left and
+ * c's room.  A model that does not draft (draft off, or AUTO with every weight resident) adds next
+ * alone.  *n_drafted says how many were added; returns the span, or -errno as sluice_batch_add. */
+int  sluice_batch_add_draft(sluice_batch *b, sluice_ctx *c, int32_t next, int k_max, int *n_drafted);
+/* After sluice_batch_eval, for any span whose context has finished its prompt: the tokens s
+ * generates from it, into out (room for the span's drafts + 1).  For a sluice_batch_add_draft
+ * span: the longest prefix of its drafts that s itself would have produced (greedy: the argmax, so
+ * the tokens are one-token decoding's; sampling: speculative rejection sampling, which keeps s's
+ * distribution), then the token after them (the correction, or a bonus token when every draft was
+ * kept); c keeps its tokens through the last accepted draft and the logits after it, as if each
+ * had been decoded alone, and its figures (sluice_get_stats: n_passes, n_drafted, n_accepted,
+ * n_gen_tokens) count the pass.  For another span: one token, sluice_sample(s, c).  The last token
+ * is not evaluated (it is the next pass's `next`).  A caller that stops at out[i] (a stop string)
+ * simply drops the rest.  Returns the count (>= 1) or -errno (sluice_batch_error). */
+int  sluice_batch_verify(sluice_batch *b, int span, sluice_sampler *s, int32_t *out);
 /* Like sluice_cancel, for the pass in progress (async-signal-safe); sluice_batch_uncancel clears it. */
 void sluice_batch_cancel(sluice_batch *b);
 void sluice_batch_uncancel(sluice_batch *b);

@@ -394,31 +394,81 @@ static bool emit(sluice_ctx *C, emitter *e, int32_t id)
     return false;
 }
 
-/* Keep the first n tokens of the context and make the logits after token n-1 (row `row` of the
- * last pass) the current ones: the state one-token decoding would be in. */
-static void keep_prefix(sluice_ctx *C, int n, int row)
+/* Keep the first n tokens of the context and make `row` (the logits after token n-1, from the
+ * last pass: the context's own rows or a batch's) the current ones: the state one-token decoding
+ * would be in. */
+static void keep_prefix(sluice_ctx *C, int n, const float *row)
 {
     const size_t V = (size_t)C->M->m->cfg.vocab;
-    if (row > 0) memmove(C->c->logits, C->c->logits + (size_t)row * V, V * sizeof(float));
+    if (row != C->c->logits) memmove(C->c->logits, row, V * sizeof(float));
     C->c->n_logits = 1;
     C->n_toks = n;
     C->c->n_past = n;   /* later rows stay in the cache, never read (attention stops at n_past) */
     C->logits_valid = true;
 }
 
-/* How many tokens to draft now: the adaptive length, within the context and n_max. */
-static int draft_len(const sluice_ctx *C, const emitter *e)
+/* Contract: api_internal.h. */
+int api_draft_len(const sluice_ctx *C, const sl_draft_stats *timing, int rows, int n_left)
 {
     int k = C->M->draft_fixed ? C->M->draft_k
-                              : sl_draft_choose_k(&C->dstats, C->M->draft_k, C->M->stream, C->n_passes);
+                              : sl_draft_choose_k(&C->dstats, timing, C->M->draft_k, C->M->stream, C->n_passes);
     int room = C->c->n_ctx - C->n_toks - 1;   /* positions after the token being evaluated */
     if (k > room) k = room;
-    /* the verifying pass must be one batch whose every row keeps its logits (a context made for
-     * sluice_batch has n_batch 1 and one logits row: it cannot verify drafts) */
-    int rows = C->c->n_batch < C->c->logits_cap ? C->c->n_batch : C->c->logits_cap;
-    if (k > rows - 1) k = rows - 1;
-    if (k > e->n_max - e->n - 1) k = e->n_max - e->n - 1;   /* drafts beyond n_max are never reported */
+    if (k > rows - 1) k = rows - 1;     /* the verifying pass keeps a logits row per position */
+    if (k > n_left - 1) k = n_left - 1; /* drafts beyond the tokens still wanted are never reported */
     return k > 0 ? k : 0;
+}
+
+/* Contract: api_internal.h. */
+int api_draft(sluice_ctx *C, int32_t id, int k, int32_t *out)
+{
+    if (C->n_toks + 1 > C->cap) return -ENOSPC;
+    C->toks[C->n_toks] = id;   /* the history the drafter looks in includes id */
+    if (!k) return 0;
+    if (C->dctx) return api_draft_propose(C, C->toks, C->n_toks + 1, k, out);
+    return sl_draft_ngram(C->toks, C->n_toks + 1, C->lookup, C->n_lookup, k, out);
+}
+
+/* Contract: api_internal.h.  The rows are read before keep_prefix moves one of them: for a
+ * context's own pass they are its logits, which keep_prefix overwrites from row 0. */
+int api_verify(sluice_ctx *C, sluice_sampler *S, int base, int nd, const float *rows, uint64_t t0_ns,
+               api_verify_emit_fn report, void *user, int32_t *next)
+{
+    const size_t V = (size_t)C->M->m->cfg.vocab;
+    const int32_t *drafts = C->toks + base + 1;
+    bool stopped = false;
+    int i = 0;
+    C->n_passes++;
+    C->n_drafted += (uint64_t)nd;
+    for (; i < nd; i++) {   /* row i: the logits after the pass's token i */
+        bool ok;
+        sampler_load(S, rows + (size_t)i * V);
+        C->n_sampled++;
+        int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, drafts[i], &ok);
+        if (!ok) { *next = t; break; }
+        C->n_accepted++;
+        if (!report) continue;
+        /* emit's full-context rule counts the tokens one-token decoding would have evaluated before
+         * drafts[i] (base + i + 1), not the whole pass (keep_prefix sets the count either way) */
+        C->n_toks = base + i + 1;
+        if (report(user, drafts[i])) { stopped = true; break; }   /* drafts[i] reported, not kept (as one-token decoding) */
+    }
+    if (i == nd) {   /* every draft accepted: the last row gives the next token */
+        sampler_load(S, rows + (size_t)nd * V);
+        C->n_sampled++;
+        *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
+    }
+    int accepted = stopped ? i + 1 : i;
+    keep_prefix(C, base + i + 1, rows + (size_t)i * V);
+    sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0_ns) / 1e9, nd, accepted);
+    return stopped ? -1 : accepted;
+}
+
+typedef struct emit_ctx { sluice_ctx *C; emitter *e; } emit_ctx;
+static bool emit_verified(void *user, int32_t id)
+{
+    emit_ctx *ec = user;
+    return emit(ec->C, ec->e, id);
 }
 
 /* One speculative step: evaluate id plus drafts in one pass, report what the target accepts, and
@@ -427,45 +477,20 @@ static int draft_len(const sluice_ctx *C, const emitter *e)
 static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, int32_t *next)
 {
     int32_t batch[65];
-    const int V = C->M->m->cfg.vocab, base = C->n_toks;
-    if (C->n_toks + 1 > C->cap) return -ENOSPC;
-    C->toks[C->n_toks] = id;   /* the history the drafter looks in includes id */
-    int k = draft_len(C, e), nd = 0;
-    if (k && C->dctx) nd = api_draft_propose(C, C->toks, base + 1, k, batch + 1);
-    else if (k) nd = sl_draft_ngram(C->toks, base + 1, C->lookup, C->n_lookup, k, batch + 1);
+    const int base = C->n_toks;
+    /* the verifying pass must be one batch whose every row keeps its logits (a context made for
+     * sluice_batch has n_batch 1 and one logits row: it cannot verify drafts on its own) */
+    int rows = C->c->n_batch < C->c->logits_cap ? C->c->n_batch : C->c->logits_cap;
+    int nd = api_draft(C, id, api_draft_len(C, &C->dstats, rows, e->n_max - e->n), batch + 1);
     if (nd < 0) return nd;
     batch[0] = id;
     uint64_t t0 = sl_now_ns();
     int rc = eval_checked(C, batch, nd + 1, false);
     if (rc) return rc;
-    C->n_passes++;
-    C->n_drafted += (uint64_t)nd;
-    int i = 0;
-    for (; i < nd; i++) {   /* row i: the logits after batch[i] */
-        bool ok;
-        sampler_load(S, C->c->logits + (size_t)(C->c->n_logits - nd - 1 + i) * V);
-        C->n_sampled++;
-        int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, batch[i + 1], &ok);
-        if (!ok) { *next = t; break; }
-        C->n_accepted++;
-        /* emit's full-context rule counts the tokens one-token decoding would have evaluated before
-         * batch[i+1] (base + i + 1), not the whole pass (keep_prefix sets the count either way) */
-        C->n_toks = base + i + 1;
-        if (emit(C, e, batch[i + 1])) {   /* stop: batch[i+1] reported, not kept (as one-token decoding) */
-            keep_prefix(C, base + i + 1, C->c->n_logits - nd - 1 + i);
-            sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i + 1);
-            return 1;
-        }
-    }
-    int row = C->c->n_logits - nd - 1 + i;
-    if (i == nd) {   /* every draft accepted: the last row gives the next token */
-        sampler_load(S, C->c->logits + (size_t)row * V);
-        C->n_sampled++;
-        *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
-    }
-    keep_prefix(C, base + i + 1, row);
-    sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0) / 1e9, nd, i);
-    return 0;
+    const float *rows0 = C->c->logits + (size_t)(C->c->n_logits - nd - 1) * C->M->m->cfg.vocab;
+    emit_ctx ec = { C, e };
+    int acc = api_verify(C, S, base, nd, rows0, t0, emit_verified, &ec, next);
+    return acc < 0 ? 1 : 0;
 }
 
 int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn cb, void *user)

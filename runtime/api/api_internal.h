@@ -123,6 +123,29 @@ void api_print_plan_with_draft(const sl_plan *plan, const sl_plan_model *pm, con
  * hist.  Returns the count (0..k) or -errno (C->err says why). */
 int api_draft_propose(sluice_ctx *C, const int32_t *hist, int n, int k, int32_t *out);
 
+/* ---- speculative decoding (api_ctx.c; sluice_generate and sluice_batch share it) ---- */
+/* How many tokens to draft for C's next pass: the adaptive length (sl_draft_best_k from C's
+ * acceptance and the pass times fitted in `timing`: C's own passes, or a batch's), or draft_max
+ * with draft_fixed; at most rows - 1 (the pass keeps a logits row per position), n_left - 1 (the
+ * tokens still wanted, the pass's own included) and the context's room. */
+int api_draft_len(const sluice_ctx *C, const sl_draft_stats *timing, int rows, int n_left);
+/* Up to k drafts for after C's tokens followed by id (the draft model's, else n-grams of the
+ * context and the lookup text) into out; id is written at C->toks[n_toks] (not counted).  The
+ * count (0..k) or -errno. */
+int api_draft(sluice_ctx *C, int32_t id, int k, int32_t *out);
+/* Called with each accepted draft, in order; true: stop after reporting it. */
+typedef bool (*api_verify_emit_fn)(void *user, int32_t id);
+/* C's last pass evaluated its tokens base .. base + nd: the token sampled before, then nd drafts;
+ * rows holds nd + 1 rows of logits, row i the logits after token base + i.  Accepts the longest
+ * prefix of the drafts that S itself would have produced (greedy: the argmax after the repetition
+ * penalty over one-token decoding's history; sampling: rejection sampling, sl_sample_verify),
+ * reporting each to report (NULL: none), and samples the token after them into *next (the correction,
+ * or the bonus token when every draft was kept).  C then keeps its tokens through the last accepted
+ * draft with the logits after it, and its figures and draft statistics (the pass's time: from
+ * t0_ns to now) are updated.  Returns the drafts accepted, or -1 when report stopped (*next unset). */
+int api_verify(sluice_ctx *C, sluice_sampler *S, int base, int nd, const float *rows, uint64_t t0_ns,
+               api_verify_emit_fn report, void *user, int32_t *next);
+
 /* Session fingerprint of M's model file (computed once).  0 or -errno with err. */
 int sluice__fingerprint(sluice_model *M, uint64_t *fp, char *err, size_t errlen);
 

@@ -154,6 +154,14 @@ int cmd_serve(int argc, char **argv)
     serve_args a;
     int r = parse(argc, argv, &a);
     if (r) return r > 0 ? 0 : 2;
+    /* each slot drafts from its own context (n-grams); a draft model and a lookup text are sluice
+     * run's and chat's */
+    if (a.g.draft_model || a.g.draft == SLUICE_DRAFT_MODEL || a.g.lookup) {
+        cli_err("serve: %s is not supported by the server (supported: --draft auto|ngram|off, --draft-max K, "
+                "--draft-fixed; each request drafts from its own context)",
+                a.g.lookup ? "--lookup" : "a draft model (-md, --draft model)");
+        return 2;
+    }
     if (!a.g.model) a.g.model = cli_default_model();
     if (!strcmp(a.so.model_name, "sluice")) {
         const char *b = strrchr(a.g.model, '/');
@@ -182,6 +190,8 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "sluice serve: %s on http://%s%s%s:%d/v1 (%d slot%s, context %d, batch %d%s)\n", a.so.model_name,
             strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S),
             a.so.n_parallel, a.so.n_parallel == 1 ? "" : "s", pi.n_ctx, pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx, a.so.api_key ? ", API key required" : "");
+    fprintf(stderr, "sluice serve: speculative decoding: %s\n", sl_server_draft_max(S) ? "n-gram drafts of each "
+            "request's context, verified in the batch (--draft off to disable)" : "off (--draft ngram to force)");
     if (pi.planned)
         fprintf(stderr, "sluice serve: plan: predicted decode %.2f tok/s per request and %.2f tok/s aggregate with %d "
                 "requests at once (%.2f tok/s alone); `sluice plan --parallel %d` shows the budget\n", pi.pred_req_tok_s,

@@ -85,12 +85,14 @@ int sl_draft_stats_best_k(const sl_draft_stats *s, double t_tok_extra, int k_max
 }
 
 /* Contract: see draft.h. */
-int sl_draft_choose_k(const sl_draft_stats *s, int k_max, bool streamed, uint64_t n_passes)
+int sl_draft_choose_k(const sl_draft_stats *acc, const sl_draft_stats *timing, int k_max, bool streamed,
+                      uint64_t n_passes)
 {
-    if (s->n_obs < 2)   /* no timings yet: a streamed pass costs its reads whatever its length, so
-                         * its first passes draft the most; a resident one starts moderately */
+    if (timing->n_obs < 2)   /* no timings yet: a streamed pass costs its reads whatever its length,
+                              * so its first passes draft the most; a resident one starts moderately */
         return streamed || k_max < 4 ? k_max : 4;
-    int best = sl_draft_stats_best_k(s, s->t_draft, k_max);   /* a draft model's tokens cost */
+    /* a draft model's tokens cost t_draft each on top of the pass's compute */
+    int best = sl_draft_best_k_cond(acc->cond, SL_DRAFT_POS_MAX, timing->t1, timing->t_tok + acc->t_draft, k_max);
     /* drafts that do not pay are still tried now and then, or the estimate could never recover
      * when the text becomes predictable */
     return best > 0 ? best : n_passes % 16 == 0 ? 1 : 0;

@@ -49,10 +49,13 @@ typedef struct sl_draft_stats {
 
 void sl_draft_stats_init(sl_draft_stats *s);
 /* How many tokens to draft for the next pass, at most k_max (the caller then bounds it by the
- * context, the batch and the tokens still wanted): the adaptive length once two passes are timed
- * (a draft model's t_draft counted per draft), with one probe draft every 16th pass where none
- * pays; before that k_max for a streamed plan, min(4, k_max) for a resident one. */
-int sl_draft_choose_k(const sl_draft_stats *s, int k_max, bool streamed, uint64_t n_passes);
+ * context, the batch and the tokens still wanted): the adaptive length from acc's per-position
+ * acceptance (and its draft model's t_draft per draft) and timing's fitted pass times (the
+ * sequence's own, or those of the batch it shares: then acc == timing need not hold) once two
+ * passes are timed, with one probe draft every 16th pass where none pays; before that k_max for a
+ * streamed plan, min(4, k_max) for a resident one. */
+int sl_draft_choose_k(const sl_draft_stats *acc, const sl_draft_stats *timing, int k_max, bool streamed,
+                      uint64_t n_passes);
 /* The adaptive length from s (sl_draft_best_k_cond over s->cond), each draft costing t_tok_extra
  * seconds beyond the fitted t_tok (a draft model's own evaluation). */
 int sl_draft_stats_best_k(const sl_draft_stats *s, double t_tok_extra, int k_max);

@@ -68,7 +68,7 @@ static int n_par(const sl_plan_req *req) { return req->n_parallel > 1 ? req->n_p
 /* Activations and scratch, as the forward pass allocates them (sl_ctx_bytes without the KV cache):
  * one context for n_batch positions, keeping the logits rows a verifying pass needs (the last
  * n_logits positions, at most a batch: runtime/api/api_ctx.c); or, for n_parallel
- * sequences, the batch workspace (n_batch positions, a row of logits per sequence) and each
+ * sequences, the batch workspace (n_batch positions, n_logits rows of logits per sequence) and each
  * sequence's own context (one position), plus a sampler each. */
 static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req)
 {
@@ -81,7 +81,11 @@ static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req
         sl_ctx_params one = { .n_ctx = n_ctx, .n_batch = B, .n_logits = rows, .no_kv = true };
         scratch = sl_ctx_bytes(c, &one, threads);
     } else {
-        sl_ctx_params work = { .n_ctx = n_ctx, .n_batch = B, .n_logits = np, .no_kv = true };
+        /* the workspace keeps a logits row per position every sequence's verifying span may have
+         * (runtime/api/api_batch.c sluice_batch_new: the server drafts in the batch) */
+        const int per_seq = req->n_logits > 1 ? req->n_logits : 1;
+        const int rows = (int64_t)np * per_seq < B ? np * per_seq : B;
+        sl_ctx_params work = { .n_ctx = n_ctx, .n_batch = B, .n_logits = rows, .no_kv = true };
         sl_ctx_params seq = { .n_ctx = n_ctx, .n_batch = 1, .no_kv = true };
         scratch = sl_ctx_bytes(c, &work, threads) + (uint64_t)np * sl_ctx_bytes(c, &seq, threads);
     }

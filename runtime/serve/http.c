@@ -119,6 +119,19 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
         "sluice_pass_tokens_total %" PRIu64 "\n", m.pass_tokens);
     OUT("# HELP sluice_tokens_per_pass Mean tokens per forward pass.\n# TYPE sluice_tokens_per_pass gauge\n"
         "sluice_tokens_per_pass %.3f\n", m.passes ? (double)m.pass_tokens / (double)m.passes : 0.0);
+    OUT("# HELP sluice_sequence_passes_total Decoding steps: a forward pass counted once for each sequence it decoded.\n"
+        "# TYPE sluice_sequence_passes_total counter\nsluice_sequence_passes_total %" PRIu64 "\n", m.seq_passes);
+    OUT("# HELP sluice_drafted_tokens_total Drafted tokens verified in those steps (speculative decoding).\n"
+        "# TYPE sluice_drafted_tokens_total counter\nsluice_drafted_tokens_total %" PRIu64 "\n", m.drafted);
+    OUT("# HELP sluice_accepted_tokens_total Drafted tokens accepted and generated.\n"
+        "# TYPE sluice_accepted_tokens_total counter\nsluice_accepted_tokens_total %" PRIu64 "\n", m.accepted);
+    OUT("# HELP sluice_draft_acceptance Accepted / drafted tokens.\n# TYPE sluice_draft_acceptance gauge\n"
+        "sluice_draft_acceptance %.4f\n", m.drafted ? (double)m.accepted / (double)m.drafted : 0.0);
+    OUT("# HELP sluice_sequence_tokens_per_pass Tokens generated per decoding step (sluice run --stats' tokens per pass).\n"
+        "# TYPE sluice_sequence_tokens_per_pass gauge\nsluice_sequence_tokens_per_pass %.3f\n",
+        m.seq_passes ? (double)m.completion_tokens / (double)m.seq_passes : 0.0);
+    OUT("# HELP sluice_draft_max Most drafted tokens a step verifies (0: no speculative decoding).\n"
+        "# TYPE sluice_draft_max gauge\nsluice_draft_max %d\n", s->draft_max);
     OUT("# HELP sluice_stream_bytes_read_total Weight bytes streamed from disk.\n"
         "# TYPE sluice_stream_bytes_read_total counter\nsluice_stream_bytes_read_total %" PRIu64 "\n", m.stream_bytes);
     OUT("# HELP sluice_response_bytes_total Response bytes sent.\n# TYPE sluice_response_bytes_total counter\n"
@@ -440,6 +453,7 @@ int sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, ch
 }
 
 int sl_server_port(const sl_server *s) { return s->port; }
+int sl_server_draft_max(const sl_server *s) { return s->draft_max; }
 
 void sl_server_shutdown(sl_server *s, double grace_s)
 {

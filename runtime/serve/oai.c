@@ -269,6 +269,13 @@ static json_t *usage(const job *j)
                      j->n_prompt + j->n_out);
 }
 
+/* The request's decoding figures, as `sluice run --stats-json` names them. */
+static json_t *timings(const job *j)
+{
+    return json_pack("{s:i,s:i,s:i,s:f}", "passes", j->passes, "drafted", j->drafted, "accepted", j->accepted,
+                     "tokens_per_pass", j->passes ? (double)j->n_out / j->passes : 0.0);
+}
+
 static json_t *head(sl_server *s, const job *j, const char *object)
 {
     return json_pack("{s:s,s:s,s:I,s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
@@ -291,6 +298,7 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
     }
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     json_object_set_new(o, "usage", usage(j));
+    json_object_set_new(o, "timings", timings(j));
     return dump(o, len);
 }
 
@@ -338,6 +346,7 @@ char *oai_sse_usage(sl_server *s, const job *j, size_t *len)
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion");
     json_object_set_new(o, "choices", json_array());
     json_object_set_new(o, "usage", usage(j));
+    json_object_set_new(o, "timings", timings(j));
     return event(o, len);
 }
 

@@ -1,11 +1,15 @@
 /* runtime/serve/sched.c — the scheduler: n_parallel slots, one forward pass at a time.
  *
- * Each pass carries, for every slot that is decoding, its next token, and then chunks of the
- * prompts of slots still prefilling, up to the batch's n_batch tokens (continuous batching: a
- * request admitted now is in the very next pass).  After the pass each slot whose prompt is done
- * samples its next token with its own sampler, and the text released to the job (whole UTF-8
- * characters, nothing that could still turn out to be the start of a stop string) wakes the
- * job's suspended connection.  The model is only ever touched by this thread; the server mutex is
+ * Each pass carries, for every slot that is decoding, its next token followed by the tokens drafted
+ * after it (speculative decoding, docs/speculative.md: n-grams of the slot's own context, as many
+ * as the adaptive draft length says, the batch room left for the other slots and the request's
+ * max_tokens allow), and then chunks of the prompts of slots still prefilling, up to the batch's
+ * n_batch tokens (continuous batching: a request admitted now is in the very next pass).  After the
+ * pass each slot whose prompt is done takes the drafts its own sampler accepts plus one token
+ * (sluice_batch_verify: greedy, the tokens of one-token decoding), and reports them one at a time:
+ * the text released to the job (whole UTF-8 characters, nothing that could still turn out to be the
+ * start of a stop string) wakes the job's suspended connection, and a stop string, an end token or
+ * max_tokens ends the job at that token, whatever else the pass accepted.  The model is only ever touched by this thread; the server mutex is
  * dropped around the pass, which is where the time goes.
  */
 #include "runtime/serve/serve_internal.h"
@@ -25,6 +29,8 @@ typedef struct slot {
     int fed;                      /* prompt tokens evaluated */
     int32_t next;                 /* the sampled token the next pass evaluates */
     int span;                     /* index in the current batch, -1: not in it */
+    bool decoding;                /* the span is next + drafts (else a prompt chunk) */
+    int n_draft;                  /* drafts in that span */
     char pend[8];                 /* bytes of an incomplete UTF-8 character */
     size_t pend_len;
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
@@ -196,18 +202,17 @@ static bool add_text(sl_server *s, slot *sl, const char *piece, size_t n)
     return false;
 }
 
-/* After a pass in which the slot's prompt is complete: sample, report, decide whether it goes on. */
-static void step(sl_server *s, slot *sl)
+/* Report token id, generated when the context held n_past tokens (one-token decoding's count):
+ * true when the job ended at it (the slot is then free). */
+static bool emit(sl_server *s, slot *sl, int32_t id, int n_past)
 {
     job *j = sl->j;
-    int32_t id = sluice_sample(sl->smp, sl->c);
-    if (id < 0) { finish(s, sl, FINISH_ERROR, "sampling failed"); return; }
     if (!j->t_first_ns) j->t_first_ns = sl_now_ns();
     s->met.completion_tokens++;
     if (j->n_out == j->out_cap) {
         int nc = j->out_cap ? 2 * j->out_cap : 64;
         int32_t *p = realloc(j->out_toks, (size_t)nc * sizeof *p);
-        if (!p) { finish(s, sl, FINISH_ERROR, "out of memory"); return; }
+        if (!p) { finish(s, sl, FINISH_ERROR, "out of memory"); return true; }
         j->out_toks = p;
         j->out_cap = nc;
     }
@@ -215,13 +220,39 @@ static void step(sl_server *s, slot *sl)
     /* a non-streaming connection waits suspended, where libmicrohttpd cannot see its client leave:
      * wake it each token so that a closed socket is noticed (it suspends again at once) */
     if (!j->stream) wake(s, j);
-    if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return; }
+    if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return true; }
     char piece[512];
     int pl = sluice_token_piece(s->M, id, false, piece, sizeof piece);
     if (pl > (int)sizeof piece) pl = sizeof piece;
-    if (pl > 0 && add_text(s, sl, piece, (size_t)pl)) { finish(s, sl, FINISH_STOP, NULL); return; }
-    if (j->n_out >= j->max_tokens || sluice_n_past(sl->c) >= s->n_ctx) { finish(s, sl, FINISH_LENGTH, NULL); return; }
-    sl->next = id;
+    if (pl > 0 && add_text(s, sl, piece, (size_t)pl)) { finish(s, sl, FINISH_STOP, NULL); return true; }
+    if (j->n_out >= j->max_tokens || n_past >= s->n_ctx) { finish(s, sl, FINISH_LENGTH, NULL); return true; }
+    return false;
+}
+
+/* After a pass in which the slot's prompt is complete: take the accepted drafts and the next token,
+ * report them in order until the job ends, keep the last as the next pass's token. */
+static void step(sl_server *s, slot *sl)
+{
+    job *j = sl->j;
+    int32_t out[SERVE_MAX_DRAFT + 1];
+    int n = sluice_batch_verify(s->sch->b, sl->span, sl->smp, out);
+    if (n < 0) { finish(s, sl, FINISH_ERROR, sluice_batch_error(s->sch->b)); return; }
+    if (sl->decoding) {
+        j->passes++;
+        j->drafted += sl->n_draft;
+        s->met.seq_passes++;
+        s->met.drafted += (uint64_t)sl->n_draft;
+    }
+    /* out[i] is what one-token decoding samples with n_past - (n - 1) + i tokens in the context */
+    const int past0 = sluice_n_past(sl->c) - (n - 1);
+    for (int i = 0; i < n; i++) {
+        if (i < n - 1) {   /* an accepted draft, reported now (the job may end at it) */
+            j->accepted++;
+            s->met.accepted++;
+        }
+        if (emit(s, sl, out[i], past0 + i)) return;
+    }
+    sl->next = out[n - 1];
 }
 
 static void start(sl_server *s, slot *sl, job *j)
@@ -280,18 +311,35 @@ static int admit(sl_server *s)
     return s->active;
 }
 
-/* Under mu: the next pass's spans.  Decoding slots first (one token each), then prompt chunks. */
+/* Under mu: the next pass's spans.  Decoding slots first (their next token and drafts, leaving a
+ * token for each decoding slot after them and, while a prompt waits, half the batch for prompt
+ * chunks: drafts must not hold a new request's first token back), then prompt chunks. */
 static void fill_batch(sl_server *s)
 {
     sched *sc = s->sch;
     sluice_batch_clear(sc->b);
-    int room = s->n_batch;
-    for (int i = 0; i < sc->n; i++) sc->slots[i].span = -1;
+    int room = s->n_batch, n_dec = 0, reserve = 0;
+    for (int i = 0; i < sc->n; i++) {
+        slot *sl = &sc->slots[i];
+        sl->span = -1;
+        sl->decoding = false;
+        sl->n_draft = 0;
+        if (sl->j && sl->fed >= sl->j->n_prompt) n_dec++;
+        else if (sl->j) reserve = s->n_batch / 2;
+    }
     for (int k = 0; k < sc->n; k++) {   /* (rotating: a batch smaller than the slots serves each in turn) */
         slot *sl = &sc->slots[(sc->rr + k) % sc->n];
-        if (!sl->j || sl->fed < sl->j->n_prompt || room < 1) continue;
-        sl->span = sluice_batch_add(sc->b, sl->c, &sl->next, 1, false);
-        if (sl->span >= 0) room--;
+        if (!sl->j || sl->fed < sl->j->n_prompt) continue;
+        n_dec--;
+        if (room < 1) continue;
+        int k_max = room - 1 - n_dec - reserve;
+        int left = sl->j->max_tokens - sl->j->n_out - 1;   /* the pass yields the accepted drafts + 1 */
+        if (k_max > left) k_max = left;
+        if (k_max > SERVE_MAX_DRAFT) k_max = SERVE_MAX_DRAFT;
+        sl->span = sluice_batch_add_draft(sc->b, sl->c, sl->next, k_max > 0 ? k_max : 0, &sl->n_draft);
+        if (sl->span < 0) continue;
+        sl->decoding = true;
+        room -= 1 + sl->n_draft;
     }
     for (int k = 0; k < sc->n && room > 0; k++) {
         slot *sl = &sc->slots[(sc->rr + k) % sc->n];
@@ -368,6 +416,9 @@ int sched_start(sl_server *s, char *err, size_t errlen)
     if (rc) return rc;
     for (int i = 0; i < sc->n; i++)
         if ((rc = sluice_ctx_new_seq(s->M, &sc->slots[i].c, err, errlen))) return rc;
+    sluice_stats st;
+    sluice_get_stats(s->M, sc->slots[0].c, &st);
+    s->draft_max = st.draft_max;
     if ((rc = pthread_create(&s->sched, NULL, sched_main, s))) {
         snprintf(err, errlen, "cannot start the scheduler thread: %s", strerror(rc));
         return -rc;

@@ -2,7 +2,10 @@
  *
  * Concurrent requests share each forward pass (sluice_batch): up to n_parallel sequences decode
  * together, a new request's prompt is evaluated in chunks inside the same passes as the others'
- * tokens (continuous batching), and every sequence's tokens are those it would get alone.  HTTP is
+ * tokens (continuous batching), and every sequence's tokens are those it would get alone.  When the
+ * model drafts (sluice_params.draft: by default when weights stream), each decoding sequence's
+ * next token comes with n-gram drafts of its own context, verified in the same pass
+ * (speculative decoding: greedy tokens unchanged, sampling keeps its distribution).  HTTP is
  * libmicrohttpd (one epoll thread; streaming connections are suspended while they wait for tokens),
  * JSON is jansson.  The model runs on one scheduler thread (runtime/serve/sched.c).
  */
@@ -39,6 +42,9 @@ typedef struct sl_server sl_server;
 /* Bind and start answering.  0 or -errno with a message in err. */
 int  sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, char *err, size_t errlen);
 int  sl_server_port(const sl_server *s);
+/* Most drafted tokens a decoding step verifies (the model's draft_max; 0: the model does not draft,
+ * e.g. --draft off, or AUTO with every weight resident). */
+int  sl_server_draft_max(const sl_server *s);
 /* Stop accepting requests; let those in flight finish for up to grace_s seconds, then cancel them
  * (their clients get what was generated and finish_reason "cancelled"); return when every
  * connection is closed or given up on. */

@@ -19,6 +19,7 @@
 
 #define SERVE_MAX_STOP 4          /* stop strings per request (OpenAI allows up to 4) */
 #define SERVE_MAX_STOP_LEN 256
+#define SERVE_MAX_DRAFT 64        /* drafts a slot's pass verifies, at most (sluice_params.draft_max's limit) */
 
 enum job_kind { JOB_COMPLETION, JOB_CHAT };
 enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -53,6 +54,7 @@ typedef struct job {
     int32_t *out_toks;            /* generated token ids */
     int n_out, out_cap;
     uint64_t t_queued_ns, t_first_ns, t_done_ns;
+    int passes, drafted, accepted; /* decoding passes, drafts verified in them, drafts reported */
 
     /* streaming response state (only the MHD thread touches these) */
     char *sse;                    /* formatted bytes not yet handed to MHD */
@@ -65,6 +67,8 @@ typedef struct serve_metrics {
     uint64_t requests[6];         /* by outcome: 0 ok, 1 4xx, 2 503, 3 cancelled, 4 error, 5 total */
     uint64_t prompt_tokens, completion_tokens;
     uint64_t passes, pass_tokens; /* forward passes and the tokens they carried */
+    uint64_t seq_passes;          /* decoding steps: a pass counted once per sequence it decoded */
+    uint64_t drafted, accepted;   /* drafts verified in them; accepted drafts reported */
     uint64_t bytes_sent;          /* response bytes handed to libmicrohttpd */
     uint64_t stream_bytes;        /* weight bytes read from disk (sluice_stats) */
 } serve_metrics;
@@ -78,6 +82,7 @@ struct sl_server {
     int32_t tmpl_end_tok;
     char *model_name;             /* o.model_name as valid UTF-8 (bad bytes as U+FFFD): o.model_name points here */
     int n_ctx, n_vocab, n_batch;
+    int draft_max;                /* drafts a decoding step may verify (the model's draft_max; 0: no speculation) */
 
     struct sched *sch;            /* the scheduler's slots and batch (sched.c) */
     pthread_t sched;
