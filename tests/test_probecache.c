@@ -1,7 +1,8 @@
 /* tests/test_probecache.c — the probes' cached rates (issue 20, item 12): a cache file holding a
  * non-finite or absurd figure ("inf", "nan", 0, 1e30) is discarded and the rate measured again; a
- * sane, dated figure taken on a machine no busier than now is used as cached; an undated, old or
- * busy-hour one is measured again, saying why.  The cache directory is a private one
+ * sane, dated figure taken on a machine no busier than now (and, for compute, by these kernels)
+ * is used as cached; an undated, old, other kernels' or busy-hour one is measured again, saying
+ * why.  The cache directory is a private one
  * ($XDG_CACHE_HOME). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -51,12 +52,31 @@ static void write_text(const char *path, const char *s)
 
 static const char *const absurd[] = { "inf\n", "nan\n", "1e30\n" };
 
-/* A cache line for `rate` measured `age_s` seconds ago at `load` per CPU. */
+/* A cache line for `rate` measured `age_s` seconds ago at `load` per CPU, by `stamp` ("" none). */
+static void write_stamped(const char *path, const char *rate, long age_s, double load, const char *stamp)
+{
+    char line[160];
+    snprintf(line, sizeof line, "%s %lld %.2f %s\n", rate, (long long)time(NULL) - age_s, load, stamp);
+    write_text(path, line);
+}
+
+/* The stamp the probe wrote in its cache file (its 4th field; "" when none). */
+static void stamp_of(const char *path, char *stamp, size_t len)
+{
+    double bw, when, load;
+    char s[32] = "";
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    int got = fscanf(f, "%lf %lf %lf %31s", &bw, &when, &load, s);
+    fclose(f);
+    cr_assert_geq(got, 3, "%s: %d fields", path, got);
+    snprintf(stamp, len, "%s", s);
+}
+
+static char g_stamp[32];   /* the compute probe's stamp, read back from its first cache file */
 static void write_dated(const char *path, const char *rate, long age_s, double load)
 {
-    char line[128];
-    snprintf(line, sizeof line, "%s %lld %.2f\n", rate, (long long)time(NULL) - age_s, load);
-    write_text(path, line);
+    write_stamped(path, rate, age_s, load, g_stamp);
 }
 
 Test(probecache, sane_range)
@@ -74,6 +94,8 @@ Test(probecache, compute_rate_discards_absurd_cached_figures)
     double r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
     cr_assert(sl_probe_rate_sane(r), "measured %g: %s", r, how);
     cached_path(how, path, sizeof path);
+    stamp_of(path, g_stamp, sizeof g_stamp);
+    cr_assert_gt(strlen(g_stamp), 0, "the compute probe stamps its figure with its kernels' id");
     for (size_t k = 0; k < sizeof absurd / sizeof *absurd; k++) {
         write_text(path, absurd[k]);
         r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
@@ -95,6 +117,10 @@ Test(probecache, old_and_busy_hour_figures_are_measured_again)
     char how[512], path[512];
     double r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
     cached_path(how, path, sizeof path);
+    stamp_of(path, g_stamp, sizeof g_stamp);
+    write_stamped(path, "5000000000", 60, 0.0, "0123456789ab");   /* other kernels' figure */
+    r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
+    cr_expect(r != 5e9 && strstr(how, "measured now") && strstr(how, "other kernels"), "%g: %s", r, how);
     write_dated(path, "5000000000", SL_PROBE_MAX_AGE_S + 3600, 0.0);
     r = sl_compute_rate(SL_TYPE_Q8_0, 1, SL_COMPUTE_PROBE_BYTES, 1e9, how, sizeof how);
     cr_expect(r != 5e9 && strstr(how, "measured now") && strstr(how, "days old"), "%g: %s", r, how);
@@ -132,10 +158,10 @@ Test(probecache, disk_rate_discards_absurd_cached_figures)
         cr_expect(sl_probe_rate_sane(r) && strstr(how, "measured now"), "cache '%.*s': %g, %s",
                   (int)strlen(absurd[k]) - 1, absurd[k], r, how);
     }
-    write_dated(path, "3000000000", 60, 0.0);
+    write_stamped(path, "3000000000", 60, 0.0, "");
     r = sl_disk_read_rate(file, &pr, 1e9, how, sizeof how);
     cr_expect(r == 3e9 && strstr(how, "measured earlier"), "%g: %s", r, how);
-    write_dated(path, "3000000000", 60, 99.0);
+    write_stamped(path, "3000000000", 60, 99.0, "");
     r = sl_disk_read_rate(file, &pr, 1e9, how, sizeof how);
     cr_expect(strstr(how, "measured now") && strstr(how, "per CPU"), "%g: %s", r, how);
 }

@@ -29,6 +29,7 @@
 #include "kernels/simd.h"
 #include "kernels/threadpool.h"
 #include "kernels/clock.h"
+#include "kernels_id.h"   /* generated (cmake/kernels_id.cmake): SL_KERNELS_ID */
 
 #define PROBE_COLS     4096       /* a llama-7/8B row; K-quant and Q8_0 blocks divide it */
 #define PROBE_NS       80000000   /* ~0.08 s of timed passes per type (+ ~0.05 s to fill the matrix) */
@@ -261,7 +262,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
     cache_path(type, n_threads, cp, sizeof cp);
     double bw = 0;
     char stale[160];
-    if (sl_probe_cache_read(cp, &bw, stale, sizeof stale)) {
+    if (sl_probe_cache_read(cp, SL_KERNELS_ID, &bw, stale, sizeof stale)) {
         *src = SRC_CACHED;
         snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
         return bw;
@@ -284,7 +285,7 @@ static double rate_for(probe *pr, int type, size_t probe_bytes, double fallback,
         return bw;
     }
     *src = SRC_MEASURED;
-    sl_probe_cache_write(cp, bw);
+    sl_probe_cache_write(cp, SL_KERNELS_ID, bw);
     snprintf(how, howlen, "%.2f GB/s measured now (%s, %d thread%s%s%s; cached in %s)", bw / 1e9, sl_kernels_for_type(type)->name,
              n_threads, n_threads == 1 ? "" : "s", *stale ? "; " : "", stale, cp);
     return bw;

@@ -104,7 +104,7 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
     cache_path(st.st_dev, &pr, cp, sizeof cp);
     double bw = 0;
     char stale[160] = "";
-    if (!pr.fresh && sl_probe_cache_read(cp, &bw, stale, sizeof stale)) {
+    if (!pr.fresh && sl_probe_cache_read(cp, NULL, &bw, stale, sizeof stale)) {
         snprintf(how, howlen, "%.2f GB/s measured earlier (%s)", bw / 1e9, cp);
         return bw;
     }
@@ -118,7 +118,7 @@ double sl_disk_read_rate(const char *path, const sl_disk_probe *given, double fa
         snprintf(how, howlen, "assumed %.2f GB/s (the read probe could not run)", fallback / 1e9);
         return fallback;
     }
-    sl_probe_cache_write(cp, bw);
+    sl_probe_cache_write(cp, NULL, bw);
     snprintf(how, howlen, "%.2f GB/s measured now (%s, %.1f MiB pieces, %d in flight, %d places in the file%s%s; cached in %s)",
              bw / 1e9, active, pr.piece / 1048576.0, pr.depth, PROBE_REGIONS, *stale ? "; " : "", stale, cp);
     return bw;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,13 +43,14 @@ double sl_probe_load_per_cpu(void)
 }
 
 /* Contract: see probecache.h. */
-bool sl_probe_cache_read(const char *file, double *bytes_per_s, char *why, size_t whylen)
+bool sl_probe_cache_read(const char *file, const char *stamp, double *bytes_per_s, char *why, size_t whylen)
 {
     if (whylen) why[0] = 0;
     FILE *f = fopen(file, "r");
     if (!f) return false;
     double bw = 0, when = 0, load = 0;
-    int got = fscanf(f, "%lf %lf %lf", &bw, &when, &load);
+    char got_stamp[32] = "";
+    int got = fscanf(f, "%lf %lf %lf %31s", &bw, &when, &load, got_stamp);
     fclose(f);
     if (got < 1 || !sl_probe_rate_sane(bw)) return false;   /* corrupt: measured again, no reason worth telling */
     double now = (double)time(NULL), now_load = sl_probe_load_per_cpu();
@@ -60,6 +62,11 @@ bool sl_probe_cache_read(const char *file, double *bytes_per_s, char *why, size_
         snprintf(why, whylen, "the cached figure is over %d days old", SL_PROBE_MAX_AGE_S / 86400);
         return false;
     }
+    if (stamp && *stamp && strcmp(stamp, got_stamp)) {
+        snprintf(why, whylen, "the cached figure was measured by other kernels (%s, these are %s)",
+                 *got_stamp ? got_stamp : "unstamped", stamp);
+        return false;
+    }
     if (load > SL_PROBE_BUSY_LOAD && now_load <= load / 2) {
         snprintf(why, whylen, "the cached figure was taken at load %.1f per CPU, now %.1f", load, now_load);
         return false;
@@ -69,11 +76,12 @@ bool sl_probe_cache_read(const char *file, double *bytes_per_s, char *why, size_
 }
 
 /* Contract: see probecache.h. */
-void sl_probe_cache_write(const char *file, double bytes_per_s)
+void sl_probe_cache_write(const char *file, const char *stamp, double bytes_per_s)
 {
     sl_probe_cache_mkdirs(file);
     FILE *f = fopen(file, "w");
     if (!f) return;
-    fprintf(f, "%.0f %lld %.2f\n", bytes_per_s, (long long)time(NULL), sl_probe_load_per_cpu());
+    fprintf(f, "%.0f %lld %.2f%s%.31s\n", bytes_per_s, (long long)time(NULL), sl_probe_load_per_cpu(),
+            stamp && *stamp ? " " : "", stamp ? stamp : "");
     fclose(f);
 }

@@ -23,20 +23,23 @@ void sl_probe_cache_mkdirs(const char *file);
 #define SL_PROBE_RATE_MAX 1e13
 bool sl_probe_rate_sane(double bytes_per_s);
 
-/* A cache file is one line, "RATE WHEN LOAD": bytes per second, when it was measured (Unix
- * seconds) and the 1-minute load average per online CPU at that moment.  A measurement stands for
- * the conditions it was taken in, so a cached figure is not used (and is measured again) when it is
- * older than SL_PROBE_MAX_AGE_S, has no date (a file of an older sluice, or written by hand: pin a
- * rate with --disk-bw / --compute-bw instead), or was taken on a busy machine (load above
- * SL_PROBE_BUSY_LOAD per CPU) that is now at most half as busy: a planner that read a figure from
- * a loaded hour kept predicting half the speed a quiet machine ran at.
+/* A cache file is one line, "RATE WHEN LOAD [STAMP]": bytes per second, when it was measured (Unix
+ * seconds), the 1-minute load average per online CPU at that moment, and what measured it (the
+ * compute probe's: SL_KERNELS_ID, a hash of the kernel sources; none for the disk).  A measurement
+ * stands for the conditions it was taken in, so a cached figure is not used (and is measured
+ * again) when it is older than SL_PROBE_MAX_AGE_S, has no date (a file of an older sluice, or
+ * written by hand: pin a rate with --disk-bw / --compute-bw instead), was taken by other kernels
+ * (a stamp that differs from `stamp`: an upgrade made Q4_K 1.4x faster and the cache kept the old
+ * figure), or was taken on a busy machine (load above SL_PROBE_BUSY_LOAD per CPU) that is now at
+ * most half as busy: a planner that read a figure from a loaded hour kept predicting half the
+ * speed a quiet machine ran at.  `stamp`: NULL or "" when none applies; at most 31 characters.
  * sl_probe_cache_read returns true with *bytes_per_s set for a usable figure; false otherwise,
  * with the reason in why[] ("" when there is no usable file at all).  sl_probe_cache_write
  * replaces the file (creating its directories); a cache that cannot be written is not an error. */
 #define SL_PROBE_MAX_AGE_S (7 * 86400)
 #define SL_PROBE_BUSY_LOAD 1.0
-bool sl_probe_cache_read(const char *file, double *bytes_per_s, char *why, size_t whylen);
-void sl_probe_cache_write(const char *file, double bytes_per_s);
+bool sl_probe_cache_read(const char *file, const char *stamp, double *bytes_per_s, char *why, size_t whylen);
+void sl_probe_cache_write(const char *file, const char *stamp, double bytes_per_s);
 /* The 1-minute load average per online CPU now (0 when unknown). */
 double sl_probe_load_per_cpu(void);
 
