@@ -109,37 +109,38 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
 #define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
     OUT("# HELP sluice_requests_total Generation and API requests by outcome.\n# TYPE sluice_requests_total counter\n");
     for (int i = 0; i < 5; i++) OUT("sluice_requests_total{outcome=\"%s\"} %" PRIu64 "\n", outcome[i], m.requests[i]);
-    OUT("# HELP sluice_prompt_tokens_total Prompt tokens evaluated.\n# TYPE sluice_prompt_tokens_total counter\n"
-        "sluice_prompt_tokens_total %" PRIu64 "\n", m.prompt_tokens);
-    OUT("# HELP sluice_completion_tokens_total Tokens generated.\n# TYPE sluice_completion_tokens_total counter\n"
-        "sluice_completion_tokens_total %" PRIu64 "\n", m.completion_tokens);
-    OUT("# HELP sluice_passes_total Forward passes (each reads the streamed weights once).\n"
-        "# TYPE sluice_passes_total counter\nsluice_passes_total %" PRIu64 "\n", m.passes);
-    OUT("# HELP sluice_pass_tokens_total Tokens carried by the forward passes.\n# TYPE sluice_pass_tokens_total counter\n"
-        "sluice_pass_tokens_total %" PRIu64 "\n", m.pass_tokens);
-    OUT("# HELP sluice_tokens_per_pass Mean tokens per forward pass.\n# TYPE sluice_tokens_per_pass gauge\n"
-        "sluice_tokens_per_pass %.3f\n", m.passes ? (double)m.pass_tokens / (double)m.passes : 0.0);
-    OUT("# HELP sluice_sequence_passes_total Decoding steps: a forward pass counted once for each sequence it decoded.\n"
-        "# TYPE sluice_sequence_passes_total counter\nsluice_sequence_passes_total %" PRIu64 "\n", m.seq_passes);
-    OUT("# HELP sluice_drafted_tokens_total Drafted tokens verified in those steps (speculative decoding).\n"
-        "# TYPE sluice_drafted_tokens_total counter\nsluice_drafted_tokens_total %" PRIu64 "\n", m.drafted);
-    OUT("# HELP sluice_accepted_tokens_total Drafted tokens accepted and generated.\n"
-        "# TYPE sluice_accepted_tokens_total counter\nsluice_accepted_tokens_total %" PRIu64 "\n", m.accepted);
-    OUT("# HELP sluice_draft_acceptance Accepted / drafted tokens.\n# TYPE sluice_draft_acceptance gauge\n"
-        "sluice_draft_acceptance %.4f\n", m.drafted ? (double)m.accepted / (double)m.drafted : 0.0);
-    OUT("# HELP sluice_sequence_tokens_per_pass Tokens generated per decoding step (sluice run --stats' tokens per pass).\n"
-        "# TYPE sluice_sequence_tokens_per_pass gauge\nsluice_sequence_tokens_per_pass %.3f\n",
-        m.seq_passes ? (double)m.completion_tokens / (double)m.seq_passes : 0.0);
-    OUT("# HELP sluice_draft_max Most drafted tokens a step verifies (0: no speculative decoding).\n"
-        "# TYPE sluice_draft_max gauge\nsluice_draft_max %d\n", s->draft_max);
-    OUT("# HELP sluice_stream_bytes_read_total Weight bytes streamed from disk.\n"
-        "# TYPE sluice_stream_bytes_read_total counter\nsluice_stream_bytes_read_total %" PRIu64 "\n", m.stream_bytes);
-    OUT("# HELP sluice_response_bytes_total Response bytes sent.\n# TYPE sluice_response_bytes_total counter\n"
-        "sluice_response_bytes_total %" PRIu64 "\n", m.bytes_sent);
-    OUT("# HELP sluice_queue_length Requests waiting for a slot.\n# TYPE sluice_queue_length gauge\n"
-        "sluice_queue_length %d\n", q);
-    OUT("# HELP sluice_slots_busy Slots generating.\n# TYPE sluice_slots_busy gauge\nsluice_slots_busy %d\n", active);
-    OUT("# HELP sluice_slots Slots (--parallel).\n# TYPE sluice_slots gauge\nsluice_slots %d\n", s->o.n_parallel);
+    const double per_pass = m.passes ? (double)m.pass_tokens / (double)m.passes : 0.0;
+    const double accept = m.drafted ? (double)m.accepted / (double)m.drafted : 0.0;
+    const double seq_tpp = m.seq_passes ? (double)m.completion_tokens / (double)m.seq_passes : 0.0;
+    /* one row per metric: name, counter (else gauge), help, value; a counter prints as an integer */
+    const struct { const char *name; bool counter; const char *help; double v; } rows[] = {
+        { "sluice_prompt_tokens_total", true, "Prompt tokens evaluated.", (double)m.prompt_tokens },
+        { "sluice_completion_tokens_total", true, "Tokens generated.", (double)m.completion_tokens },
+        { "sluice_passes_total", true, "Forward passes (each reads the streamed weights once).", (double)m.passes },
+        { "sluice_pass_tokens_total", true, "Tokens carried by the forward passes.", (double)m.pass_tokens },
+        { "sluice_tokens_per_pass", false, "Mean tokens per forward pass.", per_pass },
+        { "sluice_sequence_passes_total", true,
+          "Decoding steps: a forward pass counted once for each sequence it decoded.", (double)m.seq_passes },
+        { "sluice_drafted_tokens_total", true, "Drafted tokens verified in those steps (speculative decoding).",
+          (double)m.drafted },
+        { "sluice_accepted_tokens_total", true, "Drafted tokens accepted and generated.", (double)m.accepted },
+        { "sluice_draft_acceptance", false, "Accepted / drafted tokens.", accept },
+        { "sluice_sequence_tokens_per_pass", false,
+          "Tokens generated per decoding step (sluice run --stats' tokens per pass).", seq_tpp },
+        { "sluice_draft_max", false, "Most drafted tokens a step verifies (0: no speculative decoding).",
+          (double)s->draft_max },
+        { "sluice_stream_bytes_read_total", true, "Weight bytes streamed from disk.", (double)m.stream_bytes },
+        { "sluice_response_bytes_total", true, "Response bytes sent.", (double)m.bytes_sent },
+        { "sluice_queue_length", false, "Requests waiting for a slot.", (double)q },
+        { "sluice_slots_busy", false, "Slots generating.", (double)active },
+        { "sluice_slots", false, "Slots (--parallel).", (double)s->o.n_parallel },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        OUT("# HELP %s %s\n# TYPE %s %s\n%s ", rows[i].name, rows[i].help, rows[i].name,
+            rows[i].counter ? "counter" : "gauge", rows[i].name);
+        if (rows[i].counter || rows[i].v == (double)(int64_t)rows[i].v) OUT("%.0f\n", rows[i].v);
+        else OUT("%.4f\n", rows[i].v);
+    }
 #undef OUT
     if (n >= cap) n = cap - 1;
     return send_buf(s, c, 200, b, n, "text/plain; version=0.0.4");
