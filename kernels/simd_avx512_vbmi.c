@@ -8,8 +8,12 @@
  *   - IQ3_S and IQ3_XXS coordinates take 8 values, so a point's 4 coordinates pack into two bytes
  *     of nibbles (IQ3_S: the values 1..15 themselves; IQ3_XXS: the value's index, mapped to
  *     4..62 by one vpshufb at the end): two lookups per point instead of four byte planes;
- *   - IQ2_XS points are 16-bit codes (8 x 2 bits): the two code bytes are looked up, then
- *     vpmultishiftqb spreads the 2-bit fields and vpermb maps them to 8, 25, 43;
+ *   - IQ2_XS points are 16-bit codes (8 x 2 bits): the two code bytes of two super-blocks are
+ *     looked up together in an order that lets vpmultishiftqb spread a register's 2-bit fields
+ *     straight from the unpacked codes, and an affine map over GF(2) (vgf2p8affineqb, port 0)
+ *     turns them into 8, 25, 43 (and, from the stored 7 bits, makes the 8 signs);
+ *   - the loop overlaps the lookups of the next two super-blocks with the products of these two
+ *     (dot_staged);
  *   - a super-block's int32 lanes are reduced four super-blocks at a time (8 shuffles for four
  *     instead of 6 each), and the per-sub-block scales are broadcast from memory (loads, no
  *     shuffle).
@@ -18,8 +22,8 @@
  * order: integer addition, |partial sums| below the type's bound < 2^31), (float)S by the same
  * round-to-nearest conversion, then the portable float steps, scalar, in the same order.  The
  * AVX-512 set calls these when the CPU has VBMI and BITALG (simd_avx512_iq.c checks), else the
- * gather versions.  Signs: per group of 8 one byte (IQ2_XS/IQ3_XXS: 7 stored bits + parity from
- * vpopcntb), used as the opmask that negates the activations (never -128).  Products:
+ * gather versions.  Signs: per group of 8 one byte (IQ2_XS/IQ3_XXS: 7 stored bits + parity, by
+ * vpopcntb or the affine map), used as the opmask that negates the activations (never -128).  Products:
  * vpmaddubsw of the unsigned grid bytes (<= 62) with the signed activations (pairs <= 2 * 62 * 127
  * < 2^15), then vpdpwssd with the int16 scales.
  */
@@ -46,6 +50,9 @@ typedef struct grid_planes {
      * A load (or a memory operand) instead of unpacking and shuffling the scales. */
     _Alignas(64) int16_t per32[256][32];
     _Alignas(32) int16_t per16[256][16];
+    /* IQ2_XS pair lookups (see pair_iq2_xs): vpermt2b controls of the low / high index bytes of
+     * two super-blocks in lookup order, and the vpermb control from lookup to element order */
+    _Alignas(64) uint8_t iq2xs_lo_ctrl[64], iq2xs_hi_ctrl[64], iq2xs_to_elem[64];
 } grid_planes;
 
 static grid_planes g_planes;
@@ -69,6 +76,15 @@ static void build_planes(void)
             g_planes.per32[b][k] = (int16_t)(2 * ((b >> (k < 16 ? 0 : 4)) & 15) + 1);
             if (k < 16) g_planes.per16[b][k] = (int16_t)(2 * ((b >> (k < 8 ? 0 : 4)) & 15) + 1);
         }
+    /* byte position 16L + i of the lookup order holds point w(8L + i mod 8) of block i / 8, where
+     * point(w) = w / 4 + 8 (w mod 4): the byte unpacks then give the 16-bit codes with qword t =
+     * points t, t + 8, t + 16, t + 24 */
+    for (int pos = 0; pos < 64; pos++) {
+        const int L = pos / 16, i = pos % 16, blk = i / 8, w = 8 * L + i % 8, point = w / 4 + 8 * (w % 4);
+        g_planes.iq2xs_lo_ctrl[pos] = (uint8_t)(64 * blk + 2 * point);
+        g_planes.iq2xs_hi_ctrl[pos] = (uint8_t)(64 * blk + 2 * point + 1);
+        g_planes.iq2xs_to_elem[32 * blk + point] = (uint8_t)pos;
+    }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
         g_planes.iq2xs[0][i] = (uint8_t)codes[i];
@@ -214,25 +230,38 @@ static inline void prefetch_span(const uint8_t *p, size_t len)
     for (uintptr_t l = a; l < end; l += 64) __builtin_prefetch((const void *)l, 0, 3);
 }
 
-/* One super-block's int32 lanes (their sum is S), per type; and two consecutive ones (IQ2_XS
- * looks both up together: its 32 points fill half a register). */
+/* One super-block's int32 lanes (their sum is S), per type (the tail of a row). */
 typedef __m512i (*block_fn)(const uint8_t *blk, const int8_t *q, const grid_planes *P);
-typedef void (*pair_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2]);
+
+/* Two consecutive super-blocks in two stages: stage 1 looks the grid points up (v, and the sign
+ * words where they are computed), stage 2 forms the products with the activations (out: the
+ * int32 lanes of each block).  The loop issues stage 1 of the next pair before stage 2 of this
+ * one: a pair's lookups and products are one long dependency chain of ~200 instructions, which
+ * filled the scheduler before the next pair's loads could start: IQ2_XS, in L1/L2 on one thread,
+ * took ~37 cycles per super-block in one piece and ~29 staged (docs/benchmarks.md).  The IQ3
+ * types measured the same either way; they share the loop. */
+typedef struct staged_pair { __m512i v[8]; uint64_t sb[8]; } staged_pair;
+typedef void (*stage1_fn)(const uint8_t *blk, const grid_planes *P, staged_pair *st);
+typedef void (*stage2_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, const staged_pair *st, __m512i out[2]);
 
 /* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
- * (inlined with constant `f`, `f2`: one loop per type). */
-VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
-                                                                  block_fn f, pair_fn f2)
+ * (inlined with constant `f`, `s1`, `s2`: one loop per type). */
+VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
+                                                                  block_fn f, stage1_fn s1, stage2_fn s2)
 {
     const grid_planes *P = planes();
+    const int64_t n4 = nsb / 4 * 4;
     float acc = 0;
-    int64_t i = 0;
-    for (; i + 4 <= nsb; i += 4) {
+    staged_pair st[2];
+    if (n4 > 0) s1(w, P, &st[0]);
+    for (int64_t i = 0; i < n4; i += 4) {
         __m512i s[4];
         float S[4];
         prefetch_span(w + (size_t)i * bytes, 4 * bytes);
-        f2(w + (size_t)i * bytes, y + i, P, s);
-        f2(w + (size_t)(i + 2) * bytes, y + i + 2, P, s + 2);
+        s1(w + (size_t)(i + 2) * bytes, P, &st[1]);
+        s2(w + (size_t)i * bytes, y + i, P, &st[0], s);
+        if (i + 4 < n4) s1(w + (size_t)(i + 4) * bytes, P, &st[0]);
+        s2(w + (size_t)(i + 2) * bytes, y + i + 2, P, &st[1], s + 2);
         reduce4(s, S);
         for (int k = 0; k < 4; k++) {
             uint16_t d;
@@ -240,7 +269,7 @@ VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t
             acc = acc + (_cvtsh_ss(d) * y[i + k].d) * S[k];
         }
     }
-    for (; i < nsb; i++) {
+    for (int64_t i = n4; i < nsb; i++) {
         const int32_t S = _mm512_reduce_add_epi32(f(w + (size_t)i * bytes, y[i].qs, P));
         uint16_t d;
         memcpy(&d, w + (size_t)i * bytes, 2);
@@ -249,8 +278,9 @@ VBMI static inline __attribute__((always_inline)) float dot_blocks(const uint8_t
     return acc;
 }
 
-/* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale. */
-VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+/* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale.
+ * Lookup: the block's four registers of grid bytes g and its sign words sb. */
+VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], uint64_t sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
@@ -258,11 +288,16 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(b->qs));
     const seg_masks m = segments(idx, 0);
     const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)P->iq3xxs_vals));
-    __m512i g[4];
     spread_mapped_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), vals, g);
     const __m256i aux = _mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4));
-    uint64_t sb[4];
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
+}
+
+/* Products: the int32 lanes of the block from its looked-up g, sb. */
+VBMI static inline __attribute__((always_inline)) __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
+                                                                         const __m512i g[4], const uint64_t sb[4])
+{
+    const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
     memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
@@ -274,10 +309,31 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     return _mm512_add_epi32(s[0], s[1]);
 }
 
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    __m512i g[4];
+    uint64_t sb[4];
+    lookup_iq3_xxs(blk, P, g, sb);
+    return products_iq3_xxs(blk, q, P, g, sb);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage1_iq3_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+{
+    lookup_iq3_xxs(blk, P, st->v, st->sb);
+    lookup_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), P, st->v + 4, st->sb + 4);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage2_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+                                                                      const staged_pair *st, __m512i out[2])
+{
+    out[0] = products_iq3_xxs(blk, y[0].qs, P, st->v, st->sb);
+    out[1] = products_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P, st->v + 4, st->sb + 4);
+}
+
 /* IQ3_S: 64 points of 9-bit index: the low bytes go in transposed, bit 8 of each (qh, in point
  * order) is picked for its permuted position by vpshufbitqmb.  Signs: the 8 bytes of sub-blocks
- * 2r, 2r + 1 are the opmask of register r as stored. */
-VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+ * 2r, 2r + 1 are the opmask of register r as stored.  Lookup: the block's grid bytes g. */
+VBMI static inline __attribute__((always_inline)) void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i g[4])
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     const __m512i tr = transpose16();
@@ -289,8 +345,13 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint
     uint64_t qh;
     memcpy(&qh, b->qh, 8);
     const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64((long long)qh), point_of));
-    __m512i g[4];
     spread_nibble_planes(look512(P->iq3s[0], idx, m), look512(P->iq3s[1], idx, m), g);
+}
+
+/* Products: the int32 lanes of the block from its looked-up g. */
+VBMI static inline __attribute__((always_inline)) __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4])
+{
+    const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     uint64_t sb[4];
     memcpy(sb, b->signs, sizeof sb);
     /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
@@ -300,10 +361,31 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-/* IQ2_XS: 32 points (9-bit index | 7 sign bits << 9 in each u16): the two code bytes of each are
- * looked up, vpermb puts point 8r + t's code in qword t of register r, vpmultishiftqb spreads its
- * 2-bit fields to bytes and vpermb maps them to the grid values 8, 25, 43.  Scales: a nibble per
- * 16 elements (one 128-bit lane). */
+VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    __m512i g[4];
+    lookup_iq3_s(blk, P, g);
+    return products_iq3_s(blk, q, P, g);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+{
+    lookup_iq3_s(blk, P, st->v);
+    lookup_iq3_s(blk + sizeof(sl_block_iq3_s), P, st->v + 4);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+                                                                    const staged_pair *st, __m512i out[2])
+{
+    out[0] = products_iq3_s(blk, y[0].qs, P, st->v);
+    out[1] = products_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P, st->v + 4);
+}
+
+/* IQ2_XS, one super-block (a row's last one to three; the pairs are staged below): 32 points
+ * (9-bit index | 7 sign bits << 9 in each u16): the two code bytes of each are looked up, vpermb
+ * puts point 8r + t's code in qword t of register r, vpmultishiftqb spreads its 2-bit fields to
+ * bytes and vpermb maps them to the grid values 8, 25, 43.  Scales: a nibble per 16 elements (one
+ * 128-bit lane). */
 VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
@@ -332,72 +414,71 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uin
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-/* IQ2_XS, two super-blocks a, b at once: the low and the high bytes of their 64 u16 are gathered
- * by vpermi2b (point k < 32 of a, 32 + k of b), so one pair of 512-entry lookups serves both;
- * the 2-bit fields go to the values 8, 25, 43 by an affine map over GF(2) (vgf2p8affineqb: not
- * on port 5), bits above the field ignored by zero columns. */
-VBMI static inline __attribute__((always_inline)) void pair_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
+/* IQ2_XS, two super-blocks a, b at once, in two stages that the loop overlaps (stage 1 of the
+ * next pair is issued before stage 2 of this one: the lookups and the dot products form one long
+ * dependency chain per pair, and a pair's ~200 instructions would otherwise fill the scheduler
+ * before the next pair's loads start).
+ * Stage 1: the low and the high bytes of the pair's 64 u16 are picked by vpermt2b in lookup order
+ * (iq2xs_lo_ctrl), one pair of 512-entry lookups serves both blocks, and the byte unpacks of the
+ * looked-up code bytes give each block's 16-bit codes with points t, t + 8, t + 16, t + 24 in
+ * qword t.  Signs: an affine map over GF(2) makes a byte's 8 signs from its high byte (bit i = bit
+ * i + 1 for i < 7, bit 7 = the parity of bits 1-7), one vpermb puts them in element order.
+ * Stage 2: vpmultishiftqb with fields 16k + 2j puts coordinate j of point t + 8k in byte j of
+ * qword t of register k (elements 64k..64k+63 in order, no per-register permute); another affine
+ * map (vgf2p8affineqb, port 0) turns the 2-bit fields into 8, 25, 43.  Scales: per16 rows, the
+ * high half merged by a masked broadcast (a load and a blend, no shuffle). */
+VBMI static inline __attribute__((always_inline)) void stage1_iq2_xs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
 {
     const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    const __m512i even = _mm512_setr_epi64(0x0e0c0a0806040200ll, 0x1e1c1a1816141210ll, 0x2e2c2a2826242220ll, 0x3e3c3a3836343230ll,
-                                           0x4e4c4a4846444240ll, 0x5e5c5a5856545250ll, 0x6e6c6a6866646260ll, 0x7e7c7a7876747270ll);
     const __m512i qa = ld(b[0].qs), qb = ld(b[1].qs);
-    const __m512i idx = _mm512_permutex2var_epi8(qa, even, qb);
-    const __m512i hib = _mm512_permutex2var_epi8(qa, _mm512_add_epi8(even, _mm512_set1_epi8(1)), qb);   /* bit 8 | signs << 1 */
+    const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_lo_ctrl), qb);
+    const __m512i hib = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_hi_ctrl), qb);   /* bit 8 | signs << 1 */
     const seg_masks m = segments(idx, _mm512_movepi8_mask(_mm512_slli_epi16(hib, 7)));
     const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
-    uint64_t sb[8];
-    _mm512_storeu_si512(sb, sign8_bytes512(_mm512_and_si512(_mm512_srli_epi16(hib, 1), _mm512_set1_epi8(0x7f))));
-    /* point k of each block: bytes k, 32 + k */
-    const __m512i codes[2] = { _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1), _mm512_shuffle_i64x2(lo, hi, 0xee) };
-    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
+    /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 1-7, bit 7 <- parity of bits 1-7 */
+    const __m512i to_signs = _mm512_set1_epi64(0x02040810204080fell);
+    _mm512_storeu_si512(st->sb, _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem), _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0)));
+    st->v[0] = _mm512_unpacklo_epi8(lo, hi);   /* block a's codes, block b's */
+    st->v[1] = _mm512_unpackhi_epi8(lo, hi);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage2_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+                                                                     const staged_pair *st, __m512i out[2])
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
     /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
     const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
-    const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            const __m512i code = _mm512_permutexvar_epi8(_mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r)), codes[h]);
-            const __m512i grid = _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, code), to_value, 8);
-            const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r]])),
-                                                     _mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r + 1]]), 1);
-            s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, 4 * h + r), y[h].qs + 64 * r, scale);
+            const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll + 0x1010101010101010ll * r);
+            const __m512i grid = _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, st->v[h]), to_value, 8);
+            const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r]])),
+                                                              0xf0, _mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r + 1]]));
+            s[r & 1] = dot64(s[r & 1], grid, sign_mask(st->sb, 4 * h + r), y[h].qs + 64 * r, scale);
         }
         out[h] = _mm512_add_epi32(s[0], s[1]);
     }
 }
 
-/* The other types: two single blocks. */
-VBMI static inline __attribute__((always_inline)) void pair_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
-{
-    out[0] = block_iq3_xxs(blk, y[0].qs, P);
-    out[1] = block_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P);
-}
-
-VBMI static inline __attribute__((always_inline)) void pair_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, __m512i out[2])
-{
-    out[0] = block_iq3_s(blk, y[0].qs, P);
-    out[1] = block_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P);
-}
-
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return 0.25f * dot_blocks(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs, pair_iq3_xxs);
+    return 0.25f * dot_staged(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs, stage1_iq3_xxs, stage2_iq3_xxs);
 }
 
 /* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return dot_blocks(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s, pair_iq3_s);
+    return dot_staged(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s, stage1_iq3_s, stage2_iq3_s);
 }
 
 /* Contract: as sl_qdot_iq2_xs_q8_k (same bits). */
 VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
-    return 0.125f * dot_blocks(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs, pair_iq2_xs);
+    return 0.125f * dot_staged(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs, stage1_iq2_xs, stage2_iq2_xs);
 }
 
 #endif
