@@ -82,14 +82,16 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, ks->dot4_q5_k_q8_k, NULL }; break;
     case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, ks->dot4_q6_k_q8_k, NULL }; break;
 #define IQ_K(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, NULL, NULL }
+#define IQ_K4(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, ks->dot4_##t##_q8_k, NULL }
     case SL_TYPE_IQ2_XXS: IQ_K(iq2_xxs); break;
-    case SL_TYPE_IQ2_XS:  IQ_K(iq2_xs); break;
+    case SL_TYPE_IQ2_XS:  IQ_K4(iq2_xs); break;
     case SL_TYPE_IQ2_S:   IQ_K(iq2_s); break;
-    case SL_TYPE_IQ3_XXS: IQ_K(iq3_xxs); break;
-    case SL_TYPE_IQ3_S:   IQ_K(iq3_s); break;
+    case SL_TYPE_IQ3_XXS: IQ_K4(iq3_xxs); break;
+    case SL_TYPE_IQ3_S:   IQ_K4(iq3_s); break;
     case SL_TYPE_IQ1_S:   IQ_K(iq1_s); break;
     case SL_TYPE_IQ1_M:   IQ_K(iq1_m); break;
 #undef IQ_K
+#undef IQ_K4
     case SL_TYPE_Q5_0:   f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q5_0_q8_0, ks->dot4_q5_0_q8_0, NULL }; break;
     case SL_TYPE_IQ4_NL: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_iq4_nl_q8_0, ks->dot4_iq4_nl_q8_0, NULL }; break;
     case SL_TYPE_Q4_1:   f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, ks->dot_q4_1_q8_1, NULL, NULL }; break;

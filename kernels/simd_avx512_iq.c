@@ -231,6 +231,7 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
  * CPU has VBMI, BITALG, BMI2 and GFNI, else the gathers above (same bits either way). */
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
+#define VBMI_DOT4(t) for (int v = 0; v < 4; v++) out[v] = gather_dot_##t##_q8_k(w, (const uint8_t *)y + v * ys, n)
 #else
 static bool have_vbmi(void)
 {
@@ -238,11 +239,18 @@ static bool have_vbmi(void)
            __builtin_cpu_supports("gfni");
 }
 #define VBMI_DOT(t) return have_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
+#define VBMI_DOT4(t)                                                                                     \
+    if (have_vbmi()) sl_avx512vbmi_dot4_##t##_q8_k(w, y, ys, n, out);                                    \
+    else for (int v = 0; v < 4; v++) out[v] = gather_dot_##t##_q8_k(w, (const uint8_t *)y + v * ys, n)
 #endif
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_s); }
+void sl_avx512_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_xxs); }
+void sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xs); }
+void sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_s); }
 #undef VBMI_DOT
+#undef VBMI_DOT4
 
 #else   /* not x86: the sets that use these are never handed out */
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }

@@ -278,6 +278,45 @@ VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t
     return acc;
 }
 
+/* The same row against 4 activation vectors (y + v * ys): the lookups once, the products and
+ * the float steps per vector, each in the single dot's order (out[v] has its bits). */
+VBMI static inline __attribute__((always_inline)) void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, size_t ys, int64_t nsb,
+                                                                   block_fn f, stage1_fn s1, stage2_fn s2, float out[4])
+{
+    const grid_planes *P = planes();
+    const int64_t n4 = nsb / 4 * 4;
+    float acc[4] = { 0, 0, 0, 0 };
+    staged_pair st[2];
+    if (n4 > 0) s1(w, P, &st[0]);
+    for (int64_t i = 0; i < n4; i += 4) {
+        __m512i s[4][4];
+        prefetch_span(w + (size_t)i * bytes, 4 * bytes);
+        s1(w + (size_t)(i + 2) * bytes, P, &st[1]);
+        for (int v = 0; v < 4; v++) s2(w + (size_t)i * bytes, (const sl_block_q8_k *)(y + v * ys) + i, P, &st[0], s[v]);
+        if (i + 4 < n4) s1(w + (size_t)(i + 4) * bytes, P, &st[0]);
+        for (int v = 0; v < 4; v++) s2(w + (size_t)(i + 2) * bytes, (const sl_block_q8_k *)(y + v * ys) + i + 2, P, &st[1], s[v] + 2);
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_k *q = (const sl_block_q8_k *)(y + v * ys);
+            float S[4];
+            reduce4(s[v], S);
+            for (int k = 0; k < 4; k++) {
+                uint16_t d;
+                memcpy(&d, w + (size_t)(i + k) * bytes, 2);
+                acc[v] = acc[v] + (_cvtsh_ss(d) * q[i + k].d) * S[k];
+            }
+        }
+    }
+    for (int64_t i = n4; i < nsb; i++)
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_k *q = (const sl_block_q8_k *)(y + v * ys);
+            const int32_t S = _mm512_reduce_add_epi32(f(w + (size_t)i * bytes, q[i].qs, P));
+            uint16_t d;
+            memcpy(&d, w + (size_t)i * bytes, 2);
+            acc[v] = acc[v] + (_cvtsh_ss(d) * q[i].d) * i2f(S);
+        }
+    for (int v = 0; v < 4; v++) out[v] = acc[v];
+}
+
 /* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale.
  * Lookup: the block's four registers of grid bytes g and its sign words sb. */
 VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], uint64_t sb[4])
@@ -463,22 +502,39 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq2_xs(const uint8
     }
 }
 
-/* Contract: as sl_qdot_iq3_xxs_q8_k (same bits). */
+/* Contract: as sl_qdot_iq3_xxs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
 VBMI float sl_avx512vbmi_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
     return 0.25f * dot_staged(w, sizeof(sl_block_iq3_xxs), y, n / SL_QK_K, block_iq3_xxs, stage1_iq3_xxs, stage2_iq3_xxs);
 }
 
-/* Contract: as sl_qdot_iq3_s_q8_k (same bits). */
+VBMI void sl_avx512vbmi_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
+{
+    dot4_staged(w, sizeof(sl_block_iq3_xxs), y, ys, n / SL_QK_K, block_iq3_xxs, stage1_iq3_xxs, stage2_iq3_xxs, out);
+    for (int v = 0; v < 4; v++) out[v] = 0.25f * out[v];
+}
+
+/* Contract: as sl_qdot_iq3_s_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
 VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
     return dot_staged(w, sizeof(sl_block_iq3_s), y, n / SL_QK_K, block_iq3_s, stage1_iq3_s, stage2_iq3_s);
 }
 
-/* Contract: as sl_qdot_iq2_xs_q8_k (same bits). */
+VBMI void sl_avx512vbmi_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
+{
+    dot4_staged(w, sizeof(sl_block_iq3_s), y, ys, n / SL_QK_K, block_iq3_s, stage1_iq3_s, stage2_iq3_s, out);
+}
+
+/* Contract: as sl_qdot_iq2_xs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
 VBMI float sl_avx512vbmi_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
 {
     return 0.125f * dot_staged(w, sizeof(sl_block_iq2_xs), y, n / SL_QK_K, block_iq2_xs, stage1_iq2_xs, stage2_iq2_xs);
+}
+
+VBMI void sl_avx512vbmi_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
+{
+    dot4_staged(w, sizeof(sl_block_iq2_xs), y, ys, n / SL_QK_K, block_iq2_xs, stage1_iq2_xs, stage2_iq2_xs, out);
+    for (int v = 0; v < 4; v++) out[v] = 0.125f * out[v];
 }
 
 #endif

@@ -55,6 +55,17 @@ static sl_qdot_fn qdot_of(const sl_kernel_set *ks, int type)
     }
 }
 
+/* The 4-vector forms (NULL where a set has none: matmul then runs the single dot). */
+static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    case SL_TYPE_IQ2_XS:  return ks->dot4_iq2_xs_q8_k;
+    case SL_TYPE_IQ3_XXS: return ks->dot4_iq3_xxs_q8_k;
+    case SL_TYPE_IQ3_S:   return ks->dot4_iq3_s_q8_k;
+    default: return NULL;
+    }
+}
+
 /* ---- the codebooks ---------------------------------------------------------------------------- */
 
 /* Coordinate j of entry idx of a grid, decoded here from the compact code and the value sets of
@@ -426,6 +437,50 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
         }
     }
     fprintf(stderr, "codebook dots at the extremes: %d checked against portable\n", checked);
+}
+
+/* The 4-vector dots return each vector's single-dot bits: random blocks on 1-9 super-blocks (the
+ * staged pairs of four, and the tails), four different random activation vectors (one of them
+ * all-zero in one case). */
+Test(iq_dot, four_vector_forms_equal_single_dots)
+{
+    tk_rng r = { 1606 };
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    int checked = 0;
+    for (int p = 1; p < SL_KPATH_COUNT; p++) {
+        const sl_kernel_set *K = sl_kernels_for(p);
+        if (!K) continue;
+        for (int t = 0; t < N_IQ; t++) {
+            const int type = k_iq_types[t];
+            const sl_type_info *ti = sl_type_get(type);
+            if (!qdot4_of(K, type)) continue;
+            for (int nb = 1; nb <= 9; nb++)
+                for (int rep = 0; rep < 3; rep++) {
+                    const int64_t n = nb * 256;
+                    const size_t ys = sizeof(sl_block_q8_k) * (size_t)nb;
+                    uint8_t *w = malloc((size_t)nb * ti->bytes), *y = malloc(4 * ys);
+                    float *x = malloc(sizeof(float) * n);
+                    random_blocks(&r, type, w, nb, rep == 0 ? -14 : -8, rep == 0 ? 15 : 0);
+                    for (int v = 0; v < 4; v++) {
+                        random_acts(&r, x, n);
+                        if (rep == 1 && v == 2) memset(x, 0, sizeof(float) * n);
+                        P->quantize_q8_k(x, y + v * ys, n);
+                    }
+                    float got[4];
+                    qdot4_of(K, type)(w, y, ys, n, got);
+                    for (int v = 0; v < 4; v++) {
+                        const float want = qdot_of(P, type)(w, y + v * ys, n);
+                        cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", K->name,
+                                     ti->name, nb, v, got[v], want);
+                    }
+                    checked++;
+                    free(w);
+                    free(y);
+                    free(x);
+                }
+        }
+    }
+    fprintf(stderr, "codebook 4-vector dots: %d checked against portable single dots\n", checked);
 }
 
 /* ---- every tensor of the golden IQ files ------------------------------------------------------ */
