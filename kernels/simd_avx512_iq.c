@@ -171,7 +171,7 @@ AVX512 static float gather_dot_iq2_xs_q8_k(const void *restrict vw, const void *
 }
 
 /* Contract: as sl_qdot_iq2_xxs_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint64_t *G = sl_iq_grids_get()->iq2xxs;
     const sl_block_iq2_xxs *w = vw;
@@ -227,7 +227,7 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     return 0.125f * acc;
 }
 
-/* The exported IQ3_S/IQ3_XXS/IQ2_XS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
+/* The exported IQ3_S/IQ3_XXS/IQ2_XS/IQ2_XXS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
  * CPU has VBMI, BITALG, BMI2 and GFNI, else the gathers above (same bits either way). */
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
@@ -246,9 +246,11 @@ static bool have_vbmi(void)
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_s); }
+float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xxs); }
 void sl_avx512_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_xxs); }
 void sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xs); }
 void sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_s); }
+void sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xxs); }
 #undef VBMI_DOT
 #undef VBMI_DOT4
 

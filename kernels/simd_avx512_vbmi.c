@@ -1,19 +1,21 @@
-/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_XS x Q8_K) that look
- * the grid points up with byte permutes (VBMI: vpermi2b, vpermb, vpmultishiftqb; BITALG:
- * vpopcntb, vpshufbitqmb) instead of gathering them.
+/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS x Q8_K;
+ * single and 4-vector forms) that look the grid points up with byte permutes (VBMI: vpermi2b,
+ * vpermb, vpmultishiftqb; BITALG: vpopcntb, vpshufbitqmb; GFNI: vgf2p8affineqb) instead of
+ * gathering them.
  *
- * Why: vpgatherdd/vpgatherdq are slow here (a 16-lane gather ~10 cycles), and a 128-byte table
+ * Why: vpgatherdd/vpgatherdq are slow here (a 16-lane gather ~6-10 cycles), and a 128-byte table
  * lookup of 64 indices is one vpermi2b (2 cycles of port 5).  Port 5 (every shuffle) is then the
  * bottleneck, so the layout is chosen to need few of them:
  *   - IQ3_S and IQ3_XXS coordinates take 8 values, so a point's 4 coordinates pack into two bytes
  *     of nibbles (IQ3_S: the values 1..15 themselves; IQ3_XXS: the value's index, mapped to
  *     4..62 by one vpshufb at the end): two lookups per point instead of four byte planes;
- *   - IQ2_XS points are 16-bit codes (8 x 2 bits): the two code bytes of two super-blocks are
- *     looked up together in an order that lets vpmultishiftqb spread a register's 2-bit fields
- *     straight from the unpacked codes, and an affine map over GF(2) (vgf2p8affineqb, port 0)
- *     turns them into 8, 25, 43 (and, from the stored 7 bits, makes the 8 signs);
+ *   - IQ2_XS and IQ2_XXS points are 16-bit codes (8 x 2 bits): the two code bytes of two
+ *     super-blocks are looked up together in an order that lets vpmultishiftqb spread a
+ *     register's 2-bit fields straight from the unpacked codes, and an affine map over GF(2)
+ *     (vgf2p8affineqb, port 0) turns them into 8, 25, 43 (and, from the stored 7 bits, makes the
+ *     8 signs);
  *   - the loop overlaps the lookups of the next two super-blocks with the products of these two
- *     (dot_staged);
+ *     (dot_staged), and the 4-vector forms reuse one lookup for four activation rows;
  *   - a super-block's int32 lanes are reduced four super-blocks at a time (8 shuffles for four
  *     instead of 6 each), and the per-sub-block scales are broadcast from memory (loads, no
  *     shuffle).
@@ -21,11 +23,11 @@
  * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum (lane sums in any
  * order: integer addition, |partial sums| below the type's bound < 2^31), (float)S by the same
  * round-to-nearest conversion, then the portable float steps, scalar, in the same order.  The
- * AVX-512 set calls these when the CPU has VBMI and BITALG (simd_avx512_iq.c checks), else the
- * gather versions.  Signs: per group of 8 one byte (IQ2_XS/IQ3_XXS: 7 stored bits + parity, by
- * vpopcntb or the affine map), used as the opmask that negates the activations (never -128).  Products:
- * vpmaddubsw of the unsigned grid bytes (<= 62) with the signed activations (pairs <= 2 * 62 * 127
- * < 2^15), then vpdpwssd with the int16 scales.
+ * AVX-512 set calls these when the CPU has VBMI, BITALG, BMI2 and GFNI (simd_avx512_iq.c checks),
+ * else the gather versions.  Signs: per group of 8 one byte (IQ2_XS, IQ2_XXS, IQ3_XXS: 7 stored
+ * bits + parity, by vpopcntb or the affine map), used as the opmask that negates the activations
+ * (never -128).  Products: vpmaddubsw of the unsigned grid bytes (<= 62) with the signed
+ * activations (pairs <= 2 * 62 * 127 < 2^15), then vpdpwssd with the int16 scales.
  */
 #include "kernels/iq_common.h"
 #include "kernels/simd.h"
@@ -53,6 +55,10 @@ typedef struct grid_planes {
     /* IQ2_XS pair lookups (see pair_iq2_xs): vpermt2b controls of the low / high index bytes of
      * two super-blocks in lookup order, and the vpermb control from lookup to element order */
     _Alignas(64) uint8_t iq2xs_lo_ctrl[64], iq2xs_hi_ctrl[64], iq2xs_to_elem[64];
+    /* IQ2_XXS: the code bytes of its 256-point grid, the vpermt2b controls of the index bytes
+     * in lookup order and of the sign fields in element order */
+    _Alignas(64) uint8_t iq2xxs[2][SL_IQ2XXS_N];
+    _Alignas(64) uint8_t iq2xxs_lookup_ctrl[64], iq2xxs_elem_ctrl[64];
 } grid_planes;
 
 static grid_planes g_planes;
@@ -84,6 +90,15 @@ static void build_planes(void)
         g_planes.iq2xs_lo_ctrl[pos] = (uint8_t)(64 * blk + 2 * point);
         g_planes.iq2xs_hi_ctrl[pos] = (uint8_t)(64 * blk + 2 * point + 1);
         g_planes.iq2xs_to_elem[32 * blk + point] = (uint8_t)pos;
+        /* IQ2_XXS: point p's index is byte 8 (p / 4) + p mod 4 of its block's qs */
+        g_planes.iq2xxs_lookup_ctrl[pos] = (uint8_t)(64 * blk + 8 * (point / 4) + point % 4);
+        const int eb = pos / 32, ep = pos % 32;   /* element order: block, point */
+        g_planes.iq2xxs_elem_ctrl[pos] = (uint8_t)(64 * eb + 8 * (ep / 4) + ep % 4);
+    }
+    codes = sl_iq_grid_codes(SL_IQG_IQ2XXS, &n);
+    for (int i = 0; i < n && i < SL_IQ2XXS_N; i++) {
+        g_planes.iq2xxs[0][i] = (uint8_t)codes[i];
+        g_planes.iq2xxs[1][i] = (uint8_t)(codes[i] >> 8);
     }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
@@ -420,56 +435,33 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_
     out[1] = products_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P, st->v + 4);
 }
 
-/* IQ2_XS, one super-block (a row's last one to three; the pairs are staged below): 32 points
- * (9-bit index | 7 sign bits << 9 in each u16): the two code bytes of each are looked up, vpermb
- * puts point 8r + t's code in qword t of register r, vpmultishiftqb spreads its 2-bit fields to
- * bytes and vpermb maps them to the grid values 8, 25, 43.  Scales: a nibble per 16 elements (one
- * 128-bit lane). */
-VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+/* IQ2_XS and IQ2_XXS, two super-blocks a, b at once, in two stages (dot_staged).  IQ2_XS points
+ * are 9-bit indices | 7 sign bits << 9 in each u16; IQ2_XXS points are byte indices, 4 per
+ * sub-block, beside a u32 of 4 x 7 sign bits and the sub-block's scale.  Both grids hold 16-bit
+ * codes of 8 x 2 bits.
+ * Lookup: the index bytes of both blocks are picked by vpermt2b in lookup order (lookup_ctrl:
+ * byte 16L + i holds point w / 4 + 8 (w mod 4), w = 8L + i mod 8, of block i / 8), one pair of
+ * lookups of the code's low and high bytes serves both blocks, and the byte unpacks of the two
+ * give each block's 16-bit codes with points t, t + 8, t + 16, t + 24 in qword t.  Signs: an affine
+ * map over GF(2) completes each 7-bit field with its parity, in element order (sign_ctrl).
+ * Products: vpmultishiftqb with fields 16k + 2j puts coordinate j of point t + 8k in byte j of
+ * qword t of register k (elements 64k..64k+63 in order, no per-register permute); another affine
+ * map (vgf2p8affineqb, port 0) turns the 2-bit fields into 8, 25, 43.  A row's last one to three
+ * super-blocks look up (a, a) and use block a's half. */
+
+/* Grid bytes of elements 64k..64k+63 of a block from its unpacked codes. */
+VBMI static inline __m512i iq2_grid(__m512i codes, int k)
 {
-    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll);
-    /* the value of a 2-bit code, indexed by the low 6 bits of a multishift byte: 8, 25, 43, (43) */
-    const __m512i vals64 = _mm512_set1_epi32(0x2b2b1908);
-    const __m512i pick0 = _mm512_setr_epi64(0x2000, 0x2101, 0x2202, 0x2303, 0x2404, 0x2505, 0x2606, 0x2707);
-    const __m512i qs = ld(b->qs);
-    const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(qs));
-    const seg_masks m = segments(idx, (__mmask64)_mm512_test_epi16_mask(qs, _mm512_set1_epi16(0x100)));
-    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
-    const __m512i codes = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);   /* point k: bytes k, 32 + k */
-    uint64_t sb[4];
-    _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm512_cvtepi16_epi8(_mm512_srli_epi16(qs, 9))));
-    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) {
-        /* qword t: byte 0 = low code byte of point 8r + t, byte 1 = its high byte */
-        const __m512i pick2 = _mm512_add_epi64(pick0, _mm512_set1_epi64(0x808ll * r));
-        const __m512i code = _mm512_permutexvar_epi8(pick2, codes);
-        const __m512i grid = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(fields, code), vals64);
-        const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
-                                                 _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]), 1);
-        s[r & 1] = dot64(s[r & 1], grid, sign_mask(sb, r), q + 64 * r, scale);
-    }
-    return _mm512_add_epi32(s[0], s[1]);
+    /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
+    const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
+    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll + 0x1010101010101010ll * k);
+    return _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, codes), to_value, 8);
 }
 
-/* IQ2_XS, two super-blocks a, b at once, in two stages that the loop overlaps (stage 1 of the
- * next pair is issued before stage 2 of this one: the lookups and the dot products form one long
- * dependency chain per pair, and a pair's ~200 instructions would otherwise fill the scheduler
- * before the next pair's loads start).
- * Stage 1: the low and the high bytes of the pair's 64 u16 are picked by vpermt2b in lookup order
- * (iq2xs_lo_ctrl), one pair of 512-entry lookups serves both blocks, and the byte unpacks of the
- * looked-up code bytes give each block's 16-bit codes with points t, t + 8, t + 16, t + 24 in
- * qword t.  Signs: an affine map over GF(2) makes a byte's 8 signs from its high byte (bit i = bit
- * i + 1 for i < 7, bit 7 = the parity of bits 1-7), one vpermb puts them in element order.
- * Stage 2: vpmultishiftqb with fields 16k + 2j puts coordinate j of point t + 8k in byte j of
- * qword t of register k (elements 64k..64k+63 in order, no per-register permute); another affine
- * map (vgf2p8affineqb, port 0) turns the 2-bit fields into 8, 25, 43.  Scales: per16 rows, the
- * high half merged by a masked broadcast (a load and a blend, no shuffle). */
-VBMI static inline __attribute__((always_inline)) void stage1_iq2_xs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *b, const grid_planes *P,
+                                                                     staged_pair *st)
 {
-    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    const __m512i qa = ld(b[0].qs), qb = ld(b[1].qs);
+    const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_lo_ctrl), qb);
     const __m512i hib = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_hi_ctrl), qb);   /* bit 8 | signs << 1 */
     const seg_masks m = segments(idx, _mm512_movepi8_mask(_mm512_slli_epi16(hib, 7)));
@@ -481,25 +473,98 @@ VBMI static inline __attribute__((always_inline)) void stage1_iq2_xs(const uint8
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
 
+/* Scales: a nibble per 16 elements: per16 rows, the high half merged by a masked broadcast (a
+ * load and a blend, no shuffle). */
+VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xs(const sl_block_iq2_xs *b, const int8_t *q, const grid_planes *P,
+                                                                        const staged_pair *st, int h)
+{
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
+                                                          0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
+        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
+    }
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
+    staged_pair st;
+    lookup_iq2_xs(b, b, P, &st);
+    return products_iq2_xs(b, q, P, &st, 0);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage1_iq2_xs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+{
+    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
+    lookup_iq2_xs(b, b + 1, P, st);
+}
+
 VBMI static inline __attribute__((always_inline)) void stage2_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
                                                                      const staged_pair *st, __m512i out[2])
 {
     const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
-    const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+    out[0] = products_iq2_xs(b, y[0].qs, P, st, 0);
+    out[1] = products_iq2_xs(b + 1, y[1].qs, P, st, 1);
+}
+
+/* IQ2_XXS: the sign fields of sub-block ib are bits 32 + 7l of its qword, put by vpmultishiftqb in
+ * byte l of the qword — where index byte l sits — so one more vpermt2b in element order
+ * (iq2xxs_elem_ctrl) picks them; the affine map masks bit 7 and sets it to the parity. */
+VBMI static inline __attribute__((always_inline)) void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
+                                                                      staged_pair *st)
+{
+    const __m512i qa = ld(a->qs), qb = ld(b->qs);
+    const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xxs_lookup_ctrl), qb);
+    const seg_masks m = segments(idx, 0);
+    const __m512i lo = look256(P->iq2xxs[0], idx, m), hi = look256(P->iq2xxs[1], idx, m);
+    const __m512i fields = _mm512_set1_epi64(0x3f3f3f3f352e2720ll);
+    const __m512i f7 = _mm512_permutex2var_epi8(_mm512_multishift_epi64_epi8(fields, qa), ld(P->iq2xxs_elem_ctrl),
+                                                _mm512_multishift_epi64_epi8(fields, qb));
+    /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 0-6, bit 7 <- parity of bits 0-6 */
+    const __m512i to_signs = _mm512_set1_epi64(0x010204081020407fll);
+    _mm512_storeu_si512(st->sb, _mm512_gf2p8affine_epi64_epi8(f7, to_signs, 0));
+    st->v[0] = _mm512_unpacklo_epi8(lo, hi);
+    st->v[1] = _mm512_unpackhi_epi8(lo, hi);
+}
+
+/* Scales: 4 bits per sub-block (bits 60-63 of its qword), per32 rows by the byte of two. */
+VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q, const grid_planes *P,
+                                                                         const staged_pair *st, int h)
+{
+    uint64_t sub[8];
+    memcpy(sub, opaque(b->qs), sizeof sub);
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll + 0x1010101010101010ll * r);
-            const __m512i grid = _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, st->v[h]), to_value, 8);
-            const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r]])),
-                                                              0xf0, _mm256_load_si256((const __m256i *)P->per16[b[h].scales[2 * r + 1]]));
-            s[r & 1] = dot64(s[r & 1], grid, sign_mask(st->sb, 4 * h + r), y[h].qs + 64 * r, scale);
-        }
-        out[h] = _mm512_add_epi32(s[0], s[1]);
+    for (int r = 0; r < 4; r++) {
+        const unsigned sc = (unsigned)(sub[2 * r] >> 60) | (unsigned)(sub[2 * r + 1] >> 60) << 4;
+        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
     }
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
+    staged_pair st;
+    lookup_iq2_xxs(b, b, P, &st);
+    return products_iq2_xxs(b, q, P, &st, 0);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage1_iq2_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+{
+    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
+    lookup_iq2_xxs(b, b + 1, P, st);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage2_iq2_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+                                                                      const staged_pair *st, __m512i out[2])
+{
+    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
+    out[0] = products_iq2_xxs(b, y[0].qs, P, st, 0);
+    out[1] = products_iq2_xxs(b + 1, y[1].qs, P, st, 1);
 }
 
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
@@ -523,6 +588,18 @@ VBMI float sl_avx512vbmi_dot_iq3_s_q8_k(const void *restrict w, const void *rest
 VBMI void sl_avx512vbmi_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
 {
     dot4_staged(w, sizeof(sl_block_iq3_s), y, ys, n / SL_QK_K, block_iq3_s, stage1_iq3_s, stage2_iq3_s, out);
+}
+
+/* Contract: as sl_qdot_iq2_xxs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
+VBMI float sl_avx512vbmi_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n)
+{
+    return 0.125f * dot_staged(w, sizeof(sl_block_iq2_xxs), y, n / SL_QK_K, block_iq2_xxs, stage1_iq2_xxs, stage2_iq2_xxs);
+}
+
+VBMI void sl_avx512vbmi_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
+{
+    dot4_staged(w, sizeof(sl_block_iq2_xxs), y, ys, n / SL_QK_K, block_iq2_xxs, stage1_iq2_xxs, stage2_iq2_xxs, out);
+    for (int v = 0; v < 4; v++) out[v] = 0.125f * out[v];
 }
 
 /* Contract: as sl_qdot_iq2_xs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
