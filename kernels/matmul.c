@@ -85,7 +85,7 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
 #define IQ_K4(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, ks->dot4_##t##_q8_k, NULL }
     case SL_TYPE_IQ2_XXS: IQ_K4(iq2_xxs); break;
     case SL_TYPE_IQ2_XS:  IQ_K4(iq2_xs); break;
-    case SL_TYPE_IQ2_S:   IQ_K(iq2_s); break;
+    case SL_TYPE_IQ2_S:   IQ_K4(iq2_s); break;
     case SL_TYPE_IQ3_XXS: IQ_K4(iq3_xxs); break;
     case SL_TYPE_IQ3_S:   IQ_K4(iq3_s); break;
     case SL_TYPE_IQ1_S:   IQ_K(iq1_s); break;

@@ -107,8 +107,8 @@ typedef struct sl_kernel_set {
     /* codebook types x Q8_K (kernels/iq*.c; the SIMD sets have all seven, AVX-512 reusing AVX2's IQ1) */
     sl_qdot_fn dot_iq2_xxs_q8_k, dot_iq2_xs_q8_k, dot_iq2_s_q8_k, dot_iq3_xxs_q8_k, dot_iq3_s_q8_k;
     sl_qdot_fn dot_iq1_s_q8_k, dot_iq1_m_q8_k;
-    /* 4-vector forms of four of them (NULL: callers use the single dot; the AVX-512 set has them) */
-    sl_qdot4_fn dot4_iq2_xs_q8_k, dot4_iq3_xxs_q8_k, dot4_iq3_s_q8_k, dot4_iq2_xxs_q8_k;
+    /* 4-vector forms of five of them (NULL: callers use the single dot; the AVX-512 set has them) */
+    sl_qdot4_fn dot4_iq2_xs_q8_k, dot4_iq3_xxs_q8_k, dot4_iq3_s_q8_k, dot4_iq2_xxs_q8_k, dot4_iq2_s_q8_k;
     /* Low-bit types (portable references in kernels/qdot_quants.c).  Q8_1 activations: Q8_0's
      * d and q plus s = f16((amax/127) * sum q). */
     sl_actq_fn quantize_q8_1;
@@ -215,11 +215,14 @@ void  sl_avx512vbmi_dot4_iq2_xs_q8_k(const void *restrict w, const void *restric
 void  sl_avx512vbmi_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512vbmi_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512vbmi_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+float sl_avx512vbmi_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+void  sl_avx512vbmi_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 /* Their 4-vector forms on the AVX-512 set: the byte-permute ones, else four gather dots. */
 void  sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void  sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 /* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own

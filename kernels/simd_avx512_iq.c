@@ -196,7 +196,7 @@ AVX512 static float gather_dot_iq2_xxs_q8_k(const void *restrict vw, const void 
 }
 
 /* Contract: as sl_qdot_iq2_s_q8_k (same bits).  Scales as IQ2_XS. */
-AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 static float gather_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint64_t *G = sl_iq_grids_get()->iq2s;
     const sl_block_iq2_s *w = vw;
@@ -227,7 +227,7 @@ AVX512 float sl_avx512_dot_iq2_s_q8_k(const void *restrict vw, const void *restr
     return 0.125f * acc;
 }
 
-/* The exported IQ3_S/IQ3_XXS/IQ2_XS/IQ2_XXS dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
+/* The exported IQ3_S/IQ3_XXS/IQ2_XS/IQ2_XXS/IQ2_S dots: the byte-permute versions (kernels/simd_avx512_vbmi.c) where the
  * CPU has VBMI, BITALG, BMI2 and GFNI, else the gathers above (same bits either way). */
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
@@ -247,10 +247,12 @@ float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y,
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_s); }
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xxs); }
+float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_s); }
 void sl_avx512_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_xxs); }
 void sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xs); }
 void sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_s); }
 void sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xxs); }
+void sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_s); }
 #undef VBMI_DOT
 #undef VBMI_DOT4
 

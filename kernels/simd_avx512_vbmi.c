@@ -1,4 +1,4 @@
-/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS x Q8_K;
+/* kernels/simd_avx512_vbmi.c — AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS, IQ2_S x Q8_K;
  * single and 4-vector forms) that look the grid points up with byte permutes (VBMI: vpermi2b,
  * vpermb, vpmultishiftqb; BITALG: vpopcntb, vpshufbitqmb; GFNI: vgf2p8affineqb) instead of
  * gathering them.
@@ -9,7 +9,7 @@
  *   - IQ3_S and IQ3_XXS coordinates take 8 values, so a point's 4 coordinates pack into two bytes
  *     of nibbles (IQ3_S: the values 1..15 themselves; IQ3_XXS: the value's index, mapped to
  *     4..62 by one vpshufb at the end): two lookups per point instead of four byte planes;
- *   - IQ2_XS and IQ2_XXS points are 16-bit codes (8 x 2 bits): the two code bytes of two
+ *   - IQ2_XS, IQ2_XXS and IQ2_S points are 16-bit codes (8 x 2 bits): the two code bytes of two
  *     super-blocks are looked up together in an order that lets vpmultishiftqb spread a
  *     register's 2-bit fields straight from the unpacked codes, and an affine map over GF(2)
  *     (vgf2p8affineqb, port 0) turns them into 8, 25, 43 (and, from the stored 7 bits, makes the
@@ -59,6 +59,10 @@ typedef struct grid_planes {
      * in lookup order and of the sign fields in element order */
     _Alignas(64) uint8_t iq2xxs[2][SL_IQ2XXS_N];
     _Alignas(64) uint8_t iq2xxs_lookup_ctrl[64], iq2xxs_elem_ctrl[64];
+    /* IQ2_S: the code bytes of its 1024-point grid; the vpermt2b control of the index bytes in
+     * lookup order, and the vpshufbitqmb ones that pick bits 8 and 9 of each index from qh */
+    _Alignas(64) uint8_t iq2s[2][SL_IQ2S_N];
+    _Alignas(64) uint8_t iq2s_lookup_ctrl[64], iq2s_bit8_ctrl[64], iq2s_bit9_ctrl[64];
 } grid_planes;
 
 static grid_planes g_planes;
@@ -94,6 +98,16 @@ static void build_planes(void)
         g_planes.iq2xxs_lookup_ctrl[pos] = (uint8_t)(64 * blk + 8 * (point / 4) + point % 4);
         const int eb = pos / 32, ep = pos % 32;   /* element order: block, point */
         g_planes.iq2xxs_elem_ctrl[pos] = (uint8_t)(64 * eb + 8 * (ep / 4) + ep % 4);
+        /* IQ2_S: the index's low byte is qs[point]; bits 8-9 are bits 2 (point mod 4) + 0, 1 of
+         * qh[point / 4], in qword lane pos / 8 (which holds block (pos / 8) mod 2's qh) */
+        g_planes.iq2s_lookup_ctrl[pos] = (uint8_t)(64 * blk + point);
+        g_planes.iq2s_bit8_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4));
+        g_planes.iq2s_bit9_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4) + 1);
+    }
+    codes = sl_iq_grid_codes(SL_IQG_IQ2S, &n);
+    for (int i = 0; i < n && i < SL_IQ2S_N; i++) {
+        g_planes.iq2s[0][i] = (uint8_t)codes[i];
+        g_planes.iq2s[1][i] = (uint8_t)(codes[i] >> 8);
     }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XXS, &n);
     for (int i = 0; i < n && i < SL_IQ2XXS_N; i++) {
@@ -565,6 +579,74 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq2_xxs(const uint
     const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
     out[0] = products_iq2_xxs(b, y[0].qs, P, st, 0);
     out[1] = products_iq2_xxs(b + 1, y[1].qs, P, st, 1);
+}
+
+/* IQ2_S: 10-bit indices (low byte in qs, bits 8-9 in qh), full sign bytes after the indices (the
+ * opmasks as stored), scales as IQ2_XS; lookups over 1024 points: two 512-point halves merged
+ * under bit 9. */
+VBMI static inline __attribute__((always_inline)) void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, const grid_planes *P,
+                                                                    staged_pair *st)
+{
+    const __m512i idx = _mm512_permutex2var_epi8(ld(a->qs), ld(P->iq2s_lookup_ctrl), ld(b->qs));
+    uint64_t qa, qb;
+    memcpy(&qa, a->qh, 8);
+    memcpy(&qb, b->qh, 8);
+    const __m512i qh = _mm512_mask_set1_epi64(_mm512_set1_epi64((long long)qa), 0xaa, (long long)qb);   /* lane q: block q mod 2 */
+    const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(qh, ld(P->iq2s_bit8_ctrl)));
+    const __mmask64 b9 = _mm512_bitshuffle_epi64_mask(qh, ld(P->iq2s_bit9_ctrl));
+    const __m512i lo = _mm512_mask_blend_epi8(b9, look512(P->iq2s[0], idx, m), look512(P->iq2s[0] + 512, idx, m));
+    const __m512i hi = _mm512_mask_blend_epi8(b9, look512(P->iq2s[1], idx, m), look512(P->iq2s[1] + 512, idx, m));
+    st->v[0] = _mm512_unpacklo_epi8(lo, hi);
+    st->v[1] = _mm512_unpackhi_epi8(lo, hi);
+}
+
+VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const sl_block_iq2_s *b, const int8_t *q, const grid_planes *P,
+                                                                       const staged_pair *st, int h)
+{
+    uint64_t sb[4];
+    memcpy(sb, b->qs + SL_QK_K / 8, sizeof sb);
+    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
+                                                          0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
+        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(sb, r), q + 64 * r, scale);
+    }
+    return _mm512_add_epi32(s[0], s[1]);
+}
+
+VBMI static inline __attribute__((always_inline)) __m512i block_iq2_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+{
+    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
+    staged_pair st;
+    lookup_iq2_s(b, b, P, &st);
+    return products_iq2_s(b, q, P, &st, 0);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage1_iq2_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+{
+    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
+    lookup_iq2_s(b, b + 1, P, st);
+}
+
+VBMI static inline __attribute__((always_inline)) void stage2_iq2_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+                                                                    const staged_pair *st, __m512i out[2])
+{
+    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
+    out[0] = products_iq2_s(b, y[0].qs, P, st, 0);
+    out[1] = products_iq2_s(b + 1, y[1].qs, P, st, 1);
+}
+
+/* Contract: as sl_qdot_iq2_s_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
+VBMI float sl_avx512vbmi_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
+{
+    return 0.125f * dot_staged(w, sizeof(sl_block_iq2_s), y, n / SL_QK_K, block_iq2_s, stage1_iq2_s, stage2_iq2_s);
+}
+
+VBMI void sl_avx512vbmi_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out)
+{
+    dot4_staged(w, sizeof(sl_block_iq2_s), y, ys, n / SL_QK_K, block_iq2_s, stage1_iq2_s, stage2_iq2_s, out);
+    for (int v = 0; v < 4; v++) out[v] = 0.125f * out[v];
 }
 
 /* Contract: as sl_qdot_iq3_xxs_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */

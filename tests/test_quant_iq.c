@@ -63,6 +63,7 @@ static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
     case SL_TYPE_IQ3_XXS: return ks->dot4_iq3_xxs_q8_k;
     case SL_TYPE_IQ3_S:   return ks->dot4_iq3_s_q8_k;
     case SL_TYPE_IQ2_XXS: return ks->dot4_iq2_xxs_q8_k;
+    case SL_TYPE_IQ2_S:   return ks->dot4_iq2_s_q8_k;
     default: return NULL;
     }
 }
