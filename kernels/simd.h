@@ -225,6 +225,9 @@ void  sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y
 void  sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+/* IQ1 on the AVX-512 set (kernels/simd_avx512_iq1.c). */
+float sl_avx512_dot_iq1_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
+float sl_avx512_dot_iq1_m_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 /* Low-bit types on AVX2 (kernels/simd_avx2_quants.c), shared with the AVX-512 set where its own
  * version is not faster. */
 void  sl_avx2_quantize_q8_1(const float *restrict x, void *restrict y, int64_t n);

@@ -378,11 +378,11 @@ const sl_kernel_set sl_kernels_avx512_set = {
     /* 4-vector dots: the AVX2 ones (no 512-bit version yet; same bits either way) */
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
     sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,
-    /* codebook types (kernels/simd_avx512_iq.c; IQ1: kernels/simd_avx2_iq.c) */
+    /* codebook types (kernels/simd_avx512_iq.c, simd_avx512_vbmi.c; IQ1: kernels/simd_avx512_iq1.c) */
     .dot_iq2_xs_q8_k = sl_avx512_dot_iq2_xs_q8_k, .dot_iq3_xxs_q8_k = sl_avx512_dot_iq3_xxs_q8_k,
     .dot_iq3_s_q8_k = sl_avx512_dot_iq3_s_q8_k, .dot_iq2_xxs_q8_k = sl_avx512_dot_iq2_xxs_q8_k,
-    .dot_iq2_s_q8_k = sl_avx512_dot_iq2_s_q8_k, .dot_iq1_s_q8_k = sl_avx2_dot_iq1_s_q8_k,
-    .dot_iq1_m_q8_k = sl_avx2_dot_iq1_m_q8_k,
+    .dot_iq2_s_q8_k = sl_avx512_dot_iq2_s_q8_k, .dot_iq1_s_q8_k = sl_avx512_dot_iq1_s_q8_k,
+    .dot_iq1_m_q8_k = sl_avx512_dot_iq1_m_q8_k,
     .dot4_iq2_xs_q8_k = sl_avx512_dot4_iq2_xs_q8_k, .dot4_iq3_xxs_q8_k = sl_avx512_dot4_iq3_xxs_q8_k,
     .dot4_iq3_s_q8_k = sl_avx512_dot4_iq3_s_q8_k, .dot4_iq2_xxs_q8_k = sl_avx512_dot4_iq2_xxs_q8_k,
     .dot4_iq2_s_q8_k = sl_avx512_dot4_iq2_s_q8_k,

@@ -1,5 +1,5 @@
 /* kernels/simd_avx512_iq.c — AVX-512 (F, BW) dots of the codebook types IQ3_S, IQ3_XXS, IQ2_XS,
- * IQ2_XXS and IQ2_S with Q8_K activations (IQ1_S and IQ1_M use the portable dots on this path).
+ * IQ2_XXS and IQ2_S with Q8_K activations (IQ1_S and IQ1_M: kernels/simd_avx512_iq1.c).
  *
  * Same contract as simd_avx512.c: the portable reference's bits.  A 512-bit register holds two
  * sub-blocks (64 elements): the grid points gathered by index (vpgatherdd / vpgatherdq: 3.6x the
