@@ -104,7 +104,7 @@ typedef struct sl_kernel_set {
     /* 4-vector forms (NULL: callers use the single dot) */
     sl_qdot4_fn dot4_q4_0_q8_0, dot4_q8_0_q8_0;
     sl_qdot4_fn dot4_q4_k_q8_k, dot4_q5_k_q8_k, dot4_q6_k_q8_k;
-    /* codebook types x Q8_K (kernels/iq*.c; the SIMD sets have all seven, AVX-512 reusing AVX2's IQ1) */
+    /* codebook types x Q8_K (kernels/iq*.c; the SIMD sets have all seven) */
     sl_qdot_fn dot_iq2_xxs_q8_k, dot_iq2_xs_q8_k, dot_iq2_s_q8_k, dot_iq3_xxs_q8_k, dot_iq3_s_q8_k;
     sl_qdot_fn dot_iq1_s_q8_k, dot_iq1_m_q8_k;
     /* 4-vector forms of five of them (NULL: callers use the single dot; the AVX-512 set has them) */
