@@ -53,7 +53,7 @@ AVX2 static inline __m256i sub_dot(__m256i grid, uint32_t sign_bits, const int8_
  * forward from the smaller stores and waits for them to reach the cache.  The 8-bit signs of the
  * 32 groups sit in one register (IQ2_XS, IQ3_XXS: the 7 stored ones and their parity, computed in
  * registers), each 128-bit lane broadcast to both; a sub-block spreads its 4 sign bytes with one
- * vpshufb.  The int16 scales are prepared once per super-block; vpermd picks a sub-block's. */
+ * vpshufb.  The int16 scales are prepared once per super-block. */
 
 /* Byte e = 0xff where bit e of the word is set, else 0. */
 AVX2 static inline __m256i bits_to_bytes(uint32_t bits)
@@ -101,6 +101,21 @@ AVX2 static inline __m256i pick_scale(__m256i sc, int a, int b)
 {
     return _mm256_permutevar8x32_epi32(sc, _mm256_setr_epi32(a, a, a, a, b, b, b, b));
 }
+
+/* The scale words of a super-block (int32 lane ib: sub-block ib's scale in both int16 halves) go
+ * through a stack buffer, so a sub-block takes its own with a broadcast load (a load-port uop)
+ * instead of vpermd on the shuffle port: 5% faster here.  The pointer is laundered through an
+ * empty asm so that GCC does not forward the store into register shuffles (which it would do,
+ * costing two shuffles per sub-block). */
+AVX2 static inline const float *scale_words(int32_t buf[8], __m256i sc)
+{
+    _mm256_store_si256((__m256i *)buf, sc);
+    const float *p = (const float *)buf;
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+AVX2 static inline __m256i scale_word(const float *p, int ib) { return _mm256_castps_si256(_mm256_broadcast_ss(p + ib)); }
 
 /* An index the compiler must treat as opaque: keeps the table lookups scalar loads (GCC would
  * otherwise vectorize them into an emulated gather of vpextrq/vpinsrq on the shuffle port). */
@@ -177,6 +192,7 @@ AVX2 float sl_avx2_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict 
     const sl_block_q8_k *y = vy;
     const int64_t nb = n / SL_QK_K;
     _Alignas(32) uint16_t idx[2][64];
+    _Alignas(32) int32_t scbuf[8];
     float acc = 0;
     if (nb > 0) iq3_s_indices(&w[0], idx[0]);
     for (int64_t i = 0; i < nb; i++) {
@@ -189,13 +205,13 @@ AVX2 float sl_avx2_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict 
         const __m128i pairs = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)sc4), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
         const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(pairs), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
                                              _mm256_set1_epi32(15));
-        const __m256i sc = dup16(_mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1)));
+        const float *sc = scale_words(scbuf, dup16(_mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1))));
         const __m256i sb = _mm256_loadu_si256((const __m256i *)w[i].signs), sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++)
             s = _mm256_add_epi32(s, sub_dot_pm1(points8_u16(G, ix + 8 * ib), signs_pm1_of(sbl[ib / 4], ib & 3), y[i].qs + 32 * ib,
-                                                pick_scale(sc, ib, ib)));
+                                                scale_word(sc, ib)));
         const int32_t S = hsum_i32x8(s);
         acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
     }
@@ -209,6 +225,7 @@ AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restric
     const sl_block_iq3_xxs *w = vw;
     const sl_block_q8_k *y = vy;
     const __m256i m7 = _mm256_set1_epi32(0x7f);
+    _Alignas(32) int32_t scbuf[8];
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         sl_prefetch_ahead(&w[i], sizeof w[i]);
@@ -218,13 +235,13 @@ AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restric
             _mm256_or_si256(_mm256_and_si256(aux, m7), _mm256_and_si256(_mm256_slli_epi32(aux, 1), _mm256_slli_epi32(m7, 8))),
             _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(aux, 2), _mm256_slli_epi32(m7, 16)),
                             _mm256_and_si256(_mm256_slli_epi32(aux, 3), _mm256_slli_epi32(m7, 24))));
-        const __m256i sc = dup16(_mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1)));
+        const float *sc = scale_words(scbuf, dup16(_mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1))));
         const __m256i sb = sign8_bytes(f7), sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++)
             s = _mm256_add_epi32(s, sub_dot_pm1(points8_u8(G, w[i].qs + 8 * ib), signs_pm1_of(sbl[ib / 4], ib & 3), y[i].qs + 32 * ib,
-                                                pick_scale(sc, ib, ib)));
+                                                scale_word(sc, ib)));
         const int32_t S = hsum_i32x8(s);
         acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
     }
