@@ -147,38 +147,63 @@ AVX2 float sl_avx2_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict
     return lanes_reduce(acc0, acc1);
 }
 
-/* Contract: as sl_qdot_q4_1_q8_1 (same bits). */
+/* The term s * (float)lanes of a Q4_1 / Q5_1 block; the min terms stay scalar (one chain). */
+AVX2 static inline __m256 q4_1_term(const sl_block_q4_1 *w, const sl_block_q8_1 *y)
+{
+    const __m256i l = lane_dots_unsigned(nibbles32(w->qs), ld(y->qs));
+    return _mm256_mul_ps(_mm256_set1_ps(f16_at(&w->d) * f16_at(&y->d)), _mm256_cvtepi32_ps(l));
+}
+
+AVX2 static inline __m256 q5_1_term(const sl_block_q5_1 *w, const sl_block_q8_1 *y)
+{
+    const __m256i l = lane_dots_unsigned(q5_bytes(w->qs, w->qh), ld(y->qs));
+    return _mm256_mul_ps(_mm256_set1_ps(f16_at(&w->d) * f16_at(&y->d)), _mm256_cvtepi32_ps(l));
+}
+
+/* Contract: as sl_qdot_q4_1_q8_1 (same bits).  Two blocks per iteration as Q5_0. */
 AVX2 float sl_avx2_dot_q4_1_q8_1(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q4_1 *w = vw;
     const sl_block_q8_1 *y = vy;
-    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const int64_t nb = n / SL_QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float mn = 0;
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        const __m256 l = _mm256_cvtepi32_ps(lane_dots_unsigned(nibbles32(w[i].qs), ld(y[i].qs)));
-        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        acc0 = _mm256_add_ps(acc0, q4_1_term(&w[i], &y[i]));
+        acc1 = _mm256_add_ps(acc1, q4_1_term(&w[i + 1], &y[i + 1]));
+        mn = mn + f16f(w[i].m) * f16f(y[i].s);
+        mn = mn + f16f(w[i + 1].m) * f16f(y[i + 1].s);
+    }
+    if (i < nb) {
+        acc0 = _mm256_add_ps(acc0, q4_1_term(&w[i], &y[i]));
         mn = mn + f16f(w[i].m) * f16f(y[i].s);
     }
-    return lanes_reduce(acc[0], acc[1]) + mn;
+    return lanes_reduce(acc0, acc1) + mn;
 }
 
-/* Contract: as sl_qdot_q5_1_q8_1 (same bits). */
+/* Contract: as sl_qdot_q5_1_q8_1 (same bits).  Two blocks per iteration as Q5_0. */
 AVX2 float sl_avx2_dot_q5_1_q8_1(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q5_1 *w = vw;
     const sl_block_q8_1 *y = vy;
-    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const int64_t nb = n / SL_QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float mn = 0;
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        const __m256 l = _mm256_cvtepi32_ps(lane_dots_unsigned(q5_bytes(w[i].qs, w[i].qh), ld(y[i].qs)));
-        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        acc0 = _mm256_add_ps(acc0, q5_1_term(&w[i], &y[i]));
+        acc1 = _mm256_add_ps(acc1, q5_1_term(&w[i + 1], &y[i + 1]));
+        mn = mn + f16f(w[i].m) * f16f(y[i].s);
+        mn = mn + f16f(w[i + 1].m) * f16f(y[i + 1].s);
+    }
+    if (i < nb) {
+        acc0 = _mm256_add_ps(acc0, q5_1_term(&w[i], &y[i]));
         mn = mn + f16f(w[i].m) * f16f(y[i].s);
     }
-    return lanes_reduce(acc[0], acc[1]) + mn;
+    return lanes_reduce(acc0, acc1) + mn;
 }
 
 /* ---- K-quants with sub-blocks of 16 ------------------------------------------------------------
