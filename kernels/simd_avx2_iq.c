@@ -119,9 +119,9 @@ AVX2 static inline __m256i scale_word(const float *p, int ib) { return _mm256_ca
 
 /* An index the compiler must treat as opaque: keeps the table lookups scalar loads (GCC would
  * otherwise vectorize them into an emulated gather of vpextrq/vpinsrq on the shuffle port). */
-static inline unsigned opaque(unsigned v)
+static inline size_t opaque(size_t v)
 {
-    __asm__("" : "+r"(v));
+    __asm__("" : "+r"(v));   /* size_t: a 32-bit value would cost a zero-extending mov per index */
     return v;
 }
 
