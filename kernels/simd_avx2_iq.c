@@ -107,12 +107,31 @@ AVX2 static inline __m256i pick_scale(__m256i sc, int a, int b)
  * instead of vpermd on the shuffle port: 5% faster here.  The pointer is laundered through an
  * empty asm so that GCC does not forward the store into register shuffles (which it would do,
  * costing two shuffles per sub-block). */
-AVX2 static inline const float *scale_words(int32_t buf[8], __m256i sc)
+static inline const float *scale_words_of(const int32_t buf[8])
 {
-    _mm256_store_si256((__m256i *)buf, sc);
     const float *p = (const float *)buf;
     __asm__("" : "+r"(p));
     return p;
+}
+
+AVX2 static inline const float *scale_words(int32_t buf[8], __m256i sc)
+{
+    _mm256_store_si256((__m256i *)buf, sc);
+    return scale_words_of(buf);
+}
+
+/* IQ3_XXS, IQ2_XXS: from the 8 words (one per sub-block: 4 x 7 sign bits at bits 0, 7, 14, 21 and
+ * the scale s in bits 28-31) the 32 full sign bytes (returned, sub-block ib in bytes 4ib..4ib+3)
+ * and the scale words 2s + 1 (stored to buf). */
+AVX2 static inline __m256i xxs_signs_scales(__m256i aux, int32_t buf[8])
+{
+    const __m256i m7 = _mm256_set1_epi32(0x7f);
+    const __m256i f7 = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(aux, m7), _mm256_and_si256(_mm256_slli_epi32(aux, 1), _mm256_slli_epi32(m7, 8))),
+        _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(aux, 2), _mm256_slli_epi32(m7, 16)),
+                        _mm256_and_si256(_mm256_slli_epi32(aux, 3), _mm256_slli_epi32(m7, 24))));
+    _mm256_store_si256((__m256i *)buf, dup16(_mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1))));
+    return sign8_bytes(f7);
 }
 
 AVX2 static inline __m256i scale_word(const float *p, int ib) { return _mm256_castps_si256(_mm256_broadcast_ss(p + ib)); }
@@ -224,19 +243,13 @@ AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restric
     const uint32_t *G = sl_iq_grids_get()->iq3xxs;
     const sl_block_iq3_xxs *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m256i m7 = _mm256_set1_epi32(0x7f);
     _Alignas(32) int32_t scbuf[8];
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         sl_prefetch_ahead(&w[i], sizeof w[i]);
-        /* word ib: 4 x 7 sign bits at bits 0, 7, 14, 21 (moved to bytes 0-3), the scale in bits 28-31 */
-        const __m256i aux = _mm256_loadu_si256((const __m256i *)(w[i].qs + SL_QK_K / 4));
-        const __m256i f7 = _mm256_or_si256(
-            _mm256_or_si256(_mm256_and_si256(aux, m7), _mm256_and_si256(_mm256_slli_epi32(aux, 1), _mm256_slli_epi32(m7, 8))),
-            _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(aux, 2), _mm256_slli_epi32(m7, 16)),
-                            _mm256_and_si256(_mm256_slli_epi32(aux, 3), _mm256_slli_epi32(m7, 24))));
-        const float *sc = scale_words(scbuf, dup16(_mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1))));
-        const __m256i sb = sign8_bytes(f7), sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
+        const __m256i sb = xxs_signs_scales(_mm256_loadu_si256((const __m256i *)(w[i].qs + SL_QK_K / 4)), scbuf);
+        const float *sc = scale_words_of(scbuf);
+        const __m256i sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++)
@@ -280,27 +293,35 @@ AVX2 float sl_avx2_dot_iq2_xs_q8_k(const void *restrict vw, const void *restrict
     return 0.125f * acc;
 }
 
-/* Contract: as sl_qdot_iq2_xxs_q8_k (same bits). */
+/* Contract: as sl_qdot_iq2_xxs_q8_k (same bits).  Without gathers as IQ3_XXS: sub-block ib is
+ * two words, 4 index bytes and the sign/scale word (collected into one register by vpermd). */
 AVX2 float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint64_t *G = sl_iq_grids_get()->iq2xxs;
     const sl_block_iq2_xxs *w = vw;
     const sl_block_q8_k *y = vy;
+    const __m256i odd_lo = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    _Alignas(32) int32_t scbuf[8];
     float acc = 0;
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         sl_prefetch_ahead(&w[i], sizeof w[i]);
+        const uint8_t *qb = (const uint8_t *)w[i].qs;
+        const __m256i a0 = _mm256_loadu_si256((const __m256i *)qb), a1 = _mm256_loadu_si256((const __m256i *)(qb + 32));
+        const __m256i aux = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(a0, odd_lo), _mm256_permutevar8x32_epi32(a1, odd_lo), 0xf0);
+        const __m256i sb = xxs_signs_scales(aux, scbuf);
+        const float *sc = scale_words_of(scbuf);
+        const __m256i sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++) {
-            uint32_t aux[2];
-            memcpy(aux, w[i].qs + 4 * ib, 8);
-            const __m128i idx = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)aux[0]));
-            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
-            const uint32_t sb = sl_iq_sign8x4(sl_iq_fields7x4(aux[1]));
-            const int L = 2 * (int)(aux[1] >> 28) + 1;
-            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, _mm256_set1_epi16((short)L)));
+            const uint8_t *ix = qb + 8 * ib;
+            const __m256i p01 = _mm256_blend_epi32(_mm256_set1_epi64x((long long)G[opaque(ix[0])]), _mm256_set1_epi64x((long long)G[opaque(ix[1])]), 0x0c);
+            const __m256i p23 = _mm256_blend_epi32(_mm256_set1_epi64x((long long)G[opaque(ix[2])]), _mm256_set1_epi64x((long long)G[opaque(ix[3])]), 0xc0);
+            s = _mm256_add_epi32(s, sub_dot_pm1(_mm256_blend_epi32(p01, p23, 0xf0), signs_pm1_of(sbl[ib / 4], ib & 3), y[i].qs + 32 * ib,
+                                                scale_word(sc, ib)));
         }
         const int32_t S = hsum_i32x8(s);
-        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
     }
     return 0.125f * acc;
 }
