@@ -326,32 +326,55 @@ AVX2 float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restric
     return 0.125f * acc;
 }
 
-/* Contract: as sl_qdot_iq2_s_q8_k (same bits).  Scales as IQ2_XS. */
+/* The 32 grid indices of an IQ2_S super-block in order: index l of sub-block ib = qs[4ib + l] |
+ * bits 2l..2l+1 of qh[ib] << 8.  vpshufb copies qh[ib] to the bytes of its 4 indices, the mask keeps
+ * each one's 2 bits and vpmullw by 2^(8 - 2l) moves them to bits 8-9 of its u16. */
+AVX2 static inline void iq2_s_indices(const sl_block_iq2_s *b, uint16_t idx[32])
+{
+    const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)b->qh));
+    const __m256i own = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                         4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m256i hb = _mm256_and_si256(_mm256_shuffle_epi8(qh, own), _mm256_set1_epi32(0xc0300c03));
+    const __m256i to_bit8 = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+    const __m128i lo = _mm_loadu_si128((const __m128i *)b->qs), lo2 = _mm_loadu_si128((const __m128i *)(b->qs + 16));
+    const __m256i i0 = _mm256_or_si256(_mm256_cvtepu8_epi16(lo), _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(hb)), to_bit8));
+    const __m256i i1 = _mm256_or_si256(_mm256_cvtepu8_epi16(lo2), _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(hb, 1)), to_bit8));
+    _mm256_store_si256((__m256i *)idx, i0);
+    _mm256_store_si256((__m256i *)(idx + 16), i1);
+}
+
+/* Contract: as sl_qdot_iq2_s_q8_k (same bits).  Without gathers: indices one super-block ahead
+ * as IQ3_S, 8-bit signs from the block as IQ3_S, scales as IQ2_XS. */
 AVX2 float sl_avx2_dot_iq2_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const uint64_t *G = sl_iq_grids_get()->iq2s;
     const sl_block_iq2_s *w = vw;
     const sl_block_q8_k *y = vy;
-    const __m128i to_bit8 = _mm_setr_epi32(8, 6, 4, 2), bits89 = _mm_set1_epi32(0x300);
+    const int64_t nb = n / SL_QK_K;
+    _Alignas(32) uint16_t idx[2][32];
     float acc = 0;
-    for (int64_t i = 0; i < n / SL_QK_K; i++) {
+    if (nb > 0) iq2_s_indices(&w[0], idx[0]);
+    for (int64_t i = 0; i < nb; i++) {
         sl_prefetch_ahead(&w[i], sizeof w[i]);
+        if (i + 1 < nb) iq2_s_indices(&w[i + 1], idx[(i + 1) & 1]);
+        const uint16_t *ix = idx[i & 1];
+        const __m128i raw = _mm_loadl_epi64((const __m128i *)w[i].scales), m4 = _mm_set1_epi8(0x0f);
+        const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        const __m128i L8 = _mm_or_si128(_mm_add_epi8(nib, nib), _mm_set1_epi8(1));
+        const __m256i sc[2] = { dup16(_mm256_cvtepu8_epi32(L8)), dup16(_mm256_cvtepu8_epi32(_mm_srli_si128(L8, 8))) };
+        const __m256i sb = _mm256_loadu_si256((const __m256i *)(w[i].qs + SL_QK_K / 8)), sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++) {
-            /* index l = qs[4ib + l] | bits 2l..2l+1 of qh[ib] << 8 */
-            uint32_t lo4, sb;
-            memcpy(&lo4, w[i].qs + 4 * ib, 4);
-            memcpy(&sb, w[i].qs + SL_QK_K / 8 + 4 * ib, 4);
-            const __m128i hi = _mm_and_si128(_mm_sllv_epi32(_mm_set1_epi32(w[i].qh[ib]), to_bit8), bits89);
-            const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)lo4)), hi);
-            const __m256i grid = _mm256_i32gather_epi64((const long long *)G, idx, 8);
-            const int sc = w[i].scales[ib];
-            const __m256i scale = _mm256_setr_m128i(_mm_set1_epi16((short)(2 * (sc & 0xf) + 1)),
-                                                    _mm_set1_epi16((short)(2 * (sc >> 4) + 1)));
-            s = _mm256_add_epi32(s, sub_dot(grid, sb, y[i].qs + 32 * ib, scale));
+            const int j = 2 * (ib & 3);
+            const uint16_t *q4 = ix + 4 * ib;
+            const __m256i p01 = _mm256_blend_epi32(_mm256_set1_epi64x((long long)G[opaque(q4[0])]), _mm256_set1_epi64x((long long)G[opaque(q4[1])]), 0x0c);
+            const __m256i p23 = _mm256_blend_epi32(_mm256_set1_epi64x((long long)G[opaque(q4[2])]), _mm256_set1_epi64x((long long)G[opaque(q4[3])]), 0xc0);
+            s = _mm256_add_epi32(s, sub_dot_pm1(_mm256_blend_epi32(p01, p23, 0xf0), signs_pm1_of(sbl[ib / 4], ib & 3), y[i].qs + 32 * ib,
+                                                pick_scale(sc[ib / 4], j, j + 1)));
         }
         const int32_t S = hsum_i32x8(s);
-        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * (float)S;
+        acc = acc + (_cvtsh_ss(w[i].d) * y[i].d) * (float)S;
     }
     return 0.125f * acc;
 }
