@@ -3,8 +3,8 @@
  *
  * Same contract as simd_avx2.c: the portable reference's bits (kernels/iq*.c, the canonical float
  * steps of kernels/simd.h).  Per sub-block of 32: the grid points are brought into one register
- * (IQ3_S, IQ3_XXS, IQ2_XS: broadcast loads and blends, see below; the others: vpgatherdd /
- * vpgatherdq, 8 x 4 or 4 x 8 bytes), the 32 sign bits are expanded to bytes of ±1 and applied
+ * (the IQ2 and IQ3 types: broadcast loads and blends, see below; IQ1_S, IQ1_M: vpgatherdq of
+ * 4 x 8 bytes), the 32 sign bits are expanded to bytes of ±1 and applied
  * to the activations (vpsignb; activations are never -128), vpmaddubsw multiplies the unsigned
  * grid bytes with them (pair sums <= 2 * 62 * 127 = 15748: no saturation) and vpmaddwd applies the
  * sub-block scale while widening to int32.  The integer sum S of a super-block is exact; the float
@@ -26,33 +26,14 @@ AVX2 static inline int32_t hsum_i32x8(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* 32 sign bits (bit e = sign of element e) -> 32 bytes of +1 / -1. */
-AVX2 static inline __m256i signs_pm1(uint32_t bits)
-{
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
-    return _mm256_or_si256(neg, _mm256_set1_epi8(1));
-}
-
-/* Scaled int32 partial sums of one sub-block: grid bytes (unsigned) x signed activations, int16
- * pair sums times the int16 scales in `scale`. */
-AVX2 static inline __m256i sub_dot(__m256i grid, uint32_t sign_bits, const int8_t *q, __m256i scale)
-{
-    const __m256i a = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), signs_pm1(sign_bits));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(grid, a), scale);
-}
-
-/* ---- IQ3_S, IQ3_XXS, IQ2_XS without hardware gathers -------------------------------------------
+/* ---- IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS, IQ2_S without hardware gathers ---------------------------
  * vpgather is slow on AMD Zen and on recent Intel (microcoded since the GDS mitigation).  These
- * three assemble a sub-block's grid points from broadcast loads (vpbroadcastd/q from memory is a
+ * five assemble a sub-block's grid points from broadcast loads (vpbroadcastd/q from memory is a
  * load-port uop only) and vpblendd; the index of each point is a scalar load.  Storing the points
  * into a stack buffer and reading it back as __m256i was slower here: the 32-byte load cannot
  * forward from the smaller stores and waits for them to reach the cache.  The 8-bit signs of the
- * 32 groups sit in one register (IQ2_XS, IQ3_XXS: the 7 stored ones and their parity, computed in
- * registers), each 128-bit lane broadcast to both; a sub-block spreads its 4 sign bytes with one
+ * 32 groups sit in one register (IQ2_XS, IQ2_XXS, IQ3_XXS: the 7 stored ones and their parity,
+ * computed in registers), each 128-bit lane broadcast to both; a sub-block spreads its 4 sign bytes with one
  * vpshufb.  The int16 scales are prepared once per super-block. */
 
 /* Byte e = 0xff where bit e of the word is set, else 0. */
