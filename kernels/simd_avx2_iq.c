@@ -1,5 +1,5 @@
 /* kernels/simd_avx2_iq.c — AVX2 dots of the codebook types (IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS, IQ2_S,
- * IQ1_S, IQ1_M) with Q8_K activations; the AVX-512 set uses the IQ1 ones too.
+ * IQ1_S, IQ1_M) with Q8_K activations (the AVX-512 set has its own: simd_avx512_iq.c, _vbmi.c, _iq1.c).
  *
  * Same contract as simd_avx2.c: the portable reference's bits (kernels/iq*.c, the canonical float
  * steps of kernels/simd.h).  Per sub-block of 32: the grid points are brought into one register
