@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/simd_avx2_util.h"
 
 AVX2 static inline int32_t hsum_i32x8(__m256i v)
 {
@@ -35,16 +36,6 @@ AVX2 static inline int32_t hsum_i32x8(__m256i v)
  * 32 groups sit in one register (IQ2_XS, IQ2_XXS, IQ3_XXS: the 7 stored ones and their parity,
  * computed in registers), each 128-bit lane broadcast to both; a sub-block spreads its 4 sign bytes with one
  * vpshufb.  The int16 scales are prepared once per super-block. */
-
-/* Byte e = 0xff where bit e of the word is set, else 0. */
-AVX2 static inline __m256i bits_to_bytes(uint32_t bits)
-{
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
-}
 
 /* Lane h (0 or 1) of v in both 128-bit lanes. */
 AVX2 static inline __m256i lane_both(__m256i v, int h)

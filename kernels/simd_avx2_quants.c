@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/simd_avx2_util.h"
 
 AVX2 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -71,16 +72,6 @@ AVX2 static inline __m256i nibbles32(const uint8_t *qs)
 {
     const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
     return _mm256_and_si256(_mm256_blend_epi32(raw, _mm256_srli_epi16(raw, 4), 0xf0), _mm256_set1_epi8(0x0f));
-}
-
-/* Byte e = 0xff where bit e of the 32-bit word is set, else 0. */
-AVX2 static inline __m256i bits_to_bytes(uint32_t bits)
-{
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
 }
 
 /* 32 five-bit values of a Q5_0/Q5_1 block: nibble | bit << 4. */

@@ -160,50 +160,35 @@ AVX512 static inline void sums_iq1_m(const iq1_tables *T, const sl_block_iq1_m *
     *D = _mm512_reduce_add_epi32(d);
 }
 
+/* acc + (d * y.d) * ((float)G + 0.125f * (float)D) over the super-blocks in order, the next one's
+ * rows gathered before this one's sums; `dbits` is the block's f16 scale bits. */
+#define IQ1_DOT(t, dbits)                                                                                \
+    const iq1_tables *T = tables();                                                                    \
+    const sl_block_##t *w = vw;                                                                        \
+    const sl_block_q8_k *y = vy;                                                                       \
+    const int64_t nsb = n / SL_QK_K;                                                                   \
+    float acc = 0;                                                                                     \
+    __m512i cur[4], next[4];                                                                           \
+    if (nsb > 0) rows_##t(T, &w[0], cur);                                                              \
+    for (int64_t i = 0; i < nsb; i++) {                                                                \
+        sl_prefetch_ahead(&w[i], sizeof w[i]);                                                         \
+        const bool more = i + 1 < nsb;                                                                 \
+        if (more) rows_##t(T, &w[i + 1], next);                                                        \
+        int32_t G, D;                                                                                  \
+        sums_##t(T, &w[i], &y[i], cur, &G, &D);                                                        \
+        acc = acc + (sl_f16_to_f32(dbits) * y[i].d) * ((float)G + 0.125f * (float)D);                  \
+        if (more)                                                                                      \
+            for (int r = 0; r < 4; r++) cur[r] = next[r];                                              \
+    }                                                                                                  \
+    return acc
+
 /* Contract: as sl_qdot_iq1_s_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq1_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
-{
-    const iq1_tables *T = tables();
-    const sl_block_iq1_s *w = vw;
-    const sl_block_q8_k *y = vy;
-    const int64_t nsb = n / SL_QK_K;
-    float acc = 0;
-    __m512i cur[4], next[4];
-    if (nsb > 0) rows_iq1_s(T, &w[0], cur);
-    for (int64_t i = 0; i < nsb; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const bool more = i + 1 < nsb;
-        if (more) rows_iq1_s(T, &w[i + 1], next);
-        int32_t G, D;
-        sums_iq1_s(T, &w[i], &y[i], cur, &G, &D);
-        acc = acc + (sl_f16_to_f32(w[i].d) * y[i].d) * ((float)G + 0.125f * (float)D);
-        if (more)
-            for (int r = 0; r < 4; r++) cur[r] = next[r];
-    }
-    return acc;
-}
+AVX512 float sl_avx512_dot_iq1_s_q8_k(const void *restrict vw, const void *restrict vy, int64_t n) { IQ1_DOT(iq1_s, w[i].d); }
 
 /* Contract: as sl_qdot_iq1_m_q8_k (same bits). */
 AVX512 float sl_avx512_dot_iq1_m_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const iq1_tables *T = tables();
-    const sl_block_iq1_m *w = vw;
-    const sl_block_q8_k *y = vy;
-    const int64_t nsb = n / SL_QK_K;
-    float acc = 0;
-    __m512i cur[4], next[4];
-    if (nsb > 0) rows_iq1_m(T, &w[0], cur);
-    for (int64_t i = 0; i < nsb; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const bool more = i + 1 < nsb;
-        if (more) rows_iq1_m(T, &w[i + 1], next);
-        int32_t G, D;
-        sums_iq1_m(T, &w[i], &y[i], cur, &G, &D);
-        acc = acc + (sl_f16_to_f32(sl_iq1m_scale_bits(w[i].scales)) * y[i].d) * ((float)G + 0.125f * (float)D);
-        if (more)
-            for (int r = 0; r < 4; r++) cur[r] = next[r];
-    }
-    return acc;
+    IQ1_DOT(iq1_m, sl_iq1m_scale_bits(w[i].scales));
 }
 
 #else   /* not x86: the sets that use these are never handed out */

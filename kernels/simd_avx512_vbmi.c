@@ -463,6 +463,32 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_
  * map (vgf2p8affineqb, port 0) turns the 2-bit fields into 8, 25, 43.  A row's last one to three
  * super-blocks look up (a, a) and use block a's half. */
 
+/* The entry points of an IQ2 type from its lookup_T(a, b, P, st) and products_T(b, q, P, st, h):
+ * the single block (a row's tail: (a, a), block a's half) and the two stages of dot_staged. */
+#define IQ2_STAGES(t)                                                                                             \
+    VBMI static inline __attribute__((always_inline)) __m512i block_##t(const uint8_t *blk, const int8_t *q,       \
+                                                                         const grid_planes *P)                     \
+    {                                                                                                             \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
+        staged_pair st;                                                                                           \
+        lookup_##t(b, b, P, &st);                                                                                 \
+        return products_##t(b, q, P, &st, 0);                                                                     \
+    }                                                                                                             \
+    VBMI static inline __attribute__((always_inline)) void stage1_##t(const uint8_t *blk, const grid_planes *P,   \
+                                                                       staged_pair *st)                            \
+    {                                                                                                             \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
+        lookup_##t(b, b + 1, P, st);                                                                              \
+    }                                                                                                             \
+    VBMI static inline __attribute__((always_inline)) void stage2_##t(const uint8_t *blk, const sl_block_q8_k *y, \
+                                                                       const grid_planes *P, const staged_pair *st, \
+                                                                       __m512i out[2])                             \
+    {                                                                                                             \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
+        out[0] = products_##t(b, y[0].qs, P, st, 0);                                                              \
+        out[1] = products_##t(b + 1, y[1].qs, P, st, 1);                                                          \
+    }
+
 /* Grid bytes of elements 64k..64k+63 of a block from its unpacked codes. */
 VBMI static inline __m512i iq2_grid(__m512i codes, int k)
 {
@@ -502,27 +528,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xs(const 
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
-{
-    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    staged_pair st;
-    lookup_iq2_xs(b, b, P, &st);
-    return products_iq2_xs(b, q, P, &st, 0);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage1_iq2_xs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
-{
-    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    lookup_iq2_xs(b, b + 1, P, st);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage2_iq2_xs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                                                     const staged_pair *st, __m512i out[2])
-{
-    const sl_block_iq2_xs *b = (const sl_block_iq2_xs *)blk;
-    out[0] = products_iq2_xs(b, y[0].qs, P, st, 0);
-    out[1] = products_iq2_xs(b + 1, y[1].qs, P, st, 1);
-}
+IQ2_STAGES(iq2_xs)
 
 /* IQ2_XXS: the sign fields of sub-block ib are bits 32 + 7l of its qword, put by vpmultishiftqb in
  * byte l of the qword — where index byte l sits — so one more vpermt2b in element order
@@ -559,27 +565,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i block_iq2_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
-{
-    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
-    staged_pair st;
-    lookup_iq2_xxs(b, b, P, &st);
-    return products_iq2_xxs(b, q, P, &st, 0);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage1_iq2_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
-{
-    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
-    lookup_iq2_xxs(b, b + 1, P, st);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage2_iq2_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                                                      const staged_pair *st, __m512i out[2])
-{
-    const sl_block_iq2_xxs *b = (const sl_block_iq2_xxs *)blk;
-    out[0] = products_iq2_xxs(b, y[0].qs, P, st, 0);
-    out[1] = products_iq2_xxs(b + 1, y[1].qs, P, st, 1);
-}
+IQ2_STAGES(iq2_xxs)
 
 /* IQ2_S: 10-bit indices (low byte in qs, bits 8-9 in qh), full sign bytes after the indices (the
  * opmasks as stored), scales as IQ2_XS; lookups over 1024 points: two 512-point halves merged
@@ -615,27 +601,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const s
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i block_iq2_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
-{
-    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
-    staged_pair st;
-    lookup_iq2_s(b, b, P, &st);
-    return products_iq2_s(b, q, P, &st, 0);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage1_iq2_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
-{
-    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
-    lookup_iq2_s(b, b + 1, P, st);
-}
-
-VBMI static inline __attribute__((always_inline)) void stage2_iq2_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                                                    const staged_pair *st, __m512i out[2])
-{
-    const sl_block_iq2_s *b = (const sl_block_iq2_s *)blk;
-    out[0] = products_iq2_s(b, y[0].qs, P, st, 0);
-    out[1] = products_iq2_s(b + 1, y[1].qs, P, st, 1);
-}
+IQ2_STAGES(iq2_s)
 
 /* Contract: as sl_qdot_iq2_s_q8_k (same bits); dot4: the same for 4 vectors, bits of each. */
 VBMI float sl_avx512vbmi_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n)
