@@ -249,9 +249,13 @@ VBMI static inline void reduce4(const __m512i s[4], float S[4])
 }
 
 /* Software prefetch of the weights VBMI_PREFETCH_AHEAD bytes ahead of a group of blocks (each
- * line once; the blocks are not line-aligned) — as sl_prefetch_ahead, kernels/k_common.h. */
+ * line once; the blocks are not line-aligned) — as sl_prefetch_ahead, kernels/k_common.h, but
+ * twice as far: these dots take ~30 cycles per super-block, and at 2 threads 2 KiB gave more
+ * GB/s than 1 KiB in four of five interleaved 512 MiB runs for IQ2_XS (by 10-18%) and in three
+ * of four for IQ3_S; 3 and 4 KiB were no better (docs/benchmarks.md, "Codebook kernels: third
+ * pass"). */
 #ifndef VBMI_PREFETCH_AHEAD
-#define VBMI_PREFETCH_AHEAD SL_PREFETCH_AHEAD
+#define VBMI_PREFETCH_AHEAD (2 * SL_PREFETCH_AHEAD)
 #endif
 static inline void prefetch_span(const uint8_t *p, size_t len)
 {
