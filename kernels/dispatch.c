@@ -91,9 +91,10 @@ bool sl_kernels_available(int path)
                __builtin_cpu_supports("f16c");
     case SL_KPATH_AVX512:
         __builtin_cpu_init();
+        /* BMI2 too: the AVX-512 IQ1 dots use pdep (every AVX-512 CPU has it; a VM could mask it) */
         return sl_kernels_available(SL_KPATH_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512vnni");
+               __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
 #endif
 #if defined(__aarch64__)
     /* Advanced SIMD is part of every AArch64 CPU Linux runs on; the kernel still reports it */
