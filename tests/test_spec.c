@@ -340,14 +340,7 @@ static void edge_generate(int n_ctx, bool seq, const int32_t *look, int nl, spec
     int np = sluice_tokenize(m, "Once upon a time", -1, SLUICE_TOK_ADD_SPECIAL, prompt, 16);
     cr_assert(np > 0 && np < 16);
     cr_assert_eq(sluice_eval(c, prompt, np), 0, "%s", sluice_ctx_error(c));
-    sluice_sampler_params sp;
-    sluice_sampler_params_default(&sp);
-    sp.temp = 0;
-    sluice_sampler *s = sluice_sampler_new(m, &sp);
-    memset(out, 0, sizeof *out);
-    cr_assert_geq(sluice_generate(c, s, 128, spec_collect, out), 0, "%s", sluice_ctx_error(c));
-    sluice_get_stats(m, c, &out->st);
-    sluice_sampler_free(s);
+    spec_continue_greedy(m, c, 128, out);
     sluice_ctx_free(c);
     sluice_close(m);
 }

@@ -13,16 +13,8 @@ int spec_collect(void *u, int32_t id, const char *text, size_t len)
     return 0;
 }
 
-void spec_generate_greedy(const char *path, const sluice_params *p, const int32_t *prompt, int n_prompt,
-                          const int32_t *lookup, int n_lookup, int n, spec_out *out)
+void spec_continue_greedy(sluice_model *m, sluice_ctx *c, int n, spec_out *out)
 {
-    char err[SLUICE_ERRLEN];
-    sluice_model *m;
-    sluice_ctx *c;
-    cr_assert_eq(sluice_open(path, p, &m, err, sizeof err), 0, "%s: %s", path, err);
-    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
-    if (n_lookup) cr_assert_eq(sluice_ctx_set_lookup(c, lookup, n_lookup), 0);
-    cr_assert_eq(sluice_eval(c, prompt, n_prompt), 0, "%s", sluice_ctx_error(c));
     sluice_sampler_params sp;
     sluice_sampler_params_default(&sp);
     sp.temp = 0;
@@ -33,6 +25,19 @@ void spec_generate_greedy(const char *path, const sluice_params *p, const int32_
     sluice_get_stats(m, c, &out->st);
     sluice_model_get_plan(m, &out->pi);
     sluice_sampler_free(s);
+}
+
+void spec_generate_greedy(const char *path, const sluice_params *p, const int32_t *prompt, int n_prompt,
+                          const int32_t *lookup, int n_lookup, int n, spec_out *out)
+{
+    char err[SLUICE_ERRLEN];
+    sluice_model *m;
+    sluice_ctx *c;
+    cr_assert_eq(sluice_open(path, p, &m, err, sizeof err), 0, "%s: %s", path, err);
+    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+    if (n_lookup) cr_assert_eq(sluice_ctx_set_lookup(c, lookup, n_lookup), 0);
+    cr_assert_eq(sluice_eval(c, prompt, n_prompt), 0, "%s", sluice_ctx_error(c));
+    spec_continue_greedy(m, c, n, out);
     sluice_ctx_free(c);
     sluice_close(m);
 }

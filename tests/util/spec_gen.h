@@ -21,6 +21,10 @@ typedef struct spec_out {
 /* A sluice_token_fn that appends each id to the spec_out `u` (up to SPEC_GEN_MAX). */
 int spec_collect(void *u, int32_t id, const char *text, size_t len);
 
+/* n tokens generated greedily from c (its prompt already evaluated) into *out, with the stats and
+ * the plan.  Criterion-asserts. */
+void spec_continue_greedy(sluice_model *m, sluice_ctx *c, int n, spec_out *out);
+
 /* path opened with *p; lookup (n_lookup ids, may be NULL) given to the drafter; the prompt
  * evaluated; n tokens generated greedily into *out.  Criterion-asserts every step. */
 void spec_generate_greedy(const char *path, const sluice_params *p, const int32_t *prompt, int n_prompt,
