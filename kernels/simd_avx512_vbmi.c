@@ -205,13 +205,6 @@ VBMI static inline __m256i sign8_bytes(__m256i f)
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
 }
 
-/* The same for 64 fields. */
-VBMI static inline __m512i sign8_bytes512(__m512i f)
-{
-    const __m512i par = _mm512_and_si512(_mm512_popcnt_epi8(f), _mm512_set1_epi8(1));
-    return _mm512_or_si512(f, _mm512_slli_epi16(par, 7));
-}
-
 /* p, hidden from the optimizer: it forwards a vector store to the loads of its parts as lane
  * extracts, and moves mask words through general registers (both port-5 shuffles), where a
  * load straight into an opmask or a broadcast is a plain load. */
