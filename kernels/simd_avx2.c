@@ -152,37 +152,54 @@ AVX2 static inline __m256i q4_0_bytes(const uint8_t *qs)
 
 AVX2 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
-/* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
+/* The float term of one block: (d_w * d_y) * (exact lane sums). */
+AVX2 static inline __m256 q4_0_term(const sl_block_q4_0 *w, const sl_block_q8_0 *y)
+{
+    const __m256 s = _mm256_set1_ps(f16f(w->d) * f16f(y->d));
+    return _mm256_mul_ps(s, lane_dots(q4_0_bytes(w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
+}
+
+AVX2 static inline __m256 q8_0_term(const sl_block_q8_0 *w, const sl_block_q8_0 *y)
+{
+    const __m256 s = _mm256_set1_ps(f16f(w->d) * f16f(y->d));
+    return _mm256_mul_ps(s, lane_dots(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
+}
+
+/* Contract: as sl_qdot_q4_0_q8_0 (same bits).  Block i goes into accumulator i & 1 (the canonical
+ * order), two blocks per iteration so that both stay in registers: indexed by i & 1, GCC kept
+ * them on the stack, a store and a forwarded reload in every block's dependency chain (as
+ * sl_avx2_dot_q5_0_q8_0, simd_avx2_quants.c). */
 AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q4_0 *w = vw;
     const sl_block_q8_0 *y = vy;
     const int64_t nb = n / SL_QK;
-    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
-    for (int64_t i = 0; i < nb; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        const __m256 l = lane_dots(q4_0_bytes(w[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        acc0 = _mm256_add_ps(acc0, q4_0_term(&w[i], &y[i]));
+        acc1 = _mm256_add_ps(acc1, q4_0_term(&w[i + 1], &y[i + 1]));
     }
-    return lanes_reduce(acc[0], acc[1]);
+    if (i < nb) acc0 = _mm256_add_ps(acc0, q4_0_term(&w[i], &y[i]));
+    return lanes_reduce(acc0, acc1);
 }
 
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits).  Two blocks per iteration as Q4_0. */
 AVX2 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q8_0 *w = vw;
     const sl_block_q8_0 *y = vy;
     const int64_t nb = n / SL_QK;
-    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
-    for (int64_t i = 0; i < nb; i++) {
-        sl_prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256 s = _mm256_set1_ps(f16f(w[i].d) * f16f(y[i].d));
-        const __m256 l = lane_dots(_mm256_loadu_si256((const __m256i *)w[i].qs),
-                                   _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc[i & 1] = _mm256_add_ps(acc[i & 1], _mm256_mul_ps(s, l));
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
+        acc0 = _mm256_add_ps(acc0, q8_0_term(&w[i], &y[i]));
+        acc1 = _mm256_add_ps(acc1, q8_0_term(&w[i + 1], &y[i + 1]));
     }
-    return lanes_reduce(acc[0], acc[1]);
+    if (i < nb) acc0 = _mm256_add_ps(acc0, q8_0_term(&w[i], &y[i]));
+    return lanes_reduce(acc0, acc1);
 }
 
 /* ---- K-quants -------------------------------------------------------------------------------- */
@@ -366,22 +383,32 @@ AVX2 static inline void dot4_blocks32(const __m256i w, const void *restrict vy, 
 AVX2 void sl_avx2_dot4_q4_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 {
     const sl_block_q4_0 *w = vw;
-    __m256 acc[2][4];
-    for (int v = 0; v < 4; v++) acc[0][v] = acc[1][v] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / SL_QK; i++)
-        dot4_blocks32(q4_0_bytes(w[i].qs), vy, ys, i, f16f(w[i].d), acc[i & 1]);
-    for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc[0][v], acc[1][v]);
+    const int64_t nb = n / SL_QK;
+    __m256 acc0[4], acc1[4];   /* two named arrays, not acc[i & 1]: see dot_q4_0_q8_0 */
+    for (int v = 0; v < 4; v++) acc0[v] = acc1[v] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        dot4_blocks32(q4_0_bytes(w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
+        dot4_blocks32(q4_0_bytes(w[i + 1].qs), vy, ys, i + 1, f16f(w[i + 1].d), acc1);
+    }
+    if (i < nb) dot4_blocks32(q4_0_bytes(w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
+    for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc0[v], acc1[v]);
 }
 
 /* Contract: out[v] = dot_q8_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
 AVX2 void sl_avx2_dot4_q8_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 {
     const sl_block_q8_0 *w = vw;
-    __m256 acc[2][4];
-    for (int v = 0; v < 4; v++) acc[0][v] = acc[1][v] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / SL_QK; i++)
-        dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i].qs), vy, ys, i, f16f(w[i].d), acc[i & 1]);
-    for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc[0][v], acc[1][v]);
+    const int64_t nb = n / SL_QK;
+    __m256 acc0[4], acc1[4];
+    for (int v = 0; v < 4; v++) acc0[v] = acc1[v] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
+        dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i + 1].qs), vy, ys, i + 1, f16f(w[i + 1].d), acc1);
+    }
+    if (i < nb) dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
+    for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc0[v], acc1[v]);
 }
 
 /* Shared tail of the Q4_K / Q5_K 4-vector dots: the 4 vectors' S and M reduced together, then the
