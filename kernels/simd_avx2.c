@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/simd_avx2_util.h"
 
 AVX2 static inline int32_t hsum_i32x8(__m256i v)
 {
@@ -33,17 +34,6 @@ AVX2 static inline int32_t hsum_i32x4(__m128i s)
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
     return _mm_cvtsi128_si32(s);
-}
-
-/* The canonical 2 x 8-lane reduction of the 32-block dots: t = a0 + a1; t[k] += t[k+4];
- * t[k] += t[k+2]; t[0] + t[1]. */
-AVX2 static inline float lanes_reduce(__m256 a0, __m256 a1)
-{
-    const __m256 t = _mm256_add_ps(a0, a1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 /* Largest |x| of 32 floats (exact: max does not round); *bad set when one is NaN or infinite
@@ -152,54 +142,35 @@ AVX2 static inline __m256i q4_0_bytes(const uint8_t *qs)
 
 AVX2 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
-/* The float term of one block: (d_w * d_y) * (exact lane sums). */
-AVX2 static inline __m256 q4_0_term(const sl_block_q4_0 *w, const sl_block_q8_0 *y)
+/* Block i's term: (d_w * d_y) * (exact lane sums), for sum_blocks32 (simd_avx2_util.h). */
+AVX2 static inline __m256 q4_0_term(const void *vw, const void *vy, int64_t i, const void *ctx)
 {
+    const sl_block_q4_0 *w = (const sl_block_q4_0 *)vw + i;
+    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
+    (void)ctx;
     const __m256 s = _mm256_set1_ps(f16f(w->d) * f16f(y->d));
     return _mm256_mul_ps(s, lane_dots(q4_0_bytes(w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
-AVX2 static inline __m256 q8_0_term(const sl_block_q8_0 *w, const sl_block_q8_0 *y)
+AVX2 static inline __m256 q8_0_term(const void *vw, const void *vy, int64_t i, const void *ctx)
 {
+    const sl_block_q8_0 *w = (const sl_block_q8_0 *)vw + i;
+    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
+    (void)ctx;
     const __m256 s = _mm256_set1_ps(f16f(w->d) * f16f(y->d));
     return _mm256_mul_ps(s, lane_dots(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
-/* Contract: as sl_qdot_q4_0_q8_0 (same bits).  Block i goes into accumulator i & 1 (the canonical
- * order), two blocks per iteration so that both stay in registers: indexed by i & 1, GCC kept
- * them on the stack, a store and a forwarded reload in every block's dependency chain (as
- * sl_avx2_dot_q5_0_q8_0, simd_avx2_quants.c). */
+/* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
 AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q4_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
-        acc0 = _mm256_add_ps(acc0, q4_0_term(&w[i], &y[i]));
-        acc1 = _mm256_add_ps(acc1, q4_0_term(&w[i + 1], &y[i + 1]));
-    }
-    if (i < nb) acc0 = _mm256_add_ps(acc0, q4_0_term(&w[i], &y[i]));
-    return lanes_reduce(acc0, acc1);
+    return sum_blocks32(vw, sizeof(sl_block_q4_0), vy, n / SL_QK, q4_0_term, NULL);
 }
 
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits).  Two blocks per iteration as Q4_0. */
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
 AVX2 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q8_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
-        acc0 = _mm256_add_ps(acc0, q8_0_term(&w[i], &y[i]));
-        acc1 = _mm256_add_ps(acc1, q8_0_term(&w[i + 1], &y[i + 1]));
-    }
-    if (i < nb) acc0 = _mm256_add_ps(acc0, q8_0_term(&w[i], &y[i]));
-    return lanes_reduce(acc0, acc1);
+    return sum_blocks32(vw, sizeof(sl_block_q8_0), vy, n / SL_QK, q8_0_term, NULL);
 }
 
 /* ---- K-quants -------------------------------------------------------------------------------- */

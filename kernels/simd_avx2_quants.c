@@ -42,16 +42,6 @@ AVX2 static inline int32_t hsum_i32x8(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* The canonical 2 x 8-lane reduction of the 32-block dots (as simd_avx2.c). */
-AVX2 static inline float lanes_reduce(__m256 a0, __m256 a1)
-{
-    const __m256 t = _mm256_add_ps(a0, a1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* int32 lane k = exact sum of the 4 products of elements 4k..4k+3: signed w (|w| <= 127) x a. */
 AVX2 static inline __m256i lane_dots_signed(__m256i w, __m256i a)
 {
@@ -87,55 +77,36 @@ AVX2 static inline __m256i kvalues_table(void)
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sl_kvalues_iq4nl));
 }
 
-/* The term s * (float)lanes of one block. */
-AVX2 static inline __m256 q5_0_term(const sl_block_q5_0 *w, const sl_block_q8_0 *y)
+/* The term s * (float)lanes of block i, for sum_blocks32 (simd_avx2_util.h). */
+AVX2 static inline __m256 q5_0_term(const void *vw, const void *vy, int64_t i, const void *ctx)
 {
+    const sl_block_q5_0 *w = (const sl_block_q5_0 *)vw + i;
+    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
+    (void)ctx;
     const __m256i q = _mm256_sub_epi8(q5_bytes(w->qs, w->qh), _mm256_set1_epi8(16));
     return _mm256_mul_ps(_mm256_set1_ps(f16_at(&w->d) * f16_at(&y->d)), _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y->qs))));
 }
 
-AVX2 static inline __m256 iq4_nl_term(const sl_block_iq4_nl *w, const sl_block_q8_0 *y, __m256i kv)
+/* ctx: the value table (kvalues_table) */
+AVX2 static inline __m256 iq4_nl_term(const void *vw, const void *vy, int64_t i, const void *ctx)
 {
-    const __m256i q = _mm256_shuffle_epi8(kv, nibbles32(w->qs));
+    const sl_block_iq4_nl *w = (const sl_block_iq4_nl *)vw + i;
+    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
+    const __m256i q = _mm256_shuffle_epi8(*(const __m256i *)ctx, nibbles32(w->qs));
     return _mm256_mul_ps(_mm256_set1_ps(f16_at(&w->d) * f16_at(&y->d)), _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y->qs))));
 }
 
-/* Contract: as sl_qdot_q5_0_q8_0 (same bits).  Block i goes into acc[i & 1] (the canonical
- * order); two blocks per iteration keep both accumulators in registers: indexed by i & 1, GCC kept
- * them on the stack, a store and a forwarded reload in every block's dependency chain (~8% of the
- * time in cache here). */
+/* Contract: as sl_qdot_q5_0_q8_0 (same bits). */
 AVX2 float sl_avx2_dot_q5_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q5_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
-        acc0 = _mm256_add_ps(acc0, q5_0_term(&w[i], &y[i]));
-        acc1 = _mm256_add_ps(acc1, q5_0_term(&w[i + 1], &y[i + 1]));
-    }
-    if (i < nb) acc0 = _mm256_add_ps(acc0, q5_0_term(&w[i], &y[i]));
-    return lanes_reduce(acc0, acc1);
+    return sum_blocks32(vw, sizeof(sl_block_q5_0), vy, n / SL_QK, q5_0_term, NULL);
 }
 
-/* Contract: as sl_qdot_iq4_nl_q8_0 (same bits).  Two blocks per iteration as Q5_0. */
+/* Contract: as sl_qdot_iq4_nl_q8_0 (same bits). */
 AVX2 float sl_avx2_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_iq4_nl *w = vw;
-    const sl_block_q8_0 *y = vy;
     const __m256i kv = kvalues_table();
-    const int64_t nb = n / SL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
-        acc0 = _mm256_add_ps(acc0, iq4_nl_term(&w[i], &y[i], kv));
-        acc1 = _mm256_add_ps(acc1, iq4_nl_term(&w[i + 1], &y[i + 1], kv));
-    }
-    if (i < nb) acc0 = _mm256_add_ps(acc0, iq4_nl_term(&w[i], &y[i], kv));
-    return lanes_reduce(acc0, acc1);
+    return sum_blocks32(vw, sizeof(sl_block_iq4_nl), vy, n / SL_QK, iq4_nl_term, &kv);
 }
 
 /* The term s * (float)lanes of a Q4_1 / Q5_1 block; the min terms stay scalar (one chain). */
@@ -151,7 +122,8 @@ AVX2 static inline __m256 q5_1_term(const sl_block_q5_1 *w, const sl_block_q8_1 
     return _mm256_mul_ps(_mm256_set1_ps(f16_at(&w->d) * f16_at(&y->d)), _mm256_cvtepi32_ps(l));
 }
 
-/* Contract: as sl_qdot_q4_1_q8_1 (same bits).  Two blocks per iteration as Q5_0. */
+/* Contract: as sl_qdot_q4_1_q8_1 (same bits).  Two blocks per iteration as sum_blocks32
+ * (simd_avx2_util.h), with the min terms in a scalar chain beside it. */
 AVX2 float sl_avx2_dot_q4_1_q8_1(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q4_1 *w = vw;
@@ -174,7 +146,7 @@ AVX2 float sl_avx2_dot_q4_1_q8_1(const void *restrict vw, const void *restrict v
     return lanes_reduce(acc0, acc1) + mn;
 }
 
-/* Contract: as sl_qdot_q5_1_q8_1 (same bits).  Two blocks per iteration as Q5_0. */
+/* Contract: as sl_qdot_q5_1_q8_1 (same bits).  As Q4_1. */
 AVX2 float sl_avx2_dot_q5_1_q8_1(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q5_1 *w = vw;
