@@ -139,6 +139,10 @@ const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", 
  * 0, or -ENOTSUP when the CPU lacks it (nothing changes), -EINVAL for an unknown path.  Not meant
  * to be called while matrix products are running. */
 int  sl_kernels_force(int path);
+/* Tests: the AVX-512 codebook dots (IQ3_S, IQ3_XXS, IQ2_*) have a byte-permute version (CPUs with
+ * VBMI, BITALG, GFNI, BMI2) and a gather one (the others); true forces the gather one (same bits). */
+void sl_avx512_iq_force_gathers(bool on);
+bool sl_avx512_iq_has_byte_permutes(void);   /* the CPU can run the byte-permute version */
 
 /* Exact mode: sl_matmul dequantizes weights and dots them with f32 activations (the portable
  * reference kernels of types.h, ~0.003 from a float64 forward pass on the golden models) instead of

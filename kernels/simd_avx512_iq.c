@@ -1,9 +1,13 @@
-/* kernels/simd_avx512_iq.c — AVX-512 (F, BW) dots of the codebook types IQ3_S, IQ3_XXS, IQ2_XS,
- * IQ2_XXS and IQ2_S with Q8_K activations (IQ1_S and IQ1_M: kernels/simd_avx512_iq1.c).
+/* kernels/simd_avx512_iq.c — the AVX-512 set's entry points for the codebook types IQ3_S, IQ3_XXS,
+ * IQ2_XS, IQ2_XXS and IQ2_S with Q8_K activations (IQ1_S and IQ1_M: kernels/simd_avx512_iq1.c):
+ * the byte-permute dots of kernels/simd_avx512_vbmi.c where the CPU has VBMI, BITALG, GFNI and BMI2
+ * (faster), else the gather dots of this file, which need only AVX-512 F/BW (e.g. Skylake-SP and
+ * Cascade Lake servers).
  *
- * Same contract as simd_avx512.c: the portable reference's bits.  A 512-bit register holds two
- * sub-blocks (64 elements): the grid points gathered by index (vpgatherdd / vpgatherdq: 3.6x the
- * speed of 16 scalar loads and inserts here), the 64 sign bits used directly as
+ * The gather dots.  Same contract as simd_avx512.c: the portable reference's bits.  A 512-bit
+ * register holds two sub-blocks (64 elements): the grid points gathered by index (vpgatherdd /
+ * vpgatherdq: 3.6x the speed of 16 scalar loads and inserts on the machine they were written on;
+ * the byte permutes beat both), the 64 sign bits used directly as
  * an opmask (activations negated under the mask: no sign expansion, activations are never -128),
  * vpmaddubsw (unsigned grid bytes x signed activations, pair sums <= 15748: no saturation), then
  * vpmaddwd with the per-sub-block (IQ2_XS: per-16) scales.  S is exact in int32; the float steps
@@ -56,6 +60,7 @@ static inline simde__m512i iq_gather_epi64(simde__m256i idx, const void *base)
 #define HAVE_AVX512_IQ 1
 #elif defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <stdatomic.h>
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #define iq_reduce_add_epi32 _mm512_reduce_add_epi32
 #define iq_cvtepu8_epi32 _mm512_cvtepu8_epi32
@@ -238,9 +243,17 @@ static bool have_vbmi(void)
     return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("bmi2") &&
            __builtin_cpu_supports("gfni");
 }
-#define VBMI_DOT(t) return have_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
+
+/* Tests only (simd.h): the gather dots even where the byte-permute ones could run, so that the
+ * fallback is tested natively on a CPU that has both (not only through SIMDe). */
+static atomic_bool g_force_gathers;
+void sl_avx512_iq_force_gathers(bool on) { atomic_store_explicit(&g_force_gathers, on, memory_order_relaxed); }
+bool sl_avx512_iq_has_byte_permutes(void) { return have_vbmi(); }
+
+static bool use_vbmi(void) { return !atomic_load_explicit(&g_force_gathers, memory_order_relaxed) && have_vbmi(); }
+#define VBMI_DOT(t) return use_vbmi() ? sl_avx512vbmi_dot_##t##_q8_k(w, y, n) : gather_dot_##t##_q8_k(w, y, n)
 #define VBMI_DOT4(t)                                                                                     \
-    if (have_vbmi()) sl_avx512vbmi_dot4_##t##_q8_k(w, y, ys, n, out);                                    \
+    if (use_vbmi()) sl_avx512vbmi_dot4_##t##_q8_k(w, y, ys, n, out);                                    \
     else for (int v = 0; v < 4; v++) out[v] = gather_dot_##t##_q8_k(w, (const uint8_t *)y + v * ys, n)
 #endif
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
@@ -257,6 +270,8 @@ void sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, s
 #undef VBMI_DOT4
 
 #else   /* not x86: the sets that use these are never handed out */
+void sl_avx512_iq_force_gathers(bool on) { (void)on; }
+bool sl_avx512_iq_has_byte_permutes(void) { return false; }
 float sl_avx512_dot_iq3_s_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_s_q8_k(w, y, n); }
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq3_xxs_q8_k(w, y, n); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { return sl_qdot_iq2_xs_q8_k(w, y, n); }

@@ -302,7 +302,9 @@ Test(qdot, every_path_bit_identical_to_portable)
     fprintf(stderr, "qdot: %d SIMD integer dots bit-identical to portable (%s)\n", checked, paths_ran());
 }
 
-/* The 4-vector forms return each single dot's bits. */
+/* The 4-vector forms return each single dot's bits; the activation rows are further apart than
+ * their size with junk between them (a kernel must step by the stride it is given), the last one
+ * ending at the end of its allocation. */
 Test(qdot, four_vector_forms_equal_single_dots)
 {
     tk_rng r = { 108 };
@@ -312,9 +314,11 @@ Test(qdot, four_vector_forms_equal_single_dots)
         const int nbs[] = { 1, 3, 8, 17 };
         for (int k = 0; k < 4; k++) {
             const int64_t n = (int64_t)nbs[k] * c->blck;
-            const size_t ys = c->k ? (size_t)(n / 256) * SL_Q8_K_BYTES : (size_t)(n / 32) * SL_Q8_0_BYTES;
-            uint8_t *w = malloc((size_t)nbs[k] * c->bytes), *y = malloc(4 * ys);
+            const size_t row = c->k ? (size_t)(n / 256) * SL_Q8_K_BYTES : (size_t)(n / 32) * SL_Q8_0_BYTES;
+            const size_t ys = row + 4 * (size_t)(k + 1);   /* keeps Q8_K's float d 4-byte aligned */
+            uint8_t *w = malloc((size_t)nbs[k] * c->bytes), *y = malloc(3 * ys + row);
             float *x = malloc(n * sizeof *x);
+            memset(y, 0xa5, 3 * ys + row);
             fill_weights(&r, c, w, nbs[k], k == 0 ? -14 : -3, k == 0 ? 15 : 3);
             for (int v = 0; v < 4; v++) {
                 fill_acts(&r, x, n);

@@ -347,16 +347,45 @@ Test(iq_dot, portable_integer_dot_against_float64)
     }
 }
 
+/* The SIMD sets this CPU has, as the tests below run them: the AVX-512 set twice where the CPU can
+ * run both versions of its IQ3/IQ2 dots (byte permutes, and the gathers every AVX-512 CPU without
+ * VBMI/BITALG/GFNI runs), so that both are tested natively; its name says which one ran. */
+typedef struct { const sl_kernel_set *K; int path; bool gathers; char name[40]; } simd_variant;
+
+static int simd_variants(simd_variant v[SL_KPATH_COUNT + 1])
+{
+    int n = 0;
+    for (int p = 1; p < SL_KPATH_COUNT; p++) {
+        const sl_kernel_set *K = sl_kernels_for(p);
+        if (!K) continue;
+        const bool avx512 = p == SL_KPATH_AVX512, both = avx512 && sl_avx512_iq_has_byte_permutes();
+        for (int g = 0; g < (both ? 2 : 1); g++) {
+            v[n] = (simd_variant){ K, p, avx512 && (g == 1 || !both), "" };
+            snprintf(v[n].name, sizeof v[n].name, "%s%s", K->name, !avx512 ? "" : v[n].gathers ? " (gathers)" : " (byte permutes)");
+            n++;
+        }
+    }
+    return n;
+}
+
+static const sl_kernel_set *use_variant(const simd_variant *v)
+{
+    sl_avx512_iq_force_gathers(v->gathers);
+    return v->K;
+}
+
 /* Every SIMD path this CPU has: the portable bits, on random blocks (any scale exponent). */
 Test(iq_dot, simd_paths_bit_identical_to_portable)
 {
     tk_rng r = { 1604 };
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
-    int checked = 0, paths = 0;
-    for (int p = 1; p < SL_KPATH_COUNT; p++) {
-        const sl_kernel_set *K = sl_kernels_for(p);
-        if (!K) continue;
-        paths++;
+    int checked = 0;
+    simd_variant V[SL_KPATH_COUNT + 1];
+    const int nv = simd_variants(V);
+    for (int vi = 0; vi < nv; vi++) {
+        const sl_kernel_set *K = use_variant(&V[vi]);
+        const int p = V[vi].path;
+        fprintf(stderr, "codebook dots: running %s\n", V[vi].name);
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
@@ -377,7 +406,7 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
                     if (rep == 1) memset(x, 0, sizeof(float) * 256);   /* an all-zero activation block */
                     P->quantize_q8_k(x, y, n);
                     const float a = qdot_of(P, type)(w, y, n), b = qdot_of(K, type)(w, y, n);
-                    cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks: portable %a, %s %a", ti->name, nb, a, K->name, b);
+                    cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks: portable %a, %s %a", ti->name, nb, a, V[vi].name, b);
                     checked++;
                     free(w);
                     free(y);
@@ -385,7 +414,8 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
                 }
         }
     }
-    fprintf(stderr, "codebook dots: %d checked on %d SIMD path(s) against portable\n", checked, paths);
+    sl_avx512_iq_force_gathers(false);
+    fprintf(stderr, "codebook dots: %d checked on %d SIMD kernel set(s) against portable\n", checked, nv);
 }
 
 /* The same at the integer extremes: every activation quantized to +-127 (|x| = amax in each
@@ -398,9 +428,10 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
     tk_rng r = { 1605 };
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
     int checked = 0;
-    for (int p = 1; p < SL_KPATH_COUNT; p++) {
-        const sl_kernel_set *K = sl_kernels_for(p);
-        if (!K) continue;
+    simd_variant V[SL_KPATH_COUNT + 1];
+    const int nv = simd_variants(V);
+    for (int vi = 0; vi < nv; vi++) {
+        const sl_kernel_set *K = use_variant(&V[vi]);
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
@@ -430,7 +461,7 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
                     P->quantize_q8_k(x, y, n);
                     const float a = qdot_of(P, type)(w, y, n), b = qdot_of(K, type)(w, y, n);
                     cr_assert(isfinite(a), "%s x %d blocks, kind %d: portable %a (d = 1 gives finite sums)", ti->name, nb, kind, a);
-                    cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks, kind %d: portable %a, %s %a", ti->name, nb, kind, a, K->name, b);
+                    cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks, kind %d: portable %a, %s %a", ti->name, nb, kind, a, V[vi].name, b);
                     checked++;
                     free(w);
                     free(y);
@@ -438,20 +469,23 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
                 }
         }
     }
-    fprintf(stderr, "codebook dots at the extremes: %d checked against portable\n", checked);
+    sl_avx512_iq_force_gathers(false);
+    fprintf(stderr, "codebook dots at the extremes: %d checked on %d SIMD kernel set(s) against portable\n", checked, nv);
 }
 
 /* The 4-vector dots return each vector's single-dot bits: random blocks on 1-9 super-blocks (the
  * staged pairs of four, and the tails), four different random activation vectors (one of them
- * all-zero in one case). */
+ * all-zero in one case), rows further apart than their size with junk between them (a kernel
+ * must step by the stride it is given), the last one ending at the end of its allocation. */
 Test(iq_dot, four_vector_forms_equal_single_dots)
 {
     tk_rng r = { 1606 };
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
     int checked = 0;
-    for (int p = 1; p < SL_KPATH_COUNT; p++) {
-        const sl_kernel_set *K = sl_kernels_for(p);
-        if (!K) continue;
+    simd_variant V[SL_KPATH_COUNT + 1];
+    const int nv = simd_variants(V);
+    for (int vi = 0; vi < nv; vi++) {
+        const sl_kernel_set *K = use_variant(&V[vi]);
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
@@ -459,9 +493,10 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
             for (int nb = 1; nb <= 9; nb++)
                 for (int rep = 0; rep < 3; rep++) {
                     const int64_t n = nb * 256;
-                    const size_t ys = sizeof(sl_block_q8_k) * (size_t)nb;
-                    uint8_t *w = malloc((size_t)nb * ti->bytes), *y = malloc(4 * ys);
+                    const size_t row = sizeof(sl_block_q8_k) * (size_t)nb, ys = row + 4 + 8 * (size_t)rep;
+                    uint8_t *w = malloc((size_t)nb * ti->bytes), *y = malloc(3 * ys + row);
                     float *x = malloc(sizeof(float) * n);
+                    memset(y, 0xa5, 3 * ys + row);
                     random_blocks(&r, type, w, nb, rep == 0 ? -14 : -8, rep == 0 ? 15 : 0);
                     for (int v = 0; v < 4; v++) {
                         random_acts(&r, x, n);
@@ -472,7 +507,7 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
                     qdot4_of(K, type)(w, y, ys, n, got);
                     for (int v = 0; v < 4; v++) {
                         const float want = qdot_of(P, type)(w, y + v * ys, n);
-                        cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", K->name,
+                        cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", V[vi].name,
                                      ti->name, nb, v, got[v], want);
                     }
                     checked++;
@@ -482,7 +517,9 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
                 }
         }
     }
-    fprintf(stderr, "codebook 4-vector dots: %d checked against portable single dots\n", checked);
+    sl_avx512_iq_force_gathers(false);
+    if (checked == 0) cr_skip_test("no SIMD set with 4-vector codebook dots on this CPU (only the AVX-512 one has them)");
+    fprintf(stderr, "codebook 4-vector dots: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
 }
 
 /* ---- every tensor of the golden IQ files ------------------------------------------------------ */

@@ -37,12 +37,12 @@ Test(avx512_emulated, codebook_dots_bit_identical)
 #ifndef HAVE_SIMDE
     cr_skip_test("SIMDe headers (libsimde-dev) not installed: AVX-512 code not emulated");
 #else
-    const struct { int type; sl_qdot_fn ref, emu; } k[5] = {
-        { SL_TYPE_IQ3_S, sl_qdot_iq3_s_q8_k, emu_dot_iq3_s_q8_k },
-        { SL_TYPE_IQ3_XXS, sl_qdot_iq3_xxs_q8_k, emu_dot_iq3_xxs_q8_k },
-        { SL_TYPE_IQ2_XS, sl_qdot_iq2_xs_q8_k, emu_dot_iq2_xs_q8_k },
-        { SL_TYPE_IQ2_XXS, sl_qdot_iq2_xxs_q8_k, emu_dot_iq2_xxs_q8_k },
-        { SL_TYPE_IQ2_S, sl_qdot_iq2_s_q8_k, emu_dot_iq2_s_q8_k },
+    const struct { int type; sl_qdot_fn ref, emu; sl_qdot4_fn emu4; } k[5] = {
+        { SL_TYPE_IQ3_S, sl_qdot_iq3_s_q8_k, emu_dot_iq3_s_q8_k, emu_dot4_iq3_s_q8_k },
+        { SL_TYPE_IQ3_XXS, sl_qdot_iq3_xxs_q8_k, emu_dot_iq3_xxs_q8_k, emu_dot4_iq3_xxs_q8_k },
+        { SL_TYPE_IQ2_XS, sl_qdot_iq2_xs_q8_k, emu_dot_iq2_xs_q8_k, emu_dot4_iq2_xs_q8_k },
+        { SL_TYPE_IQ2_XXS, sl_qdot_iq2_xxs_q8_k, emu_dot_iq2_xxs_q8_k, emu_dot4_iq2_xxs_q8_k },
+        { SL_TYPE_IQ2_S, sl_qdot_iq2_s_q8_k, emu_dot_iq2_s_q8_k, emu_dot4_iq2_s_q8_k },
     };
     tk_rng r = { 1605 };
     int checked = 0;
@@ -63,12 +63,29 @@ Test(avx512_emulated, codebook_dots_bit_identical)
                 sl_quantize_act_q8_k(x, y, n);
                 const float a = k[t].ref(w, y, n), b = k[t].emu(w, y, n);
                 cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks: portable %a, emulated avx512 %a", ti->name, nb, a, b);
+                /* the 4-vector form (the fallback's loop over the rows): rows ys apart with junk
+                 * between them, row v = the same activations scaled by v + 1 */
+                const size_t row = sizeof *y * (size_t)nb, ys = row + 4 + 8 * (size_t)(rep % 3);
+                uint8_t *y4 = malloc(3 * ys + row);
+                memset(y4, 0xa5, 3 * ys + row);
+                for (int v = 0; v < 4; v++) {
+                    for (int64_t i = 0; i < n; i++) x[i] *= (float)(v + 1) / (float)(v > 0 ? v : 1);
+                    sl_quantize_act_q8_k(x, (sl_block_q8_k *)(y4 + v * ys), n);
+                }
+                float got[4];
+                k[t].emu4(w, y4, ys, n, got);
+                for (int v = 0; v < 4; v++) {
+                    const float want = k[t].ref(w, y4 + v * ys, n);
+                    cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 x %d blocks, row %d: portable %a, emulated avx512 %a",
+                                 ti->name, nb, v, want, got[v]);
+                }
                 checked++;
+                free(y4);
                 free(w);
                 free(y);
                 free(x);
             }
     }
-    fprintf(stderr, "avx512 codebook dots (SIMDe-emulated): %d checked against portable\n", checked);
+    fprintf(stderr, "avx512 codebook dots and 4-vector forms (SIMDe-emulated): %d checked against portable\n", checked);
 #endif
 }
