@@ -71,8 +71,8 @@ static const type_pref k_prefs[] = {
      * IQ2_XS 3.2; docs/benchmarks.md "Kernel speed pass"; the codebook types' second pass,
      * "Codebook kernels ... second pass", sped up only their AVX-512 side, so the lead grew).
      * Re-measured after the third pass and the gather-free AVX2 kernels (docs/benchmarks.md,
-     * "Codebook kernels: third pass"), %bw avx512 / avx2: every type still faster or equal on
-     * AVX-512 (IQ4_NL 99 / 100, Q5_0 103 / 89, IQ2_XS 68 / 41, IQ1_M 25 / 14) */
+     * "Codebook kernels: third pass"), %bw avx512 / avx2: every type faster on AVX-512 or
+     * within the noise (IQ4_NL 99 / 100, Q5_0 103 / 89, IQ2_XS 68 / 41, IQ1_M 25 / 14) */
     /* AMD EPYC with AVX-512, reported in the quant-types issue (not re-measured here): Q4_K 43.7
      * GB/s on AVX2 vs 35.6 on AVX-512 at 2 threads; AVX-512 won for Q6_K and F16 there */
     { "amd", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },

@@ -355,7 +355,7 @@ AVX2 void sl_avx2_dot4_q4_0_q8_0(const void *restrict vw, const void *restrict v
 {
     const sl_block_q4_0 *w = vw;
     const int64_t nb = n / SL_QK;
-    __m256 acc0[4], acc1[4];   /* two named arrays, not acc[i & 1]: see dot_q4_0_q8_0 */
+    __m256 acc0[4], acc1[4];   /* two named arrays, not acc[i & 1]: see sum_blocks32 (simd_avx2_util.h) */
     for (int v = 0; v < 4; v++) acc0[v] = acc1[v] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
@@ -581,7 +581,7 @@ const sl_kernel_set sl_kernels_avx2_set = {
     sl_avx2_adot_f32, sl_avx2_adot_f16,
     sl_avx2_dot4_q4_0_q8_0, sl_avx2_dot4_q8_0_q8_0,
     sl_avx2_dot4_q4_k_q8_k, sl_avx2_dot4_q5_k_q8_k, sl_avx2_dot4_q6_k_q8_k,
-    /* codebook types (kernels/simd_avx2_iq.c; IQ1: kernels/simd_avx2_iq.c) */
+    /* codebook types (kernels/simd_avx2_iq.c, IQ1 included) */
     .dot_iq2_xs_q8_k = sl_avx2_dot_iq2_xs_q8_k, .dot_iq3_xxs_q8_k = sl_avx2_dot_iq3_xxs_q8_k,
     .dot_iq3_s_q8_k = sl_avx2_dot_iq3_s_q8_k, .dot_iq2_xxs_q8_k = sl_avx2_dot_iq2_xxs_q8_k,
     .dot_iq2_s_q8_k = sl_avx2_dot_iq2_s_q8_k, .dot_iq1_s_q8_k = sl_avx2_dot_iq1_s_q8_k,

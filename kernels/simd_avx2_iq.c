@@ -79,14 +79,14 @@ AVX2 static inline __m256i pick_scale(__m256i sc, int a, int b)
  * instead of vpermd on the shuffle port: 5% faster here.  The pointer is laundered through an
  * empty asm so that GCC does not forward the store into register shuffles (which it would do,
  * costing two shuffles per sub-block). */
-static inline const float *scale_words_of(const int32_t buf[8])
+static inline const int32_t *scale_words_of(const int32_t buf[8])
 {
-    const float *p = (const float *)buf;
+    const int32_t *p = buf;
     __asm__("" : "+r"(p));
     return p;
 }
 
-AVX2 static inline const float *scale_words(int32_t buf[8], __m256i sc)
+AVX2 static inline const int32_t *scale_words(int32_t buf[8], __m256i sc)
 {
     _mm256_store_si256((__m256i *)buf, sc);
     return scale_words_of(buf);
@@ -106,7 +106,8 @@ AVX2 static inline __m256i xxs_signs_scales(__m256i aux, int32_t buf[8])
     return sign8_bytes(f7);
 }
 
-AVX2 static inline __m256i scale_word(const float *p, int ib) { return _mm256_castps_si256(_mm256_broadcast_ss(p + ib)); }
+/* vpbroadcastd from memory: a load-port uop, as vbroadcastss (read as int32: the words were stored as int32) */
+AVX2 static inline __m256i scale_word(const int32_t *p, int ib) { return _mm256_set1_epi32(p[ib]); }
 
 /* An index the compiler must treat as opaque: keeps the table lookups scalar loads (GCC would
  * otherwise vectorize them into an emulated gather of vpextrq/vpinsrq on the shuffle port). */
@@ -196,7 +197,7 @@ AVX2 float sl_avx2_dot_iq3_s_q8_k(const void *restrict vw, const void *restrict 
         const __m128i pairs = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)sc4), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
         const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(pairs), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
                                              _mm256_set1_epi32(15));
-        const float *sc = scale_words(scbuf, dup16(_mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1))));
+        const int32_t *sc = scale_words(scbuf, dup16(_mm256_or_si256(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1))));
         const __m256i sb = _mm256_loadu_si256((const __m256i *)w[i].signs), sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -220,7 +221,7 @@ AVX2 float sl_avx2_dot_iq3_xxs_q8_k(const void *restrict vw, const void *restric
     for (int64_t i = 0; i < n / SL_QK_K; i++) {
         sl_prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sb = xxs_signs_scales(_mm256_loadu_si256((const __m256i *)(w[i].qs + SL_QK_K / 4)), scbuf);
-        const float *sc = scale_words_of(scbuf);
+        const int32_t *sc = scale_words_of(scbuf);
         const __m256i sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -281,7 +282,7 @@ AVX2 float sl_avx2_dot_iq2_xxs_q8_k(const void *restrict vw, const void *restric
         const __m256i a0 = _mm256_loadu_si256((const __m256i *)qb), a1 = _mm256_loadu_si256((const __m256i *)(qb + 32));
         const __m256i aux = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(a0, odd_lo), _mm256_permutevar8x32_epi32(a1, odd_lo), 0xf0);
         const __m256i sb = xxs_signs_scales(aux, scbuf);
-        const float *sc = scale_words_of(scbuf);
+        const int32_t *sc = scale_words_of(scbuf);
         const __m256i sbl[2] = { lane_both(sb, 0), lane_both(sb, 1) };
         __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8

@@ -1,4 +1,4 @@
-/* kernels/simd_avx512_iq1.c — AVX-512 (F, BW, VL, VNNI) dots of IQ1_S and IQ1_M with Q8_K
+/* kernels/simd_avx512_iq1.c — AVX-512 (F, BW, VL, VNNI; BMI2 for pdep) dots of IQ1_S and IQ1_M with Q8_K
  * activations.
  *
  * Why gathers here: the IQ1 grid has 2048 points, so byte-permute lookups (simd_avx512_vbmi.c)
