@@ -18,9 +18,12 @@
  *     (dot_staged), and the 4-vector forms reuse one lookup for four activation rows; its body is
  *     one basic block (stage 1 of the next pair unconditional, the last iteration peeled, the
  *     prefetches and float steps unrolled), so gcc schedules the two stages' instructions together;
- *   - a super-block's int32 lanes are reduced four super-blocks at a time (8 shuffles for four
- *     instead of 6 each), and the per-sub-block scales are broadcast from memory (loads, no
- *     shuffle).
+ *   - a super-block's int32 lanes are reduced four super-blocks at a time (5 shuffles, 2 blends
+ *     and a shift for four instead of 6 shuffles each), and the per-sub-block scales are broadcast
+ *     from memory (loads, no shuffle);
+ *   - every vector uop counts, whichever port it needs (timing-only removals: ~0.6 cycle per
+ *     super-block each; scalar vmulss/vaddss and xmm conversions take ports 0 and 5 too while
+ *     512-bit uops run): docs/benchmarks.md, "IQ2_XS: fewer uops, one basic block".
  *
  * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum (lane sums in any
  * order: integer addition, |partial sums| below the type's bound < 2^31), (float)S by the same
@@ -163,10 +166,11 @@ VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
     return _mm512_mask_blend_epi8(m.b8, look256(t, idx, m), look256(t + 256, idx, m));
 }
 
-/* The same for 256 entries as one chain of merged permutes, later merges overriding earlier ones
- * (segment 1 under b6, 2 under b7, 3 under b6 & b7, last), and 512 as two chains and one blend
- * under b8: per 64 points and byte plane 8 vpermb and 1 blend instead of 8 and 3 (IQ2_XS: the
- * masks are shared by its two planes; the chain's latency hides behind the staged loop). */
+/* look256 and look512 with fewer blends (IQ2_XS): 256 entries as one chain of merged permutes,
+ * later merges overriding earlier ones (segment 1 under b6, 2 under b7, 3 under b6 & b7 last), and
+ * 512 as two chains and one blend under b8: per 64 points and byte plane 8 vpermb and 1 blend
+ * instead of 8 and 3, for one kandq shared by both planes; the chain's latency (4 permutes)
+ * hides behind the staged loop. */
 VBMI static inline __m512i look256_chain(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67)
 {
     __m512i r = _mm512_permutexvar_epi8(idx, ld(t));
