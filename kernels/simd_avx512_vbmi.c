@@ -15,10 +15,15 @@
  *     (vgf2p8affineqb, port 0) turns them into 8, 25, 43 (and, from the stored 7 bits, makes the
  *     8 signs);
  *   - the loop overlaps the lookups of the next two super-blocks with the products of these two
- *     (dot_staged), and the 4-vector forms reuse one lookup for four activation rows;
- *   - a super-block's int32 lanes are reduced four super-blocks at a time (8 shuffles for four
- *     instead of 6 each), and the per-sub-block scales are broadcast from memory (loads, no
- *     shuffle).
+ *     (dot_staged), and the 4-vector forms reuse one lookup for four activation rows; its body is
+ *     one basic block (stage 1 of the next pair unconditional, the last iteration peeled, the
+ *     prefetches and float steps unrolled), so gcc schedules the two stages' instructions together;
+ *   - a super-block's int32 lanes are reduced four super-blocks at a time (5 shuffles, 2 blends
+ *     and a shift for four instead of 6 shuffles each), and the per-sub-block scales are broadcast
+ *     from memory (loads, no shuffle);
+ *   - every vector uop counts, whichever port it needs (timing-only removals: ~0.6 cycle per
+ *     super-block each; scalar vmulss/vaddss and xmm conversions take ports 0 and 5 too while
+ *     512-bit uops run): docs/benchmarks.md, "IQ2_XS: fewer uops, one basic block".
  *
  * Same contract as simd_avx512_iq.c: S of a super-block is the exact int32 sum (lane sums in any
  * order: integer addition, |partial sums| below the type's bound < 2^31), (float)S by the same
@@ -161,6 +166,23 @@ VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
     return _mm512_mask_blend_epi8(m.b8, look256(t, idx, m), look256(t + 256, idx, m));
 }
 
+/* look256 and look512 with fewer blends (IQ2_XS): 256 entries as one chain of merged permutes,
+ * later merges overriding earlier ones (segment 1 under b6, 2 under b7, 3 under b6 & b7 last), and
+ * 512 as two chains and one blend under b8: per 64 points and byte plane 8 vpermb and 1 blend
+ * instead of 8 and 3, for one kandq shared by both planes; the chain's latency (4 permutes)
+ * hides behind the staged loop. */
+VBMI static inline __m512i look256_chain(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67)
+{
+    __m512i r = _mm512_permutexvar_epi8(idx, ld(t));
+    r = _mm512_mask_permutexvar_epi8(r, b6, idx, ld(t + 64));
+    r = _mm512_mask_permutexvar_epi8(r, b7, idx, ld(t + 128));
+    return _mm512_mask_permutexvar_epi8(r, b67, idx, ld(t + 192));
+}
+VBMI static inline __m512i look512_chains(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67, __mmask64 b8)
+{
+    return _mm512_mask_blend_epi8(b8, look256_chain(t, idx, b6, b7, b67), look256_chain(t + 256, idx, b6, b7, b67));
+}
+
 /* The dword order the point indices go in with: the byte unpacks below interleave within 128-bit
  * lanes (lane L of unpack result m holds points 16L + 4m..4m+3), so the index dwords go in with L
  * and m swapped and result m comes out as points 16m..16m+15 in order. */
@@ -214,10 +236,21 @@ static inline const void *opaque(const void *p)
     return p;
 }
 
-/* Opmask r of the stored sign words. */
+/* Opmask r of the stored sign words, by kmovq from memory (no pointer or mask word in a general
+ * register: the intrinsic's load went through both). */
 VBMI static inline __mmask64 sign_mask(const uint64_t *sb, int r)
 {
-    return _load_mask64((__mmask64 *)opaque(sb + r));
+    __mmask64 k;
+    __asm__("kmovq %1, %0" : "=k"(k) : "m"(sb[r]));
+    return k;
+}
+
+/* The scaled pair sums of 64 elements (the first of a chain: vpmaddwd, no zeroed accumulator). */
+VBMI static inline __m512i dot64_first(__m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
+{
+    const __m512i a = ld(q);
+    const __m512i sa = _mm512_mask_sub_epi8(a, signs, _mm512_setzero_si512(), a);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(grid, sa), scale);
 }
 
 /* acc + scaled pair sums of 64 elements: grid bytes x activations negated under `signs`. */
@@ -231,11 +264,12 @@ VBMI static inline __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, con
 /* The lane sums of four super-blocks, (float)S each, into S[0..3]. */
 VBMI static inline void reduce4(const __m512i s[4], float S[4])
 {
-    const __m512i ab = _mm512_add_epi32(_mm512_shuffle_i64x2(s[0], s[1], 0x44), _mm512_shuffle_i64x2(s[0], s[1], 0xee));
-    const __m512i cd = _mm512_add_epi32(_mm512_shuffle_i64x2(s[2], s[3], 0x44), _mm512_shuffle_i64x2(s[2], s[3], 0xee));
-    __m512i x = _mm512_add_epi32(_mm512_shuffle_i64x2(ab, cd, 0x88), _mm512_shuffle_i64x2(ab, cd, 0xdd));
+    /* [a.lo + a.hi | b.hi + b.lo]: a blend and one shuffle instead of two shuffles */
+    const __m512i ab = _mm512_add_epi32(_mm512_mask_blend_epi64(0xf0, s[0], s[1]), _mm512_shuffle_i64x2(s[0], s[1], 0x4e));
+    const __m512i cd = _mm512_add_epi32(_mm512_mask_blend_epi64(0xf0, s[2], s[3]), _mm512_shuffle_i64x2(s[2], s[3], 0x4e));
+    __m512i x = _mm512_add_epi32(_mm512_shuffle_i64x2(ab, cd, 0x88), _mm512_shuffle_i64x2(ab, cd, 0xdd));   /* 128-bit lane j: block j */
     x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x4e));
-    x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xb1));   /* lane k of 128-bit lane j: S of block j */
+    x = _mm512_add_epi32(x, _mm512_srli_epi64(x, 32));   /* a shift (port 0), not a shuffle */
     float f[16];
     _mm512_storeu_ps(f, _mm512_cvtepi32_ps(x));
     for (int k = 0; k < 4; k++) S[k] = f[4 * k];
@@ -270,6 +304,47 @@ typedef struct staged_pair { __m512i v[8]; uint64_t sb[8]; } staged_pair;
 typedef void (*stage1_fn)(const uint8_t *blk, const grid_planes *P, staged_pair *st);
 typedef void (*stage2_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, const staged_pair *st, __m512i out[2]);
 
+/* f16(d) of the block at p (its first two bytes) by vcvtph2ps from memory: the 8-byte load stays
+ * inside the block, and the register forms (vpinsrw + vcvtph2ps xmm) are two port-5 uops. */
+VBMI static inline float f16_at(const uint8_t *p)
+{
+    __m128 f;
+    __asm__("vcvtph2ps %1, %0" : "=v"(f) : "m"(*(const uint8_t(*)[8])p));   /* gcc splits the intrinsic's load off */
+    return _mm_cvtss_f32(f);
+}
+
+/* prefetch_span of 4 blocks (`bytes` a constant: the loop unrolls, and each line of the span gets
+ * a prefetch, a few twice), without a loop left in the iteration. */
+static inline void prefetch4(const uint8_t *p, size_t bytes)
+{
+    p += VBMI_PREFETCH_AHEAD;
+#pragma GCC unroll 8
+    for (size_t o = 0; o < 4 * bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+    __builtin_prefetch(p + 4 * bytes - 1, 0, 3);
+}
+
+/* One iteration of dot_staged: blocks i..i+3, and stage 1 of i+4 when `more` (a constant: the
+ * loop runs it with 1, the peeled last iteration with 0).  Without a branch or inner loop in the
+ * body (the conditional stage 1, the prefetch loop and gcc's rolled float loop each ended a basic
+ * block), IQ2_XS in L1/L2 on one thread took ~3% fewer cycles per super-block (interleaved
+ * in-process A/B, 64 super-blocks: 27.6 against 28.5, the other IQ2_XS changes of
+ * docs/benchmarks.md "IQ2_XS: fewer uops, one basic block" in both). */
+VBMI static inline __attribute__((always_inline)) float staged_iter(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t i, float acc,
+                                                                    stage1_fn s1, stage2_fn s2, const grid_planes *P, staged_pair st[2], int more)
+{
+    __m512i s[4];
+    float S[4];
+    prefetch4(w + (size_t)i * bytes, bytes);
+    s1(w + (size_t)(i + 2) * bytes, P, &st[1]);
+    s2(w + (size_t)i * bytes, y + i, P, &st[0], s);
+    if (more) s1(w + (size_t)(i + 4) * bytes, P, &st[0]);
+    s2(w + (size_t)(i + 2) * bytes, y + i + 2, P, &st[1], s + 2);
+    reduce4(s, S);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) acc = acc + (f16_at(w + (size_t)(i + k) * bytes) * y[i + k].d) * S[k];
+    return acc;
+}
+
 /* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
  * (inlined with constant `f`, `s1`, `s2`: one loop per type). */
 VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
@@ -280,26 +355,12 @@ VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t
     float acc = 0;
     staged_pair st[2];
     if (n4 > 0) s1(w, P, &st[0]);
-    for (int64_t i = 0; i < n4; i += 4) {
-        __m512i s[4];
-        float S[4];
-        prefetch_span(w + (size_t)i * bytes, 4 * bytes);
-        s1(w + (size_t)(i + 2) * bytes, P, &st[1]);
-        s2(w + (size_t)i * bytes, y + i, P, &st[0], s);
-        if (i + 4 < n4) s1(w + (size_t)(i + 4) * bytes, P, &st[0]);
-        s2(w + (size_t)(i + 2) * bytes, y + i + 2, P, &st[1], s + 2);
-        reduce4(s, S);
-        for (int k = 0; k < 4; k++) {
-            uint16_t d;
-            memcpy(&d, w + (size_t)(i + k) * bytes, 2);
-            acc = acc + (_cvtsh_ss(d) * y[i + k].d) * S[k];
-        }
-    }
-    for (int64_t i = n4; i < nsb; i++) {
+    int64_t i = 0;
+    for (; i + 4 < n4; i += 4) acc = staged_iter(w, bytes, y, i, acc, s1, s2, P, st, 1);
+    if (i < n4) acc = staged_iter(w, bytes, y, i, acc, s1, s2, P, st, 0);
+    for (i = n4; i < nsb; i++) {
         const int32_t S = _mm512_reduce_add_epi32(f(w + (size_t)i * bytes, y[i].qs, P));
-        uint16_t d;
-        memcpy(&d, w + (size_t)i * bytes, 2);
-        acc = acc + (_cvtsh_ss(d) * y[i].d) * i2f(S);
+        acc = acc + (f16_at(w + (size_t)i * bytes) * y[i].d) * i2f(S);
     }
     return acc;
 }
@@ -501,8 +562,10 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_bl
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_lo_ctrl), qb);
     const __m512i hib = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_hi_ctrl), qb);   /* bit 8 | signs << 1 */
-    const seg_masks m = segments(idx, _mm512_movepi8_mask(_mm512_slli_epi16(hib, 7)));
-    const __m512i lo = look512(P->iq2xs[0], idx, m), hi = look512(P->iq2xs[1], idx, m);
+    /* bits 6 and 8 by vptestmb: one uop each where vpaddb/vpsllw + vpmovb2m are two */
+    const __mmask64 b6 = _mm512_test_epi8_mask(idx, _mm512_set1_epi8(0x40)), b7 = _mm512_movepi8_mask(idx);
+    const __mmask64 b67 = _kand_mask64(b6, b7), b8 = _mm512_test_epi8_mask(hib, _mm512_set1_epi8(1));
+    const __m512i lo = look512_chains(P->iq2xs[0], idx, b6, b7, b67, b8), hi = look512_chains(P->iq2xs[1], idx, b6, b7, b67, b8);
     /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 1-7, bit 7 <- parity of bits 1-7 */
     const __m512i to_signs = _mm512_set1_epi64(0x02040810204080fell);
     _mm512_storeu_si512(st->sb, _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem), _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0)));
@@ -511,18 +574,22 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_bl
 }
 
 /* Scales: a nibble per 16 elements: per16 rows, the high half merged by a masked broadcast (a
- * load and a blend, no shuffle). */
+ * load and a blend, no shuffle).  One accumulator chain started by vpmaddwd (no zeroed register,
+ * no final add of two chains: one uop less per block; the chain's latency hides behind the
+ * staged loop).  Writing the 64-byte scale operands to a stack buffer ahead instead (stores are
+ * off ports 0 and 5) was 25-40% slower: the 64-byte loads wait for the two 32-byte stores. */
 VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xs(const sl_block_iq2_xs *b, const int8_t *q, const grid_planes *P,
                                                                         const staged_pair *st, int h)
 {
-    __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+    __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
                                                           0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
+        if (r == 0) s = dot64_first(iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q, scale);
+        else s = dot64(s, iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
     }
-    return _mm512_add_epi32(s[0], s[1]);
+    return s;
 }
 
 IQ2_STAGES(iq2_xs)
