@@ -236,13 +236,11 @@ static inline const void *opaque(const void *p)
     return p;
 }
 
-/* Opmask r of the stored sign words, by kmovq from memory (no pointer or mask word in a general
- * register: the intrinsic's load went through both). */
-VBMI static inline __mmask64 sign_mask(const uint64_t *sb, int r)
+/* Opmask r of the stored sign words.  (An inline-asm kmovq from memory measured the same for the
+ * single dots and slower for IQ2_S's 4-vector form: 34 against 41 G products/s, noisy.) */
+VBMI static inline __mmask64 sign_mask(const __mmask64 *sb, int r)
 {
-    __mmask64 k;
-    __asm__("kmovq %1, %0" : "=k"(k) : "m"(sb[r]));
-    return k;
+    return _load_mask64((__mmask64 *)opaque(sb + r));   /* the words are __mmask64 objects (vector-stored or memcpy'd) */
 }
 
 /* The scaled pair sums of 64 elements (the first of a chain: vpmaddwd, no zeroed accumulator). */
@@ -300,7 +298,7 @@ typedef __m512i (*block_fn)(const uint8_t *blk, const int8_t *q, const grid_plan
  * filled the scheduler before the next pair's loads could start: IQ2_XS, in L1/L2 on one thread,
  * took ~37 cycles per super-block in one piece and ~29 staged (docs/benchmarks.md).  The IQ3
  * types measured the same either way; they share the loop. */
-typedef struct staged_pair { __m512i v[8]; uint64_t sb[8]; } staged_pair;
+typedef struct staged_pair { __m512i v[8]; __mmask64 sb[8]; } staged_pair;
 typedef void (*stage1_fn)(const uint8_t *blk, const grid_planes *P, staged_pair *st);
 typedef void (*stage2_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P, const staged_pair *st, __m512i out[2]);
 
@@ -406,7 +404,7 @@ VBMI static inline __attribute__((always_inline)) void dot4_staged(const uint8_t
 
 /* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale.
  * Lookup: the block's four registers of grid bytes g and its sign words sb. */
-VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], uint64_t sb[4])
+VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
@@ -421,7 +419,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint
 
 /* Products: the int32 lanes of the block from its looked-up g, sb. */
 VBMI static inline __attribute__((always_inline)) __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
-                                                                         const __m512i g[4], const uint64_t sb[4])
+                                                                         const __m512i g[4], const __mmask64 sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
@@ -438,7 +436,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq3_xxs(const
 VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     __m512i g[4];
-    uint64_t sb[4];
+    __mmask64 sb[4];
     lookup_iq3_xxs(blk, P, g, sb);
     return products_iq3_xxs(blk, q, P, g, sb);
 }
@@ -478,7 +476,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq3_s(const uint8_
 VBMI static inline __attribute__((always_inline)) __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4])
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
-    uint64_t sb[4];
+    __mmask64 sb[4];
     memcpy(sb, b->signs, sizeof sb);
     /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
@@ -653,7 +651,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_s(const sl_blo
 VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const sl_block_iq2_s *b, const int8_t *q, const grid_planes *P,
                                                                        const staged_pair *st, int h)
 {
-    uint64_t sb[4];
+    __mmask64 sb[4];
     memcpy(sb, b->qs + SL_QK_K / 8, sizeof sb);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
