@@ -78,6 +78,37 @@ static const type_pref k_prefs[] = {
     { "amd", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
 };
 
+/* Contract: the member of `ks` for `type` (simd.h), one row per quantized type. */
+#define QDOT_ROW(T, f) case SL_TYPE_##T: return ks->f
+sl_qdot_fn sl_kernels_qdot(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    QDOT_ROW(Q4_0, dot_q4_0_q8_0); QDOT_ROW(Q8_0, dot_q8_0_q8_0);
+    QDOT_ROW(Q4_1, dot_q4_1_q8_1); QDOT_ROW(Q5_0, dot_q5_0_q8_0); QDOT_ROW(Q5_1, dot_q5_1_q8_1);
+    QDOT_ROW(IQ4_NL, dot_iq4_nl_q8_0);
+    QDOT_ROW(Q2_K, dot_q2_k_q8_k); QDOT_ROW(Q3_K, dot_q3_k_q8_k); QDOT_ROW(Q4_K, dot_q4_k_q8_k);
+    QDOT_ROW(Q5_K, dot_q5_k_q8_k); QDOT_ROW(Q6_K, dot_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot_iq4_xs_q8_k);
+    QDOT_ROW(IQ3_S, dot_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot_iq3_xxs_q8_k);
+    QDOT_ROW(IQ2_XXS, dot_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dot_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dot_iq2_s_q8_k);
+    QDOT_ROW(IQ1_S, dot_iq1_s_q8_k); QDOT_ROW(IQ1_M, dot_iq1_m_q8_k);
+    default: return NULL;
+    }
+}
+
+sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    QDOT_ROW(Q4_0, dot4_q4_0_q8_0); QDOT_ROW(Q8_0, dot4_q8_0_q8_0);
+    QDOT_ROW(Q5_0, dot4_q5_0_q8_0); QDOT_ROW(IQ4_NL, dot4_iq4_nl_q8_0);
+    QDOT_ROW(Q2_K, dot4_q2_k_q8_k); QDOT_ROW(Q3_K, dot4_q3_k_q8_k); QDOT_ROW(Q4_K, dot4_q4_k_q8_k);
+    QDOT_ROW(Q5_K, dot4_q5_k_q8_k); QDOT_ROW(Q6_K, dot4_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot4_iq4_xs_q8_k);
+    QDOT_ROW(IQ3_S, dot4_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot4_iq3_xxs_q8_k);
+    QDOT_ROW(IQ2_XXS, dot4_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dot4_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dot4_iq2_s_q8_k);
+    default: return NULL;   /* Q4_1, Q5_1, IQ1_S, IQ1_M have no 4-vector form */
+    }
+}
+#undef QDOT_ROW
+
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,
  * which also checks that the OS saves the wide registers; aarch64 ones from the kernel's HWCAP). */
 bool sl_kernels_available(int path)

@@ -76,31 +76,19 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_F32:  f.fdot = ks->dot_f32; break;
     case SL_TYPE_F16:  f.fdot = ks->dot_f16; break;
     case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
-    case SL_TYPE_Q4_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q4_0_q8_0, ks->dot4_q4_0_q8_0, NULL }; break;
-    case SL_TYPE_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q8_0_q8_0, ks->dot4_q8_0_q8_0, NULL }; break;
-    case SL_TYPE_Q4_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q4_k_q8_k, ks->dot4_q4_k_q8_k, NULL }; break;
-    case SL_TYPE_Q5_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q5_k_q8_k, ks->dot4_q5_k_q8_k, NULL }; break;
-    case SL_TYPE_Q6_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q6_k_q8_k, ks->dot4_q6_k_q8_k, NULL }; break;
-#define IQ_K(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, NULL, NULL }
-#define IQ_K4(t) f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_##t##_q8_k, ks->dot4_##t##_q8_k, NULL }
-    case SL_TYPE_IQ2_XXS: IQ_K4(iq2_xxs); break;
-    case SL_TYPE_IQ2_XS:  IQ_K4(iq2_xs); break;
-    case SL_TYPE_IQ2_S:   IQ_K4(iq2_s); break;
-    case SL_TYPE_IQ3_XXS: IQ_K4(iq3_xxs); break;
-    case SL_TYPE_IQ3_S:   IQ_K4(iq3_s); break;
-    case SL_TYPE_IQ1_S:   IQ_K(iq1_s); break;
-    case SL_TYPE_IQ1_M:   IQ_K(iq1_m); break;
-#undef IQ_K
-#undef IQ_K4
-    case SL_TYPE_Q5_0:   f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_q5_0_q8_0, ks->dot4_q5_0_q8_0, NULL }; break;
-    case SL_TYPE_IQ4_NL: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, ks->dot_iq4_nl_q8_0, ks->dot4_iq4_nl_q8_0, NULL }; break;
-    case SL_TYPE_Q4_1:   f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, ks->dot_q4_1_q8_1, NULL, NULL }; break;
-    case SL_TYPE_Q5_1:   f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, ks->dot_q5_1_q8_1, NULL, NULL }; break;
-    case SL_TYPE_Q2_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q2_k_q8_k, ks->dot4_q2_k_q8_k, NULL }; break;
-    case SL_TYPE_Q3_K:   f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_q3_k_q8_k, ks->dot4_q3_k_q8_k, NULL }; break;
-    case SL_TYPE_IQ4_XS: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, ks->dot_iq4_xs_q8_k, ks->dot4_iq4_xs_q8_k, NULL }; break;
+    /* the activation format each quantized type is paired with (as llama.cpp pairs them) */
+    case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL:
+        f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL }; break;
+    case SL_TYPE_Q4_1: case SL_TYPE_Q5_1:
+        f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL }; break;
+    case SL_TYPE_Q2_K: case SL_TYPE_Q3_K: case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: case SL_TYPE_Q6_K: case SL_TYPE_IQ4_XS:
+    case SL_TYPE_IQ3_S: case SL_TYPE_IQ3_XXS: case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S:
+    case SL_TYPE_IQ1_S: case SL_TYPE_IQ1_M:
+        f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL }; break;
     default: break;   /* other types: the reference f32 dot */
     }
+    f.qdot = sl_kernels_qdot(ks, type);   /* NULL for the float types */
+    f.qdot4 = sl_kernels_qdot4(ks, type);
     /* a set without this type's integer dot (or its activation quantizer): the portable set's,
      * which gives the same bits (kernels/simd.h); failing that, the exact f32 dot */
     if ((f.quant && !f.qdot) || (!f.quant && f.qdot) || (!f.qdot && !f.fdot)) {

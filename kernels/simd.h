@@ -126,6 +126,11 @@ typedef struct sl_kernel_set {
 /* The kernel set of a path, or NULL when this CPU (or this build's architecture) cannot run it.
  * Tests use it to compare paths directly. */
 const sl_kernel_set *sl_kernels_for(int path);
+/* The set's integer dot of weight type `type` with its paired activations (Q8_0, Q8_1 or Q8_K),
+ * and its 4-vector form: NULL for types without one (floats, unknown ids) or where the set has
+ * none (sl_matmul then uses the portable set's, or the single dot). */
+sl_qdot_fn  sl_kernels_qdot(const sl_kernel_set *ks, int type);
+sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type);
 bool sl_kernels_available(int path);
 /* The base set (chosen at first use: SLUICE_KERNELS, else the widest available path): its
  * quantizers, adot and axpy are the ones every path shares bit for bit. */

@@ -29,19 +29,6 @@
 #include "kernels/types.h"
 #include "test_kernels_util.h"
 
-#ifdef HAVE_SIMDE
-static sl_qdot_fn pick(const sl_kernel_set *k, int t)
-{
-    switch (t) {
-    case SL_TYPE_Q4_0: return k->dot_q4_0_q8_0;
-    case SL_TYPE_Q8_0: return k->dot_q8_0_q8_0;
-    case SL_TYPE_Q4_K: return k->dot_q4_k_q8_k;
-    case SL_TYPE_Q5_K: return k->dot_q5_k_q8_k;
-    default: return k->dot_q6_k_q8_k;
-    }
-}
-#endif
-
 Test(avx512_emulated, integer_dots_bit_identical_float_dots_bounded)
 {
 #ifndef HAVE_SIMDE
@@ -69,7 +56,7 @@ Test(avx512_emulated, integer_dots_bit_identical_float_dots_bounded)
                     }
                 for (int64_t i = 0; i < n; i++) x[i] = (float)(tk_gauss(&r) * (1 + i % 7));
                 (ti->blck == 32 ? P->quantize_q8_0 : P->quantize_q8_k)(x, y, n);
-                const float a = pick(P, types[t])(w, y, n), b = pick(E, types[t])(w, y, n);
+                const float a = sl_kernels_qdot(P, types[t])(w, y, n), b = sl_kernels_qdot(E, types[t])(w, y, n);
                 cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks: portable %a, emulated avx512 %a", ti->name, nb, a, b);
                 checked++;
                 free(w); free(y); free(x);

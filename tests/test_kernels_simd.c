@@ -39,27 +39,6 @@ static const qcase k_cases[] = {
 };
 #define N_CASES ((int)(sizeof k_cases / sizeof k_cases[0]))
 
-static sl_qdot_fn qdot_of(const sl_kernel_set *ks, int type)
-{
-    switch (type) {
-    case SL_TYPE_Q4_0: return ks->dot_q4_0_q8_0;
-    case SL_TYPE_Q8_0: return ks->dot_q8_0_q8_0;
-    case SL_TYPE_Q4_K: return ks->dot_q4_k_q8_k;
-    case SL_TYPE_Q5_K: return ks->dot_q5_k_q8_k;
-    default: return ks->dot_q6_k_q8_k;
-    }
-}
-
-static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
-{
-    switch (type) {
-    case SL_TYPE_Q4_0: return ks->dot4_q4_0_q8_0;
-    case SL_TYPE_Q8_0: return ks->dot4_q8_0_q8_0;
-    case SL_TYPE_Q4_K: return ks->dot4_q4_k_q8_k;
-    case SL_TYPE_Q5_K: return ks->dot4_q5_k_q8_k;
-    default: return ks->dot4_q6_k_q8_k;
-    }
-}
 
 static void fill_weights(tk_rng *r, const qcase *c, uint8_t *w, int nblocks, int emin, int emax)
 {
@@ -256,7 +235,7 @@ Test(qdot, portable_reference_against_float64)
             (c->k ? sl_quantize_act_q8_k : sl_quantize_act_q8_0)(x, y, n);
             double want, mag;
             ref_dot(c, w, y, n, &want, &mag);
-            const float got = qdot_of(portable(), c->type)(w, y, n);
+            const float got = sl_kernels_qdot(portable(), c->type)(w, y, n);
             /* Roundings in the canonical steps: per block the scale product, the int->float
              * conversion (K-quants), the product and the subtraction, plus one add per block into
              * the accumulators and 4 in the final reduction: at most (blocks + 8) relative 2^-24
@@ -286,11 +265,11 @@ Test(qdot, every_path_bit_identical_to_portable)
                 fill_weights(&r, c, w, nbs[k], rep == 0 ? -14 : -3, rep == 0 ? 15 : 3);
                 fill_acts(&r, x, n);
                 (c->k ? sl_quantize_act_q8_k : sl_quantize_act_q8_0)(x, y, n);
-                const float want = qdot_of(portable(), c->type)(w, y, n);
+                const float want = sl_kernels_qdot(portable(), c->type)(w, y, n);
                 for (int p = 1; p < SL_KPATH_COUNT; p++) {
                     const sl_kernel_set *ks = sl_kernels_for(p);
                     if (!ks) continue;
-                    const float got = qdot_of(ks, c->type)(w, y, n);
+                    const float got = sl_kernels_qdot(ks, c->type)(w, y, n);
                     cr_assert_eq(tk_fbits(got), tk_fbits(want), "%s %s x %d blocks (rep %d): %a != portable %a", ks->name,
                                  sl_type_name(c->type), nbs[k], rep, got, want);
                     checked++;
@@ -326,11 +305,11 @@ Test(qdot, four_vector_forms_equal_single_dots)
             }
             for (int p = 0; p < SL_KPATH_COUNT; p++) {
                 const sl_kernel_set *ks = sl_kernels_for(p);
-                if (!ks || !qdot4_of(ks, c->type)) continue;
+                if (!ks || !sl_kernels_qdot4(ks, c->type)) continue;
                 float got[4];
-                qdot4_of(ks, c->type)(w, y, ys, n, got);
+                sl_kernels_qdot4(ks, c->type)(w, y, ys, n, got);
                 for (int v = 0; v < 4; v++) {
-                    const float want = qdot_of(portable(), c->type)(w, y + v * ys, n);
+                    const float want = sl_kernels_qdot(portable(), c->type)(w, y + v * ys, n);
                     cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != %a", ks->name,
                                  sl_type_name(c->type), nbs[k], v, got[v], want);
                 }
@@ -487,7 +466,7 @@ Test(matmul, batch_threads_and_row_split_do_not_change_bits, .timeout = 120)
                     const bool k = type != SL_TYPE_Q4_0 && type != SL_TYPE_Q8_0;
                     uint8_t y[16 * SL_Q8_0_BYTES + 2 * SL_Q8_K_BYTES];
                     (k ? ks->quantize_q8_k : ks->quantize_q8_0)(x + cols * 3, y, cols);
-                    want = qdot_of(ks, type)(w + row * rb, y, cols);
+                    want = sl_kernels_qdot(ks, type)(w + row * rb, y, cols);
                 }
                 cr_assert_eq(tk_fbits(ref[3 * rows + row]), tk_fbits(want), "%s %s row %lld", sl_kpath_name(p), sl_type_name(type), (long long)row);
             }

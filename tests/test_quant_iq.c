@@ -41,32 +41,6 @@ static bool is_iq(int type)
     return false;
 }
 
-static sl_qdot_fn qdot_of(const sl_kernel_set *ks, int type)
-{
-    switch (type) {
-    case SL_TYPE_IQ2_XXS: return ks->dot_iq2_xxs_q8_k;
-    case SL_TYPE_IQ2_XS:  return ks->dot_iq2_xs_q8_k;
-    case SL_TYPE_IQ2_S:   return ks->dot_iq2_s_q8_k;
-    case SL_TYPE_IQ3_XXS: return ks->dot_iq3_xxs_q8_k;
-    case SL_TYPE_IQ3_S:   return ks->dot_iq3_s_q8_k;
-    case SL_TYPE_IQ1_S:   return ks->dot_iq1_s_q8_k;
-    case SL_TYPE_IQ1_M:   return ks->dot_iq1_m_q8_k;
-    default: return NULL;
-    }
-}
-
-/* The 4-vector forms (NULL where a set has none: matmul then runs the single dot). */
-static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
-{
-    switch (type) {
-    case SL_TYPE_IQ2_XS:  return ks->dot4_iq2_xs_q8_k;
-    case SL_TYPE_IQ3_XXS: return ks->dot4_iq3_xxs_q8_k;
-    case SL_TYPE_IQ3_S:   return ks->dot4_iq3_s_q8_k;
-    case SL_TYPE_IQ2_XXS: return ks->dot4_iq2_xxs_q8_k;
-    case SL_TYPE_IQ2_S:   return ks->dot4_iq2_s_q8_k;
-    default: return NULL;
-    }
-}
 
 /* ---- the codebooks ---------------------------------------------------------------------------- */
 
@@ -338,7 +312,7 @@ Test(iq_dot, portable_integer_dot_against_float64)
                 exact += bs;
                 mag += fabs(bs);
             }
-            const float got = qdot_of(P, type)(w, y, n);
+            const float got = sl_kernels_qdot(P, type)(w, y, n);
             cr_assert_leq(fabs(got - exact), (nb + 5) * 0x1p-24 * mag + 1e-30, "%s nb=%d: %.9g vs %.9g", ti->name, nb, got, exact);
             free(w);
             free(y);
@@ -389,7 +363,7 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
-            if (!qdot_of(K, type)) {
+            if (!sl_kernels_qdot(K, type)) {
                 /* only the NEON sets may lack one (matmul then runs the portable dot); x86 sets have all */
                 cr_assert(p == SL_KPATH_NEON || p == SL_KPATH_NEON_DOTPROD, "%s has no %s dot", K->name, ti->name);
                 fprintf(stderr, "codebook dots: %s has no %s dot (sl_matmul runs the portable one)\n", K->name, ti->name);
@@ -405,7 +379,7 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
                     random_acts(&r, x, n);
                     if (rep == 1) memset(x, 0, sizeof(float) * 256);   /* an all-zero activation block */
                     P->quantize_q8_k(x, y, n);
-                    const float a = qdot_of(P, type)(w, y, n), b = qdot_of(K, type)(w, y, n);
+                    const float a = sl_kernels_qdot(P, type)(w, y, n), b = sl_kernels_qdot(K, type)(w, y, n);
                     cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks: portable %a, %s %a", ti->name, nb, a, V[vi].name, b);
                     checked++;
                     free(w);
@@ -435,7 +409,7 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
-            if (!qdot_of(K, type)) continue;
+            if (!sl_kernels_qdot(K, type)) continue;
             for (int nb = 1; nb <= 9; nb += 2)
                 for (int kind = 0; kind < 3; kind++) {
                     const int64_t n = nb * 256;
@@ -459,7 +433,7 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
                     }
                     for (int64_t e = 0; e < n; e++) x[e] = (tk_next(&r) & 1) ? 1.0f : -1.0f;
                     P->quantize_q8_k(x, y, n);
-                    const float a = qdot_of(P, type)(w, y, n), b = qdot_of(K, type)(w, y, n);
+                    const float a = sl_kernels_qdot(P, type)(w, y, n), b = sl_kernels_qdot(K, type)(w, y, n);
                     cr_assert(isfinite(a), "%s x %d blocks, kind %d: portable %a (d = 1 gives finite sums)", ti->name, nb, kind, a);
                     cr_assert_eq(tk_fbits(a), tk_fbits(b), "%s x %d blocks, kind %d: portable %a, %s %a", ti->name, nb, kind, a, V[vi].name, b);
                     checked++;
@@ -489,7 +463,7 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
         for (int t = 0; t < N_IQ; t++) {
             const int type = k_iq_types[t];
             const sl_type_info *ti = sl_type_get(type);
-            if (!qdot4_of(K, type)) continue;
+            if (!sl_kernels_qdot4(K, type)) continue;
             for (int nb = 1; nb <= 9; nb++)
                 for (int rep = 0; rep < 3; rep++) {
                     const int64_t n = nb * 256;
@@ -504,9 +478,9 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
                         P->quantize_q8_k(x, y + v * ys, n);
                     }
                     float got[4];
-                    qdot4_of(K, type)(w, y, ys, n, got);
+                    sl_kernels_qdot4(K, type)(w, y, ys, n, got);
                     for (int v = 0; v < 4; v++) {
-                        const float want = qdot_of(P, type)(w, y + v * ys, n);
+                        const float want = sl_kernels_qdot(P, type)(w, y + v * ys, n);
                         cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", V[vi].name,
                                      ti->name, nb, v, got[v], want);
                     }
@@ -631,10 +605,10 @@ static void check_file(const char *type_name)
             for (int64_t k = 0; k < cols; k++) ex += (double)got[row * cols + k] * x[k], mag += fabs((double)got[row * cols + k] * x[k]);
             const double u = 0x1p-24 * (double)cols;
             cr_assert_leq(fabs(ti->dot(raw + row * rb, x, cols) - ex), u / (1 - u) * mag, "%s: %s row %lld", file, name, (long long)row);
-            const float a = qdot_of(sl_kernels_for(SL_KPATH_PORTABLE), tq->type)(raw + row * rb, y, cols);
+            const float a = sl_kernels_qdot(sl_kernels_for(SL_KPATH_PORTABLE), tq->type)(raw + row * rb, y, cols);
             for (int p = 1; p < SL_KPATH_COUNT; p++)
-                if (sl_kernels_for(p) && qdot_of(sl_kernels_for(p), tq->type))   /* NULL: simd_paths_... says so */
-                    cr_assert_eq(tk_fbits(a), tk_fbits(qdot_of(sl_kernels_for(p), tq->type)(raw + row * rb, y, cols)),
+                if (sl_kernels_for(p) && sl_kernels_qdot(sl_kernels_for(p), tq->type))   /* NULL: simd_paths_... says so */
+                    cr_assert_eq(tk_fbits(a), tk_fbits(sl_kernels_qdot(sl_kernels_for(p), tq->type)(raw + row * rb, y, cols)),
                                  "%s: %s row %lld on %s", file, name, (long long)row, sl_kpath_name(p));
             if (rows == 1) break;
         }

@@ -390,19 +390,6 @@ Test(quant_types, reference_quantizers_reproduce_llama_quantize)
 
 static const sl_kernel_set *portable(void) { return sl_kernels_for(SL_KPATH_PORTABLE); }
 
-static sl_qdot_fn qdot_of(const sl_kernel_set *ks, int type)
-{
-    switch (type) {
-    case SL_TYPE_Q4_1: return ks->dot_q4_1_q8_1;
-    case SL_TYPE_Q5_1: return ks->dot_q5_1_q8_1;
-    case SL_TYPE_Q5_0: return ks->dot_q5_0_q8_0;
-    case SL_TYPE_IQ4_NL: return ks->dot_iq4_nl_q8_0;
-    case SL_TYPE_Q2_K: return ks->dot_q2_k_q8_k;
-    case SL_TYPE_Q3_K: return ks->dot_q3_k_q8_k;
-    case SL_TYPE_IQ4_XS: return ks->dot_iq4_xs_q8_k;
-    default: return NULL;
-    }
-}
 
 static sl_actq_fn actq_of(const sl_kernel_set *ks, const qtype *t)
 {
@@ -532,7 +519,7 @@ Test(quant_types, portable_integer_dots_against_float64)
             actq_of(portable(), t)(x, y, n);
             double want, mag, extra;
             ref_dot(t, w, y, n, &want, &mag, &extra);
-            const float got = qdot_of(portable(), t->type)(w, y, n);
+            const float got = sl_kernels_qdot(portable(), t->type)(w, y, n);
             /* canonical steps: per block a scale product, int->float conversions, a product and a
              * subtraction, one add into the accumulators, 4 more in the final reduction and the
              * offset add: at most (blocks + 9) relative 2^-24 errors of terms bounded by mag */
@@ -561,21 +548,21 @@ Test(quant_types, every_path_bit_identical_to_portable)
                 fill_blocks(&r, t, w, nbs[k], rep == 0 ? -14 : -3, rep == 0 ? 15 : 3);
                 fill_acts(&r, x, n);
                 actq_of(portable(), t)(x, y, n);
-                const float want = qdot_of(portable(), t->type)(w, y, n);
+                const float want = sl_kernels_qdot(portable(), t->type)(w, y, n);
                 for (int p = 1; p < SL_KPATH_COUNT; p++) {
                     const sl_kernel_set *ks = sl_kernels_for(p);
                     if (!ks) continue;
                     actq_of(ks, t)(x, y2, n);
                     cr_assert_eq(memcmp(y, y2, act_bytes(t, n)), 0, "%s: activation bytes differ", ks->name);
-                    if (!qdot_of(ks, t->type) && (p == SL_KPATH_NEON || p == SL_KPATH_NEON_DOTPROD)) {
+                    if (!sl_kernels_qdot(ks, t->type) && (p == SL_KPATH_NEON || p == SL_KPATH_NEON_DOTPROD)) {
                         /* not every type has a NEON dot yet: sl_matmul runs the portable one */
                         if (k == 0 && rep == 0)
                             fprintf(stderr, "quant_types: %s has no %s dot (sl_matmul runs the portable one)\n", ks->name,
                                     sl_type_name(t->type));
                         continue;
                     }
-                    cr_assert_not_null(qdot_of(ks, t->type), "%s has no %s dot", ks->name, sl_type_name(t->type));
-                    const float got = qdot_of(ks, t->type)(w, y, n);
+                    cr_assert_not_null(sl_kernels_qdot(ks, t->type), "%s has no %s dot", ks->name, sl_type_name(t->type));
+                    const float got = sl_kernels_qdot(ks, t->type)(w, y, n);
                     cr_assert_eq(tk_fbits(got), tk_fbits(want), "%s %s x %d blocks (rep %d): %a != portable %a", ks->name,
                                  sl_type_name(t->type), nbs[k], rep, got, want);
                     checked++;
@@ -626,7 +613,7 @@ Test(quant_types, dot4_bit_identical_to_single_dots)
                     float got[4];
                     qdot4_of(ks, t->type)(w, y, ys, n, got);
                     for (int v = 0; v < 4; v++) {
-                        const float want = qdot_of(portable(), t->type)(w, y + v * ys, n);
+                        const float want = sl_kernels_qdot(portable(), t->type)(w, y + v * ys, n);
                         cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks (rep %d), vector %d: %a != %a",
                                      ks->name, sl_type_name(t->type), nbs[k], rep, v, got[v], want);
                     }
@@ -660,12 +647,12 @@ Test(quant_types, matmul_fast_and_exact_modes)
             sl_kernels_set_exact(false);
             sl_matmul(pool, t->type, w, rows, cols, rb, x, nb, out, rows);
             /* a set without this type's dot: sl_matmul uses the portable quantizer and dot */
-            const sl_kernel_set *ks = qdot_of(sl_kernels(), t->type) ? sl_kernels() : portable();
+            const sl_kernel_set *ks = sl_kernels_qdot(sl_kernels(), t->type) ? sl_kernels() : portable();
             for (int b = 0; b < nb; b++) {
                 actq_of(ks, t)(x + (size_t)b * cols, y, cols);
                 sl_matmul(NULL, t->type, w, rows, cols, rb, x + (size_t)b * cols, 1, one, rows);
                 for (int64_t row = 0; row < rows; row++) {
-                    const float want = qdot_of(ks, t->type)(w + row * rb, y, cols);
+                    const float want = sl_kernels_qdot(ks, t->type)(w + row * rb, y, cols);
                     cr_assert_eq(tk_fbits(out[b * rows + row]), tk_fbits(want), "%s %s fast row %lld", sl_kpath_name(p),
                                  sl_type_name(t->type), (long long)row);
                     cr_assert_eq(tk_fbits(one[row]), tk_fbits(want), "%s %s batch 1 row %lld", sl_kpath_name(p),
