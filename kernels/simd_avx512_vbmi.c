@@ -9,11 +9,12 @@
  *   - IQ3_S and IQ3_XXS coordinates take 8 values, so a point's 4 coordinates pack into two bytes
  *     of nibbles (IQ3_S: the values 1..15 themselves; IQ3_XXS: the value's index, mapped to
  *     4..62 by one vpshufb at the end): two lookups per point instead of four byte planes;
- *   - IQ2_XS, IQ2_XXS and IQ2_S points are 16-bit codes (8 x 2 bits): the two code bytes of two
- *     super-blocks are looked up together in an order that lets vpmultishiftqb spread a
- *     register's 2-bit fields straight from the unpacked codes, and an affine map over GF(2)
- *     (vgf2p8affineqb, port 0) turns them into 8, 25, 43 (and, from the stored 7 bits, makes the
- *     8 signs);
+ *   - IQ2_XS, IQ2_XXS and IQ2_S points are 8 coordinates of 2 bits (c0, c1), stored as two bit
+ *     planes (a byte of every coordinate's c0, one of its c1): the planes of two super-blocks are
+ *     looked up together, and affine maps over GF(2) (vgf2p8affineqb, port 0) do the rest — one
+ *     with the unpacked planes as its matrix moves each coordinate's two bits into its own byte
+ *     (a bit transpose, 4 points per register), one per register turns them into 8, 25, 43
+ *     (and one makes the 8 signs from the stored 7 bits);
  *   - the loop overlaps the lookups of the next two super-blocks with the products of these two
  *     (dot_staged), and the 4-vector forms reuse one lookup for four activation rows; its body is
  *     one basic block (stage 1 of the next pair unconditional, the last iteration peeled, the
@@ -49,7 +50,7 @@ typedef struct grid_planes {
      * index of the value (IQ3_XXS, k_iq3xxs_vals) or the value itself (IQ3_S, 1..15) */
     _Alignas(64) uint8_t iq3xxs[2][SL_IQ3XXS_N];
     _Alignas(64) uint8_t iq3s[2][SL_IQ3S_N];
-    _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* low and high byte of the 16-bit code */
+    _Alignas(64) uint8_t iq2xs[2][SL_IQ2XS_N];   /* bit planes c0, c1 of the points (bit_plane) */
     uint8_t iq3xxs_vals[16];                      /* value of each IQ3_XXS coordinate index */
     /* The vpdpwssd scale operand of one 64-element register from a byte of two 4-bit scales
      * s0 | s1 << 4, L = 2s + 1 per int16: per32[b] = 16 x L(s0), 16 x L(s1) (IQ3_S, IQ3_XXS: a
@@ -72,6 +73,15 @@ typedef struct grid_planes {
 
 static grid_planes g_planes;
 static pthread_once_t g_planes_once = PTHREAD_ONCE_INIT;
+
+/* Bit b of every 2-bit field of a 16-bit grid code (sl_iq_grid_codes: coordinate j in bits 2j,
+ * 2j + 1): bit j = bit 2j + b. */
+static uint8_t bit_plane(uint16_t code, int b)
+{
+    uint8_t r = 0;
+    for (int j = 0; j < 8; j++) r |= (uint8_t)(((code >> (2 * j + b)) & 1) << j);
+    return r;
+}
 
 static void build_planes(void)
 {
@@ -111,18 +121,18 @@ static void build_planes(void)
     }
     codes = sl_iq_grid_codes(SL_IQG_IQ2S, &n);
     for (int i = 0; i < n && i < SL_IQ2S_N; i++) {
-        g_planes.iq2s[0][i] = (uint8_t)codes[i];
-        g_planes.iq2s[1][i] = (uint8_t)(codes[i] >> 8);
+        g_planes.iq2s[0][i] = bit_plane(codes[i], 0);
+        g_planes.iq2s[1][i] = bit_plane(codes[i], 1);
     }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XXS, &n);
     for (int i = 0; i < n && i < SL_IQ2XXS_N; i++) {
-        g_planes.iq2xxs[0][i] = (uint8_t)codes[i];
-        g_planes.iq2xxs[1][i] = (uint8_t)(codes[i] >> 8);
+        g_planes.iq2xxs[0][i] = bit_plane(codes[i], 0);
+        g_planes.iq2xxs[1][i] = bit_plane(codes[i], 1);
     }
     codes = sl_iq_grid_codes(SL_IQG_IQ2XS, &n);
     for (int i = 0; i < n && i < SL_IQ2XS_N; i++) {
-        g_planes.iq2xs[0][i] = (uint8_t)codes[i];
-        g_planes.iq2xs[1][i] = (uint8_t)(codes[i] >> 8);
+        g_planes.iq2xs[0][i] = bit_plane(codes[i], 0);
+        g_planes.iq2xs[1][i] = bit_plane(codes[i], 1);
     }
 }
 
@@ -507,16 +517,16 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_
 
 /* IQ2_XS and IQ2_XXS, two super-blocks a, b at once, in two stages (dot_staged).  IQ2_XS points
  * are 9-bit indices | 7 sign bits << 9 in each u16; IQ2_XXS points are byte indices, 4 per
- * sub-block, beside a u32 of 4 x 7 sign bits and the sub-block's scale.  Both grids hold 16-bit
- * codes of 8 x 2 bits.
+ * sub-block, beside a u32 of 4 x 7 sign bits and the sub-block's scale.  Both grids hold two
+ * bit planes per point (c0 and c1 of its 8 coordinates).
  * Lookup: the index bytes of both blocks are picked by vpermt2b in lookup order (lookup_ctrl:
  * byte 16L + i holds point w / 4 + 8 (w mod 4), w = 8L + i mod 8, of block i / 8), one pair of
- * lookups of the code's low and high bytes serves both blocks, and the byte unpacks of the two
- * give each block's 16-bit codes with points t, t + 8, t + 16, t + 24 in qword t.  Signs: an affine
- * map over GF(2) completes each 7-bit field with its parity, in element order (sign_ctrl).
- * Products: vpmultishiftqb with fields 16k + 2j puts coordinate j of point t + 8k in byte j of
- * qword t of register k (elements 64k..64k+63 in order, no per-register permute); another affine
- * map (vgf2p8affineqb, port 0) turns the 2-bit fields into 8, 25, 43.  A row's last one to three
+ * lookups of the two planes serves both blocks, and the byte unpacks of the two give each
+ * block's planes with points t, t + 8, t + 16, t + 24 in qword t.  Signs: an affine map over GF(2)
+ * completes each 7-bit field with its parity, in element order (sign_ctrl).
+ * Products: iq2_spread moves coordinate j of the four points of qword t into byte j (one affine
+ * map for the block), and iq2_grid picks point t + 8k's two bits of every byte and maps them to
+ * 8, 25, 43 (register k: elements 64k..64k+63 in order, no permute).  A row's last one to three
  * super-blocks look up (a, a) and use block a's half. */
 
 /* The entry points of an IQ2 type from its lookup_T(a, b, P, st) and products_T(b, q, P, st, h):
@@ -545,13 +555,25 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_
         out[1] = products_##t(b + 1, y[1].qs, P, st, 1);                                                          \
     }
 
-/* Grid bytes of elements 64k..64k+63 of a block from its unpacked codes. */
-VBMI static inline __m512i iq2_grid(__m512i codes, int k)
+/* A block's 32 points as bit planes (word k of qword t: plane c0 | plane c1 << 8 of point
+ * t + 8k), transposed by one affine map with the planes as its matrix (output bit i of byte j =
+ * bit j of matrix byte 7 - i, the constant picking bit j): byte j of qword t gets coordinate j of
+ * all four points, c0 of point t + 8k in bit 7 - 2k and c1 in bit 6 - 2k.  Before, a vpmultishiftqb
+ * per register (port 5) did this: IQ2_XS in L1/L2 on one thread, p10 of 300 alternating samples,
+ * ~2-4% fewer ns per super-block (docs/benchmarks.md, "Bit planes for the IQ2 grids"). */
+VBMI static inline __m512i iq2_spread(__m512i planes)
 {
-    /* output bit j = parity(byte 7 - j & code): 0 <- c0 ^ c1, 1 <- c1, 4 <- c0, 5 <- c1; xor 8 */
-    const __m512i to_value = _mm512_set1_epi64(0x0302000001020000ll);
-    const __m512i fields = _mm512_set1_epi64(0x0e0c0a0806040200ll + 0x1010101010101010ll * k);
-    return _mm512_gf2p8affine_epi64_epi8(_mm512_multishift_epi64_epi8(fields, codes), to_value, 8);
+    return _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201ll), planes, 0);
+}
+
+/* Grid bytes of elements 64k..64k+63 from the spread: c0 = bit 7 - 2k, c1 = bit 6 - 2k -> 8, 25, 43
+ * for (0, 0), (1, 0), (0, 1) (output bit i from matrix byte 7 - i: 0 <- c0 ^ c1, 1 <- c1, 4 <- c0,
+ * 5 <- c1; xor 8: 8 | 17 c0 | 35 c1, the codes never having both bits). */
+VBMI static inline __m512i iq2_grid(__m512i spread, int k)
+{
+    const long long c0 = 1ll << (7 - 2 * k), c1 = 1ll << (6 - 2 * k);
+    const __m512i to_value = _mm512_set1_epi64(((c0 | c1) << 56) | (c1 << 48) | (c0 << 24) | (c1 << 16));
+    return _mm512_gf2p8affine_epi64_epi8(spread, to_value, 8);
 }
 
 VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *b, const grid_planes *P,
@@ -580,12 +602,13 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xs(const 
                                                                         const staged_pair *st, int h)
 {
     __m512i s = _mm512_setzero_si512();
+    const __m512i sp = iq2_spread(st->v[h]);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
                                                           0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        if (r == 0) s = dot64_first(iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q, scale);
-        else s = dot64(s, iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
+        if (r == 0) s = dot64_first(iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q, scale);
+        else s = dot64(s, iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
     }
     return s;
 }
@@ -622,7 +645,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const unsigned sc = (unsigned)(sub[2 * r] >> 60) | (unsigned)(sub[2 * r + 1] >> 60) << 4;
-        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
+        s[r & 1] = dot64(s[r & 1], iq2_grid(iq2_spread(st->v[h]), r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
@@ -658,7 +681,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const s
     for (int r = 0; r < 4; r++) {
         const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
                                                           0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        s[r & 1] = dot64(s[r & 1], iq2_grid(st->v[h], r), sign_mask(sb, r), q + 64 * r, scale);
+        s[r & 1] = dot64(s[r & 1], iq2_grid(iq2_spread(st->v[h]), r), sign_mask(sb, r), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
