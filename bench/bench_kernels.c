@@ -19,6 +19,14 @@
  * The memory bandwidth is measured again before each format (%bw is against that figure), so a
  * change of machine load between formats shows in both numbers.
  *
+ *        bench_kernels --bw [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
+ *
+ * --bw measures %bw interleaved: each round times the plain read loop and every SIMD path (2
+ * threads, best of 3 passes each, in an order that rotates from round to round), and %bw of a
+ * round is the path's GB/s over the read loop's GB/s of that same round, a few hundred
+ * milliseconds apart.  On a VM whose speed drifts by tens of percent over seconds, the per-round
+ * ratio is steadier than one bandwidth figure per format; it prints the median and spread.
+ *
  * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
  * per-type choice of the dispatch table, "auto") over the same matrix in an order that rotates
  * from round to round, so load from other processes hits all of them alike; it prints medians and
@@ -113,6 +121,31 @@ static timing mem_bw_read(sl_pool *pool, double secs, double mib, bool prefetch)
 
 /* The plain read loop: the %bw reference (the hardware prefetchers' rate). */
 static timing mem_bw(sl_pool *pool, double secs, double mib) { return mem_bw_read(pool, secs, mib, false); }
+
+/* The read loop's buffer for --bw, allocated and filled once (mem_bw_read's size). */
+typedef struct { uint64_t *buf; size_t bytes; } read_buffer;
+
+static bool read_buffer_init(read_buffer *r, double mib)
+{
+    r->bytes = mib > 256 ? (size_t)(mib * 1048576.0) & ~(size_t)63 : (size_t)256 << 20;
+    r->buf = malloc(r->bytes);
+    if (!r->buf) return false;
+    for (size_t i = 0; i < r->bytes / 8; i++) r->buf[i] = i;
+    return true;
+}
+
+/* Wall GB/s of the best of 3 plain read passes over r. */
+static double read_sample(sl_pool *pool, const read_buffer *r)
+{
+    read_job j = { r->buf, r->bytes / 8, false, { { 0 } } };
+    timing best = { 1e30, 1e30 };
+    for (int rep = 0; rep < 3; rep++) {
+        const double w0 = now(), c0 = cpu_now();
+        sl_pool_run(pool, read_worker, &j);
+        keep_best(&best, w0, c0, sl_pool_size(pool));
+    }
+    return (double)r->bytes / best.wall / 1e9;
+}
 
 /* ---- matrices -------------------------------------------------------------------------------- */
 
@@ -280,6 +313,70 @@ static int run_ab(double mib, int rounds, const char *only)
     return 0;
 }
 
+/* Interleaved %bw per format and SIMD path, 2 threads (see the header). */
+static int run_bw(double mib, int rounds, const char *only)
+{
+    const int64_t cols = 4096;
+    if (rounds < 3) rounds = 3;
+    if (rounds > AB_MAX_ROUNDS) rounds = AB_MAX_ROUNDS;
+    int paths[SL_KPATH_COUNT], np = 0;
+    for (int p = SL_KPATH_AVX2; p < SL_KPATH_COUNT; p++)
+        if (sl_kernels_available(p)) paths[np++] = p;
+    read_buffer rd;
+    float *x = malloc((size_t)cols * sizeof *x);
+    if (!x || !read_buffer_init(&rd, mib)) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (int64_t i = 0; i < cols; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+    sl_kernels_set_exact(false);
+    sl_pool *pool = sl_pool_create(2);
+    printf("interleaved %%bw: per round the plain read loop (%.0f MiB) and each SIMD path's matvec (nb=1, ~%.0f MiB,\n"
+           "%lld columns), 2 threads, best of 3 passes each; %%bw = path wall GB/s / read wall GB/s of the same round;\n"
+           "median [min-max] over %d rounds\n", (double)rd.bytes / 1048576.0, mib, (long long)cols, rounds);
+    const int types[] = { SL_TYPE_Q8_0, SL_TYPE_Q4_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K,
+                          SL_TYPE_Q3_K, SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S,
+                          SL_TYPE_IQ3_XXS, SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int type = types[ti];
+        if (only && !name_listed(only, sl_type_name(type))) continue;
+        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
+        size_t rb;
+        void *w = make_matrix(type, rows, cols, &rb);
+        float *out = malloc((size_t)rows * sizeof *out);
+        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        double gbs[SL_KPATH_COUNT][AB_MAX_ROUNDS], pct[SL_KPATH_COUNT][AB_MAX_ROUNDS], rbw[AB_MAX_ROUNDS], c;
+        for (int k = 0; k < np; k++) {   /* warm-up pass per path (page faults, frequency) */
+            sl_kernels_force(paths[k]);
+            ab_sample(pool, type, w, rows, cols, rb, x, out, &c, &gbs[k][0]);
+        }
+        for (int r = 0; r < rounds; r++)
+            for (int k = 0; k <= np; k++) {   /* slot np: the read loop */
+                const int slot = (k + r) % (np + 1);
+                if (slot == np) {
+                    rbw[r] = read_sample(pool, &rd);
+                    continue;
+                }
+                sl_kernels_force(paths[slot]);
+                ab_sample(pool, type, w, rows, cols, rb, x, out, &c, &gbs[slot][r]);
+            }
+        for (int k = 0; k < np; k++)
+            for (int r = 0; r < rounds; r++) pct[k][r] = 100 * gbs[k][r] / rbw[r];
+        sl_kernels_force(SL_KPATH_AUTO);
+        const double rm = median(rbw, rounds);
+        printf("%-7s read %5.2f GB/s", sl_type_name(type), rm);
+        for (int k = 0; k < np; k++) {
+            const double pm = median(pct[k], rounds), gm = median(gbs[k], rounds);   /* median() sorts */
+            printf("  %s %5.1f%% [%5.1f-%5.1f] (%5.2f GB/s)", sl_kpath_name(paths[k]), pm, pct[k][0], pct[k][rounds - 1], gm);
+        }
+        printf("\n");
+        fflush(stdout);
+        free(w);
+        free(out);
+    }
+    sl_pool_free(pool);
+    free(rd.buf);
+    free(x);
+    return 0;
+}
+
 /* True when `name` is one of the comma-separated names in `list`. */
 static bool name_listed(const char *list, const char *name)
 {
@@ -299,9 +396,12 @@ int main(int argc, char **argv)
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
-               "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n");
+               "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
+               "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }
+    if (argc > 1 && !strcmp(argv[1], "--bw"))
+        return run_bw(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
     if (argc > 1 && !strcmp(argv[1], "--ab"))
         return run_ab(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
     const double mib = argc > 1 ? atof(argv[1]) : 512;
