@@ -568,11 +568,11 @@ VBMI static inline __m512i iq2_spread(__m512i planes)
 
 /* Grid bytes of elements 64k..64k+63 from the spread: c0 = bit 7 - 2k, c1 = bit 6 - 2k -> 8, 25, 43
  * for (0, 0), (1, 0), (0, 1) (output bit i from matrix byte 7 - i: 0 <- c0 ^ c1, 1 <- c1, 4 <- c0,
- * 5 <- c1; xor 8: 8 | 17 c0 | 35 c1, the codes never having both bits). */
+ * 5 <- c1; xor 8: 8 + 17 c0 + 35 c1, the codes never having both bits). */
 VBMI static inline __m512i iq2_grid(__m512i spread, int k)
 {
-    const long long c0 = 1ll << (7 - 2 * k), c1 = 1ll << (6 - 2 * k);
-    const __m512i to_value = _mm512_set1_epi64(((c0 | c1) << 56) | (c1 << 48) | (c0 << 24) | (c1 << 16));
+    const uint64_t c0 = 1ull << (7 - 2 * k), c1 = 1ull << (6 - 2 * k);
+    const __m512i to_value = _mm512_set1_epi64((long long)(((c0 | c1) << 56) | (c1 << 48) | (c0 << 24) | (c1 << 16)));
     return _mm512_gf2p8affine_epi64_epi8(spread, to_value, 8);
 }
 
