@@ -192,6 +192,34 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
     return w;
 }
 
+/* One format's measurement matrix: ~mib MiB of random weights of `type` (rows of `cols`), and
+ * room for nb outputs per row.  False (nothing held) when memory runs out. */
+typedef struct { void *w; float *out; int64_t rows; size_t rb; } bench_case;
+
+static bool bench_case_make(bench_case *c, int type, double mib, int64_t cols, int nb)
+{
+    c->rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
+    c->w = make_matrix(type, c->rows, cols, &c->rb);
+    c->out = malloc((size_t)c->rows * (size_t)nb * sizeof *c->out);
+    if (c->w && c->out) return true;
+    free(c->w);
+    free(c->out);
+    fprintf(stderr, "out of memory\n");
+    return false;
+}
+
+static void bench_case_free(bench_case *c)
+{
+    free(c->w);
+    free(c->out);
+}
+
+/* The formats with SIMD paths (--ab, --bw). */
+static const int k_simd_types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
+                                    SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
+                                    SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
+                                    SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S };
+
 /* Best times of sl_matmul over the matrix with nb vectors, repeated for at least `secs`. */
 static timing time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t rb,
                           const float *x, int nb, float *out, double secs)
@@ -262,18 +290,15 @@ static int run_ab(double mib, int rounds, const char *only)
     printf("interleaved A/B: matvec (nb=1) over ~%.0f MiB, %lld columns, %d rounds x best of 3 passes;\n"
            "GB/s of weights by CPU time / threads: median [min-max] over rounds; wall-time median in ()\n",
            mib, (long long)cols, rounds);
-    const int types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
-                          SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
-                          SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
-                          SL_TYPE_IQ2_XS };
-    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
-        const int type = types[ti];
+    for (size_t ti = 0; ti < sizeof k_simd_types / sizeof *k_simd_types; ti++) {
+        const int type = k_simd_types[ti];
         if (only && !name_listed(only, sl_type_name(type))) continue;
-        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
-        size_t rb;
-        void *w = make_matrix(type, rows, cols, &rb);
-        float *out = malloc((size_t)rows * sizeof *out);
-        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        bench_case bc;
+        if (!bench_case_make(&bc, type, mib, cols, 1)) return 1;
+        void *w = bc.w;
+        float *out = bc.out;
+        const int64_t rows = bc.rows;
+        const size_t rb = bc.rb;
         for (int nth = 1; nth <= 2; nth++) {
             sl_pool *pool = sl_pool_create(nth);
             double cpu[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], wall[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], ratio[AB_MAX_ROUNDS];
@@ -306,8 +331,7 @@ static int run_ab(double mib, int rounds, const char *only)
             fflush(stdout);
             sl_pool_free(pool);
         }
-        free(w);
-        free(out);
+        bench_case_free(&bc);
     }
     free(x);
     return 0;
@@ -331,21 +355,15 @@ static int run_bw(double mib, int rounds, const char *only)
     printf("interleaved %%bw: per round the plain read loop (%.0f MiB) and each SIMD path's matvec (nb=1, ~%.0f MiB,\n"
            "%lld columns), 2 threads, best of 3 passes each; %%bw = path wall GB/s / read wall GB/s of the same round;\n"
            "median [min-max] over %d rounds\n", (double)rd.bytes / 1048576.0, mib, (long long)cols, rounds);
-    const int types[] = { SL_TYPE_Q8_0, SL_TYPE_Q4_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K,
-                          SL_TYPE_Q3_K, SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S,
-                          SL_TYPE_IQ3_XXS, SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S };
-    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
-        const int type = types[ti];
+    for (size_t ti = 0; ti < sizeof k_simd_types / sizeof *k_simd_types; ti++) {
+        const int type = k_simd_types[ti];
         if (only && !name_listed(only, sl_type_name(type))) continue;
-        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)sl_row_bytes(type, cols));
-        size_t rb;
-        void *w = make_matrix(type, rows, cols, &rb);
-        float *out = malloc((size_t)rows * sizeof *out);
-        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        bench_case bc;
+        if (!bench_case_make(&bc, type, mib, cols, 1)) return 1;
         double gbs[SL_KPATH_COUNT][AB_MAX_ROUNDS], pct[SL_KPATH_COUNT][AB_MAX_ROUNDS], rbw[AB_MAX_ROUNDS], c;
         for (int k = 0; k < np; k++) {   /* warm-up pass per path (page faults, frequency) */
             sl_kernels_force(paths[k]);
-            ab_sample(pool, type, w, rows, cols, rb, x, out, &c, &gbs[k][0]);
+            ab_sample(pool, type, bc.w, bc.rows, cols, bc.rb, x, bc.out, &c, &gbs[k][0]);
         }
         for (int r = 0; r < rounds; r++)
             for (int k = 0; k <= np; k++) {   /* slot np: the read loop */
@@ -355,7 +373,7 @@ static int run_bw(double mib, int rounds, const char *only)
                     continue;
                 }
                 sl_kernels_force(paths[slot]);
-                ab_sample(pool, type, w, rows, cols, rb, x, out, &c, &gbs[slot][r]);
+                ab_sample(pool, type, bc.w, bc.rows, cols, bc.rb, x, bc.out, &c, &gbs[slot][r]);
             }
         for (int k = 0; k < np; k++)
             for (int r = 0; r < rounds; r++) pct[k][r] = 100 * gbs[k][r] / rbw[r];
@@ -368,8 +386,7 @@ static int run_bw(double mib, int rounds, const char *only)
         }
         printf("\n");
         fflush(stdout);
-        free(w);
-        free(out);
+        bench_case_free(&bc);
     }
     sl_pool_free(pool);
     free(rd.buf);
@@ -441,12 +458,12 @@ int main(int argc, char **argv)
         const timing bwt = ti == 0 ? bw2 : mem_bw(pool2, secs, mib);
         printf("%-7s memory bandwidth now: 2 threads %.1f GB/s wall, %.1f GB/s CPU-time based\n", sl_type_name(type),
                bwt.wall, bwt.cpu);
-        const size_t row_bytes = sl_row_bytes(type, cols);
-        const int64_t rows = (int64_t)(mib * 1048576.0 / (double)row_bytes);
-        size_t rb;
-        void *w = make_matrix(type, rows, cols, &rb);
-        float *out = malloc((size_t)rows * nb_batch * sizeof *out);
-        if (!w || !out) { fprintf(stderr, "out of memory\n"); return 1; }
+        bench_case bc;
+        if (!bench_case_make(&bc, type, mib, cols, nb_batch)) return 1;
+        void *w = bc.w;
+        float *out = bc.out;
+        const int64_t rows = bc.rows;
+        const size_t rb = bc.rb;
         const double gb = (double)rb * (double)rows / 1e9;
         /* path -1: exact mode (dequantize + f32 dot, the portable reference) */
         for (int p = simd_only ? SL_KPATH_PORTABLE + 1 : -1; p < SL_KPATH_COUNT; p++) {
@@ -465,8 +482,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         sl_kernels_set_exact(false);
-        free(w);
-        free(out);
+        bench_case_free(&bc);
     }
     free(x);
     sl_pool_free(pool1);
