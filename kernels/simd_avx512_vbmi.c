@@ -61,11 +61,11 @@ typedef struct grid_planes {
     /* IQ2_XS pair lookups (see pair_iq2_xs): vpermt2b controls of the low / high index bytes of
      * two super-blocks in lookup order, and the vpermb control from lookup to element order */
     _Alignas(64) uint8_t iq2xs_lo_ctrl[64], iq2xs_hi_ctrl[64], iq2xs_to_elem[64];
-    /* IQ2_XXS: the code bytes of its 256-point grid, the vpermt2b controls of the index bytes
+    /* IQ2_XXS: the bit planes of its 256-point grid, the vpermt2b controls of the index bytes
      * in lookup order and of the sign fields in element order */
     _Alignas(64) uint8_t iq2xxs[2][SL_IQ2XXS_N];
     _Alignas(64) uint8_t iq2xxs_lookup_ctrl[64], iq2xxs_elem_ctrl[64];
-    /* IQ2_S: the code bytes of its 1024-point grid; the vpermt2b control of the index bytes in
+    /* IQ2_S: the bit planes of its 1024-point grid; the vpermt2b control of the index bytes in
      * lookup order, and the vpshufbitqmb ones that pick bits 8 and 9 of each index from qh */
     _Alignas(64) uint8_t iq2s[2][SL_IQ2S_N];
     _Alignas(64) uint8_t iq2s_lookup_ctrl[64], iq2s_bit8_ctrl[64], iq2s_bit9_ctrl[64];
@@ -102,7 +102,7 @@ static void build_planes(void)
             if (k < 16) g_planes.per16[b][k] = (int16_t)(2 * ((b >> (k < 8 ? 0 : 4)) & 15) + 1);
         }
     /* byte position 16L + i of the lookup order holds point w(8L + i mod 8) of block i / 8, where
-     * point(w) = w / 4 + 8 (w mod 4): the byte unpacks then give the 16-bit codes with qword t =
+     * point(w) = w / 4 + 8 (w mod 4): the byte unpacks then give the planes' words with qword t =
      * points t, t + 8, t + 16, t + 24 */
     for (int pos = 0; pos < 64; pos++) {
         const int L = pos / 16, i = pos % 16, blk = i / 8, w = 8 * L + i % 8, point = w / 4 + 8 * (w % 4);
@@ -559,8 +559,9 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_
  * t + 8k), transposed by one affine map with the planes as its matrix (output bit i of byte j =
  * bit j of matrix byte 7 - i, the constant picking bit j): byte j of qword t gets coordinate j of
  * all four points, c0 of point t + 8k in bit 7 - 2k and c1 in bit 6 - 2k.  Before, a vpmultishiftqb
- * per register (port 5) did this: IQ2_XS in L1/L2 on one thread, p10 of 300 alternating samples,
- * ~2-4% fewer ns per super-block (docs/benchmarks.md, "Bit planes for the IQ2 grids"). */
+ * per register (port 5) did this: in L1/L2 on one thread, p10 of 300 alternating samples, 3-7%
+ * fewer ns per super-block for IQ2_XS, IQ2_XXS, IQ2_S (docs/benchmarks.md, "Bit planes for the
+ * IQ2 grids"). */
 VBMI static inline __m512i iq2_spread(__m512i planes)
 {
     return _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201ll), planes, 0);
@@ -589,7 +590,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_bl
     /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 1-7, bit 7 <- parity of bits 1-7 */
     const __m512i to_signs = _mm512_set1_epi64(0x02040810204080fell);
     _mm512_storeu_si512(st->sb, _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem), _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0)));
-    st->v[0] = _mm512_unpacklo_epi8(lo, hi);   /* block a's codes, block b's */
+    st->v[0] = _mm512_unpacklo_epi8(lo, hi);   /* block a's planes, block b's */
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
 
@@ -642,10 +643,11 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const
     uint64_t sub[8];
     memcpy(sub, opaque(b->qs), sizeof sub);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+    const __m512i sp = iq2_spread(st->v[h]);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const unsigned sc = (unsigned)(sub[2 * r] >> 60) | (unsigned)(sub[2 * r + 1] >> 60) << 4;
-        s[r & 1] = dot64(s[r & 1], iq2_grid(iq2_spread(st->v[h]), r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
+        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
@@ -677,11 +679,12 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const s
     __mmask64 sb[4];
     memcpy(sb, b->qs + SL_QK_K / 8, sizeof sb);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+    const __m512i sp = iq2_spread(st->v[h]);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
                                                           0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        s[r & 1] = dot64(s[r & 1], iq2_grid(iq2_spread(st->v[h]), r), sign_mask(sb, r), q + 64 * r, scale);
+        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(sb, r), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
