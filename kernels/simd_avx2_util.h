@@ -4,16 +4,8 @@
 #ifndef SL_KERNELS_SIMD_AVX2_UTIL_H
 #define SL_KERNELS_SIMD_AVX2_UTIL_H
 
-/* The canonical 2 x 8-lane reduction of the 32-block dots: t = a0 + a1; t[k] += t[k+4];
- * t[k] += t[k+2]; t[0] + t[1]. */
-AVX2 static inline float lanes_reduce(__m256 a0, __m256 a1)
-{
-    const __m256 t = _mm256_add_ps(a0, a1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+#define SL_REDUCE_TARGET AVX2
+#include "kernels/simd_reduce.h"   /* lanes_reduce */
 
 /* Block i's float term of a 32-block dot (weights w, activations y; ctx: what else it needs). */
 typedef __m256 (*avx2_block_term)(const void *w, const void *y, int64_t i, const void *ctx);

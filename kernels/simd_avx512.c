@@ -81,15 +81,8 @@ AVX512 static inline __m512 join_ps(__m256 lo, __m256 hi)
 
 AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
-/* The canonical reduction (same as simd_avx2.c's): t = a0 + a1; t[k] += t[k+4]; t[k] += t[k+2]. */
-AVX512 static inline float lanes_reduce(__m256 a0, __m256 a1)
-{
-    const __m256 t = _mm256_add_ps(a0, a1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+#define SL_REDUCE_TARGET AVX512
+#include "kernels/simd_reduce.h"   /* lanes_reduce */
 
 /* Lanes k of two blocks: exact sums of w[e]*a[e], e = 4k..4k+3 (a never -128). */
 AVX512 static inline __m512 lane_dots2(__m512i w, __m512i a)
