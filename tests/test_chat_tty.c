@@ -326,6 +326,39 @@ Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fin
     cr_expect_eq(term_exit(&t, 30), 0);
 }
 
+/* Keys typed the moment the prompt shows reach the line editor, not the kernel's line discipline:
+ * libedit prints "> " before it switches the terminal to its own mode, and a chat that left the
+ * terminal canonical between lines had them echoed twice (and text typed ahead could no longer be
+ * erased with Ctrl-U; that made a "/quit" into a message in CI).  The window is microseconds, so
+ * one turn rarely hits it; the old code failed 7 turns in 100 with the two cores loaded. */
+Test(chat_tty, keys_typed_as_the_prompt_shows_are_echoed_once, .init = state_dir, .fini = state_dir_rm)
+{
+    if (tq_under_qemu_user())
+        cr_skip_test("skipped: the race is timed natively (the terminal code is not machine code)");
+    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "4096", "-n", "1",
+                           "--chat-template", "chatml", NULL };
+    term t;
+    term_start(&t, argv);
+    size_t p = term_wait(&t, 0, "> ", 60);
+    int twice = 0;
+    for (int i = 0; i < 40; i++) {
+        char word[16];
+        snprintf(word, sizeof word, "w%03dq", i);
+        size_t from = p;
+        term_type(&t, word);
+        term_type(&t, "\r");
+        p = term_wait(&t, from + 2, "\n> ", 60);
+        char *shown = strndup(t.buf + from, p - from);
+        char *first = strstr(shown, word);
+        cr_assert_not_null(first, "the typed '%s' was not shown", word);
+        if (strstr(first + 1, word)) twice++;
+        free(shown);
+    }
+    cr_expect_eq(twice, 0, "%d of 40 typed lines were echoed twice", twice);
+    term_type(&t, "/quit\r");
+    cr_expect_eq(term_exit(&t, 30), 0);
+}
+
 /* `sluice run` on a terminal: the progress bar of the prompt never erases the echoed prompt. */
 Test(chat_tty, echoed_prompt_survives_the_progress_bar)
 {

@@ -242,13 +242,39 @@ static int on_token(void *user, int32_t id, const char *text, size_t len)
 
 static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
 
-/* Terminal echo on or off (only when stdin is a terminal). */
-static void tty_echo(chat *ch, bool on)
+/* The terminal between two lines typed (only when stdin is a terminal): what is typed meanwhile
+ * is not echoed, so typed-ahead text never lands inside an answer; it waits for the next prompt.
+ *
+ * With libedit the terminal is also taken out of canonical mode and stays so until libedit reads
+ * the next line: libedit prints its prompt before it switches the terminal to its own mode, so
+ * keys typed as soon as the prompt shows would otherwise meet the kernel's line discipline, which
+ * echoes them a second time and, worse, turns text typed ahead into a finished piece of input that
+ * the line editor's Ctrl-U cannot erase (a "/quit" became "<typed-ahead>/quit" and was sent as a
+ * message).  libedit learns the terminal's settings only from canonical mode, so it keeps the
+ * ones it read at el_init().  Without libedit, lines are read in canonical mode: only the echo is
+ * turned off, and tty_release() restores the terminal. */
+static void tty_hold(chat *ch)
 {
     if (!ch->tty_in) return;
     struct termios t = ch->term0;
-    if (!on) t.c_lflag &= ~(tcflag_t)ECHO;
+    t.c_lflag &= ~(tcflag_t)ECHO;
+#ifdef SL_HAVE_LIBEDIT
+    if (ch->el) {
+        t.c_lflag &= ~(tcflag_t)ICANON;   /* ISIG stays: Ctrl-C still stops an answer */
+        t.c_cc[VMIN] = 1;
+        t.c_cc[VTIME] = 0;
+    }
+#endif
     tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
+static void tty_release(chat *ch)
+{
+    if (!ch->tty_in) return;
+#ifdef SL_HAVE_LIBEDIT
+    if (ch->el) return;   /* el_gets() switches from the held mode to its own */
+#endif
+    tcsetattr(STDIN_FILENO, TCSANOW, &ch->term0);
 }
 
 /* Render, tokenize, drop old turns until the prompt leaves room for an answer.  Returns the token
@@ -297,13 +323,13 @@ static int turn(chat *ch, const char *text, size_t len)
     int n = build_prompt(ch, &toks);
     if (n < 0) { drop_msgs(ch, ch->n_msgs - 1, 1); return 0; }
     uint64_t t0 = sl_now_ns();
-    tty_echo(ch, false);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
+    tty_hold(ch);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
     int rc = sluice_prefill(ch->C, toks, n);
     sl_progress_clear(&ch->bar);
     free(toks);
     uint64_t t1 = sl_now_ns();
     if (rc < 0) {
-        tty_echo(ch, true);
+        tty_release(ch);
         drop_msgs(ch, ch->n_msgs - 1, 1);
         if (rc == -ECANCELED) { fprintf(stderr, "\n(interrupted)\n"); return 0; }
         cli_err("%s", sluice_ctx_error(ch->C));
@@ -315,7 +341,7 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->ans_len = ch->printed = 0;
     ch->at_start = true;
     int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
-    tty_echo(ch, true);
+    tty_release(ch);
     flush_answer(ch, true);
     uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
@@ -520,6 +546,7 @@ static void editor_open(chat *ch)
     el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
     fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
     fflush(stdout);
+    tty_hold(ch);
 }
 
 static void editor_close(chat *ch)
@@ -540,6 +567,7 @@ static int editor_line(chat *ch, char **line, size_t *len)
         int count = 0;
         errno = 0;
         const char *l = el_gets(ch->el, &count);
+        tty_hold(ch);   /* el_gets() left the terminal canonical: hold it before anything else runs */
         if (!l || count <= 0) {
             free(b);
             if (g_sigint || g_sigterm) return LINE_INTR;
