@@ -334,7 +334,7 @@ Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fin
 Test(chat_tty, keys_typed_as_the_prompt_shows_are_echoed_once, .init = state_dir, .fini = state_dir_rm)
 {
     if (tq_under_qemu_user())
-        cr_skip_test("skipped: the race is timed natively (the terminal code is not machine code)");
+        cr_skip_test("skipped: a timing race the emulator's pace does not reproduce (the terminal code is the same C everywhere)");
     const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "4096", "-n", "1",
                            "--chat-template", "chatml", NULL };
     term t;
