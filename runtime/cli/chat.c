@@ -242,39 +242,30 @@ static int on_token(void *user, int32_t id, const char *text, size_t len)
 
 static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
 
-/* The terminal between two lines typed (only when stdin is a terminal): what is typed meanwhile
- * is not echoed, so typed-ahead text never lands inside an answer; it waits for the next prompt.
- *
- * With libedit the terminal is also taken out of canonical mode and stays so until libedit reads
- * the next line: libedit prints its prompt before it switches the terminal to its own mode, so
- * keys typed as soon as the prompt shows would otherwise meet the kernel's line discipline, which
- * echoes them a second time and, worse, turns text typed ahead into a finished piece of input that
- * the line editor's Ctrl-U cannot erase (a "/quit" became "<typed-ahead>/quit" and was sent as a
- * message).  libedit learns the terminal's settings only from canonical mode, so it keeps the
- * ones it read at el_init().  Without libedit, lines are read in canonical mode: only the echo is
- * turned off, and tty_release() restores the terminal. */
+/* The terminal between two lines typed (stdin a terminal): no echo, so typed-ahead text never lands
+ * inside an answer.  With libedit also not canonical, until libedit reads the next line: it prints
+ * its prompt before it switches to its own mode, and keys typed as the prompt showed met the
+ * kernel's line discipline, echoed twice, typed-ahead text made final so that Ctrl-U could not
+ * erase it (a "/quit" was sent as "<typed-ahead>/quit").  libedit learns the terminal's settings
+ * only in canonical mode, so it keeps those of el_init().  Without libedit lines are read canonical:
+ * only the echo goes, and tty_release() restores the terminal. */
 static void tty_hold(chat *ch)
 {
     if (!ch->tty_in) return;
     struct termios t = ch->term0;
     t.c_lflag &= ~(tcflag_t)ECHO;
 #ifdef SL_HAVE_LIBEDIT
-    if (ch->el) {
-        t.c_lflag &= ~(tcflag_t)ICANON;   /* ISIG stays: Ctrl-C still stops an answer */
-        t.c_cc[VMIN] = 1;
-        t.c_cc[VTIME] = 0;
-    }
+    if (ch->el) { t.c_lflag &= ~(tcflag_t)ICANON; t.c_cc[VMIN] = 1; t.c_cc[VTIME] = 0; }   /* ISIG stays: Ctrl-C */
 #endif
     tcsetattr(STDIN_FILENO, TCSANOW, &t);
 }
 
 static void tty_release(chat *ch)
 {
-    if (!ch->tty_in) return;
 #ifdef SL_HAVE_LIBEDIT
     if (ch->el) return;   /* el_gets() switches from the held mode to its own */
 #endif
-    tcsetattr(STDIN_FILENO, TCSANOW, &ch->term0);
+    if (ch->tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch->term0);
 }
 
 /* Render, tokenize, drop old turns until the prompt leaves room for an answer.  Returns the token
