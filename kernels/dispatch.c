@@ -107,6 +107,15 @@ sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type)
     default: return NULL;   /* Q4_1, Q5_1, IQ1_S, IQ1_M have no 4-vector form */
     }
 }
+
+sl_qdotr_fn sl_kernels_qdotr(const sl_kernel_set *ks, int type)
+{
+    switch (type) {
+    QDOT_ROW(IQ3_S, dotr_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dotr_iq3_xxs_q8_k);
+    QDOT_ROW(IQ2_XXS, dotr_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dotr_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dotr_iq2_s_q8_k);
+    default: return NULL;   /* the others: the single dot row by row */
+    }
+}
 #undef QDOT_ROW
 
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,

@@ -63,6 +63,7 @@ typedef struct act_fmt {
     int blck, bytes;      /* quantized block geometry */
     sl_qdot_fn qdot;
     sl_qdot4_fn qdot4;    /* 4 vectors at once (NULL: not on this path) */
+    sl_qdotr_fn qdotr;    /* rows of a tile against one vector (NULL: the single dot per row) */
     sl_dot_fn fdot;
 } act_fmt;
 
@@ -78,17 +79,18 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
     /* the activation format each quantized type is paired with (as llama.cpp pairs them) */
     case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL:
-        f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL }; break;
+        f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL }; break;
     case SL_TYPE_Q4_1: case SL_TYPE_Q5_1:
-        f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL }; break;
+        f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL }; break;
     case SL_TYPE_Q2_K: case SL_TYPE_Q3_K: case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: case SL_TYPE_Q6_K: case SL_TYPE_IQ4_XS:
     case SL_TYPE_IQ3_S: case SL_TYPE_IQ3_XXS: case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S:
     case SL_TYPE_IQ1_S: case SL_TYPE_IQ1_M:
-        f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL }; break;
+        f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL, NULL }; break;
     default: break;   /* other types: the reference f32 dot */
     }
     f.qdot = sl_kernels_qdot(ks, type);   /* NULL for the float types */
     f.qdot4 = sl_kernels_qdot4(ks, type);
+    f.qdotr = sl_kernels_qdotr(ks, type);
     /* a set without this type's integer dot (or its activation quantizer): the portable set's,
      * which gives the same bits (kernels/simd.h); failing that, the exact f32 dot */
     if ((f.quant && !f.qdot) || (!f.quant && f.qdot) || (!f.qdot && !f.fdot)) {
@@ -164,6 +166,15 @@ static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
         const int64_t rb = ra + rt < rb0 ? ra + rt : rb0;
         for (int va = 0; va < in->nb; va += vt) {
             const int vb = va + vt < in->nb ? va + vt : in->nb;
+            /* the vectors past the 4-vector groups: the rows form over the tile where there is one
+             * (one call, its pipeline running on across the rows), else the single dot below */
+            const int v1 = j->f.qdot4 ? va + (vb - va) / 4 * 4 : va;
+            if (in->q && j->f.qdotr)
+                for (int b = v1; b < vb; b++) {
+                    const unsigned char *q = (const unsigned char *)in->q + (size_t)b * in->q_stride;
+                    j->f.qdotr(j->w + (size_t)ra * j->row_bytes, j->row_bytes, q, cols, rb - ra,
+                               j->out + ra + (size_t)b * j->out_stride);
+                }
             for (int64_t r = ra; r < rb; r++) {
                 const unsigned char *wr = j->w + (size_t)r * j->row_bytes;
                 float *o = j->out + r;
@@ -176,8 +187,8 @@ static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
                             j->f.qdot4(wr, q, in->q_stride, cols, r4);
                             for (int v = 0; v < 4; v++) o[(size_t)(b + v) * j->out_stride] = r4[v];
                         }
-                    for (; b < vb; b++, q += in->q_stride)
-                        o[(size_t)b * j->out_stride] = j->f.qdot(wr, q, cols);
+                    if (!j->f.qdotr)
+                        for (; b < vb; b++, q += in->q_stride) o[(size_t)b * j->out_stride] = j->f.qdot(wr, q, cols);
                 } else {
                     for (int b = va; b < vb; b++)
                         o[(size_t)b * j->out_stride] = j->f.fdot(wr, in->x + (size_t)b * cols, cols);
@@ -211,7 +222,7 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
     assert(((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0);
     assert(out_stride >= rows);
     mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
-    if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL;
+    if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL, j.f.qdotr = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
     /* ~8 grabs per thread, at least 16 rows (a grab costs an atomic add; rows are >= 128 bytes) */
     const int nth = sl_pool_size(pool);

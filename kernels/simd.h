@@ -84,6 +84,10 @@ typedef float (*sl_qdot_fn)(const void *restrict w, const void *restrict y, int6
  * single dot; the weights are unpacked once for all four (batched prefill). */
 typedef void  (*sl_qdot4_fn)(const void *restrict w, const void *restrict y, size_t y_stride, int64_t n,
                              float *restrict out);
+/* Rows r < nrows of a matrix (row r at w + r * row_bytes) against one vector: out[r] has exactly
+ * the bits of the single dot of row r; a kernel may pipeline its work across the rows (matvec). */
+typedef void  (*sl_qdotr_fn)(const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n, int64_t nrows,
+                             float *restrict out);
 
 typedef struct sl_kernel_set {
     const char *name;                       /* "portable", "avx2", "avx512" */
@@ -109,6 +113,8 @@ typedef struct sl_kernel_set {
     sl_qdot_fn dot_iq1_s_q8_k, dot_iq1_m_q8_k;
     /* 4-vector forms of five of them (NULL: callers use the single dot; the AVX-512 set has them) */
     sl_qdot4_fn dot4_iq2_xs_q8_k, dot4_iq3_xxs_q8_k, dot4_iq3_s_q8_k, dot4_iq2_xxs_q8_k, dot4_iq2_s_q8_k;
+    /* and their rows forms (NULL: callers use the single dot row by row; the AVX-512 set has them) */
+    sl_qdotr_fn dotr_iq2_xs_q8_k, dotr_iq3_xxs_q8_k, dotr_iq3_s_q8_k, dotr_iq2_xxs_q8_k, dotr_iq2_s_q8_k;
     /* Low-bit types (portable references in kernels/qdot_quants.c).  Q8_1 activations: Q8_0's
      * d and q plus s = f16((amax/127) * sum q). */
     sl_actq_fn quantize_q8_1;
@@ -131,6 +137,7 @@ const sl_kernel_set *sl_kernels_for(int path);
  * none (sl_matmul then uses the portable set's, or the single dot). */
 sl_qdot_fn  sl_kernels_qdot(const sl_kernel_set *ks, int type);
 sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type);
+sl_qdotr_fn sl_kernels_qdotr(const sl_kernel_set *ks, int type);   /* rows form, or NULL */
 bool sl_kernels_available(int path);
 /* The base set (chosen at first use: SLUICE_KERNELS, else the widest available path): its
  * quantizers, adot and axpy are the ones every path shares bit for bit. */
@@ -226,12 +233,24 @@ void  sl_avx512vbmi_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict
 void  sl_avx512vbmi_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 float sl_avx512vbmi_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 void  sl_avx512vbmi_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+#define SL_DOTR_ARGS const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n, int64_t nrows, float *restrict out
+void  sl_avx512vbmi_dotr_iq2_xs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512vbmi_dotr_iq3_xxs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512vbmi_dotr_iq3_s_q8_k(SL_DOTR_ARGS);
+void  sl_avx512vbmi_dotr_iq2_xxs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512vbmi_dotr_iq2_s_q8_k(SL_DOTR_ARGS);
 /* Their 4-vector forms on the AVX-512 set: the byte-permute ones, else four gather dots. */
 void  sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void  sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+/* Their rows forms on the AVX-512 set: the byte-permute ones, else the gather dot row by row. */
+void  sl_avx512_dotr_iq2_xs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512_dotr_iq3_xxs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512_dotr_iq3_s_q8_k(SL_DOTR_ARGS);
+void  sl_avx512_dotr_iq2_xxs_q8_k(SL_DOTR_ARGS);
+void  sl_avx512_dotr_iq2_s_q8_k(SL_DOTR_ARGS);
 float sl_avx512_dot_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq2_s_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 /* IQ1 on the AVX-512 set (kernels/simd_avx512_iq1.c). */

@@ -379,6 +379,9 @@ const sl_kernel_set sl_kernels_avx512_set = {
     .dot4_iq2_xs_q8_k = sl_avx512_dot4_iq2_xs_q8_k, .dot4_iq3_xxs_q8_k = sl_avx512_dot4_iq3_xxs_q8_k,
     .dot4_iq3_s_q8_k = sl_avx512_dot4_iq3_s_q8_k, .dot4_iq2_xxs_q8_k = sl_avx512_dot4_iq2_xxs_q8_k,
     .dot4_iq2_s_q8_k = sl_avx512_dot4_iq2_s_q8_k,
+    .dotr_iq2_xs_q8_k = sl_avx512_dotr_iq2_xs_q8_k, .dotr_iq3_xxs_q8_k = sl_avx512_dotr_iq3_xxs_q8_k,
+    .dotr_iq3_s_q8_k = sl_avx512_dotr_iq3_s_q8_k, .dotr_iq2_xxs_q8_k = sl_avx512_dotr_iq2_xxs_q8_k,
+    .dotr_iq2_s_q8_k = sl_avx512_dotr_iq2_s_q8_k,
     /* low-bit types (kernels/simd_avx512_quants.c; Q4_1/Q5_1 on the AVX2 kernels) */
     .quantize_q8_1 = sl_quantize_act_q8_1,
     .dot_q5_0_q8_0 = sl_avx512_dot_q5_0_q8_0, .dot_iq4_nl_q8_0 = sl_avx512_dot_iq4_nl_q8_0,

@@ -237,6 +237,7 @@ AVX512 static float gather_dot_iq2_s_q8_k(const void *restrict vw, const void *r
 #if defined(SL_SIMD_EMULATE)
 #define VBMI_DOT(t) return gather_dot_##t##_q8_k(w, y, n)
 #define VBMI_DOT4(t) for (int v = 0; v < 4; v++) out[v] = gather_dot_##t##_q8_k(w, (const uint8_t *)y + v * ys, n)
+#define VBMI_DOTR(t) for (int64_t r = 0; r < nrows; r++) out[r] = gather_dot_##t##_q8_k((const uint8_t *)w + r * row_bytes, y, n)
 #else
 static bool have_vbmi(void)
 {
@@ -255,6 +256,9 @@ static bool use_vbmi(void) { return !atomic_load_explicit(&g_force_gathers, memo
 #define VBMI_DOT4(t)                                                                                     \
     if (use_vbmi()) sl_avx512vbmi_dot4_##t##_q8_k(w, y, ys, n, out);                                    \
     else for (int v = 0; v < 4; v++) out[v] = gather_dot_##t##_q8_k(w, (const uint8_t *)y + v * ys, n)
+#define VBMI_DOTR(t)                                                                                     \
+    if (use_vbmi()) sl_avx512vbmi_dotr_##t##_q8_k(w, row_bytes, y, n, nrows, out);                     \
+    else for (int64_t r = 0; r < nrows; r++) out[r] = gather_dot_##t##_q8_k((const uint8_t *)w + r * row_bytes, y, n)
 #endif
 float sl_avx512_dot_iq3_xxs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq3_xxs); }
 float sl_avx512_dot_iq2_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n) { VBMI_DOT(iq2_xs); }
@@ -266,8 +270,14 @@ void sl_avx512_dot4_iq2_xs_q8_k(const void *restrict w, const void *restrict y, 
 void sl_avx512_dot4_iq3_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq3_s); }
 void sl_avx512_dot4_iq2_xxs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_xxs); }
 void sl_avx512_dot4_iq2_s_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) { VBMI_DOT4(iq2_s); }
+void sl_avx512_dotr_iq3_xxs_q8_k(SL_DOTR_ARGS) { VBMI_DOTR(iq3_xxs); }
+void sl_avx512_dotr_iq2_xs_q8_k(SL_DOTR_ARGS) { VBMI_DOTR(iq2_xs); }
+void sl_avx512_dotr_iq3_s_q8_k(SL_DOTR_ARGS) { VBMI_DOTR(iq3_s); }
+void sl_avx512_dotr_iq2_xxs_q8_k(SL_DOTR_ARGS) { VBMI_DOTR(iq2_xxs); }
+void sl_avx512_dotr_iq2_s_q8_k(SL_DOTR_ARGS) { VBMI_DOTR(iq2_s); }
 #undef VBMI_DOT
 #undef VBMI_DOT4
+#undef VBMI_DOTR
 
 #else   /* not x86: the sets that use these are never handed out */
 void sl_avx512_iq_force_gathers(bool on) { (void)on; }

@@ -496,6 +496,53 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
     fprintf(stderr, "codebook 4-vector dots: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
 }
 
+/* The rows forms return each row's single-dot bits: 1-20 super-blocks per row (multiples of 4 run
+ * the rows as one pipeline, the others row by row), 1-7 rows, packed and with a gap between rows
+ * (row by row), the weights ending at the end of their allocation. */
+Test(iq_dot, rows_forms_equal_single_dots)
+{
+    tk_rng r = { 2412 };
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    static const int nbs[] = { 1, 3, 4, 5, 8, 12, 16, 20 }, nrs[] = { 1, 2, 3, 7 };
+    int checked = 0;
+    simd_variant V[SL_KPATH_COUNT + 1];
+    const int nv = simd_variants(V);
+    for (int vi = 0; vi < nv; vi++) {
+        const sl_kernel_set *K = use_variant(&V[vi]);
+        for (int t = 0; t < N_IQ; t++) {
+            const int type = k_iq_types[t];
+            const sl_type_info *ti = sl_type_get(type);
+            if (!sl_kernels_qdotr(K, type)) continue;
+            for (size_t a = 0; a < sizeof nbs / sizeof *nbs; a++)
+                for (size_t b = 0; b < sizeof nrs / sizeof *nrs; b++)
+                    for (int gap = 0; gap < 2; gap++) {
+                        const int nb = nbs[a], nrows = nrs[b];
+                        const int64_t n = nb * 256;
+                        const size_t row_bytes = (size_t)(nb + gap) * ti->bytes, total = (size_t)(nrows - 1) * row_bytes + (size_t)nb * ti->bytes;
+                        uint8_t *w = malloc(total), *y = malloc(sizeof(sl_block_q8_k) * (size_t)nb);
+                        float *x = malloc(sizeof(float) * n), got[7];
+                        memset(w, 0x5a, total);
+                        for (int k = 0; k < nrows; k++) random_blocks(&r, type, w + (size_t)k * row_bytes, nb, -8, 0);
+                        random_acts(&r, x, n);
+                        P->quantize_q8_k(x, y, n);
+                        sl_kernels_qdotr(K, type)(w, row_bytes, y, n, nrows, got);
+                        for (int k = 0; k < nrows; k++) {
+                            const float want = sl_kernels_qdot(P, type)(w + (size_t)k * row_bytes, y, n);
+                            cr_assert_eq(tk_fbits(got[k]), tk_fbits(want), "%s rows %s x %d blocks, row %d of %d (gap %d): %a != portable %a",
+                                         V[vi].name, ti->name, nb, k, nrows, gap, got[k], want);
+                        }
+                        checked++;
+                        free(w);
+                        free(y);
+                        free(x);
+                    }
+        }
+    }
+    sl_avx512_iq_force_gathers(false);
+    if (checked == 0) cr_skip_test("no SIMD set with codebook rows forms on this CPU (only the AVX-512 one has them)");
+    fprintf(stderr, "codebook rows forms: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
+}
+
 /* ---- every tensor of the golden IQ files ------------------------------------------------------ */
 
 static bool read_at(int fd, void *buf, size_t len, uint64_t off)

@@ -23,6 +23,11 @@
 #define sl_avx512_dot4_iq2_xs_q8_k emu_dot4_iq2_xs_q8_k
 #define sl_avx512_dot4_iq2_xxs_q8_k emu_dot4_iq2_xxs_q8_k
 #define sl_avx512_dot4_iq2_s_q8_k emu_dot4_iq2_s_q8_k
+#define sl_avx512_dotr_iq3_s_q8_k emu_dotr_iq3_s_q8_k
+#define sl_avx512_dotr_iq3_xxs_q8_k emu_dotr_iq3_xxs_q8_k
+#define sl_avx512_dotr_iq2_xs_q8_k emu_dotr_iq2_xs_q8_k
+#define sl_avx512_dotr_iq2_xxs_q8_k emu_dotr_iq2_xxs_q8_k
+#define sl_avx512_dotr_iq2_s_q8_k emu_dotr_iq2_s_q8_k
 #include "../kernels/simd_avx512_iq.c"
 #define HAVE_SIMDE 1
 #endif
