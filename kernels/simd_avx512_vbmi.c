@@ -376,9 +376,10 @@ VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t
 /* out[r] = scale * dot_staged of rows r < nrows (row r at w + r * row_bytes) with the same y: packed
  * rows of a multiple of 4 super-blocks run as one staged sequence, the next row's first lookups
  * issued in this row's last iteration (its blocks follow in memory), so the pipeline neither drains
- * nor refills at a row's end and the call and its setup are paid once.  IQ2_XS, 4096 columns, in
- * L1/L2 on one thread: 10.5 against 11.1 ns per super-block row by row (docs/benchmarks.md,
- * "Rows in one pipeline").  Other shapes: row by row.  Same bits as dot_staged. */
+ * nor refills at a row's end and the call and its setup are paid once.  8 rows of 4096 columns in
+ * L1/L2, one thread: IQ2_XS ~5% fewer ns per super-block than row by row, IQ2_XXS 2-5%, IQ3_XXS
+ * 2-3%, IQ2_S and IQ3_S the same (docs/benchmarks.md, "IQ2_XS at the 80% line").  Other shapes:
+ * row by row.  Same bits as dot_staged. */
 VBMI static inline __attribute__((always_inline)) void dot_staged_rows(const uint8_t *w, size_t row_bytes, size_t bytes, const sl_block_q8_k *y,
                                                                        int64_t nsb, int64_t nrows, float scale, float *out,
                                                                        block_fn f, stage1_fn s1, stage2_fn s2)
