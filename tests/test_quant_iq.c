@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "kernels/iq_common.h"
+#include "kernels/ops.h"
+#include "kernels/threadpool.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
 #include "loader/gguf.h"
@@ -541,6 +543,47 @@ Test(iq_dot, rows_forms_equal_single_dots)
     sl_avx512_iq_force_gathers(false);
     if (checked == 0) cr_skip_test("no SIMD set with codebook rows forms on this CPU (only the AVX-512 one has them)");
     fprintf(stderr, "codebook rows forms: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
+}
+
+/* sl_matmul on every path gives each (row, vector) the portable single dot's bits, also where the
+ * rows forms pipeline a tile's rows (1024 columns: four super-blocks per row) and where a batch
+ * leaves one vector past its 4-vector groups (5 vectors), on a 2-thread pool. */
+Test(iq_dot, matmul_rows_forms_equal_single_dots)
+{
+    tk_rng r = { 2413 };
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    const int64_t rows = 45, cols = 1024;
+    const int nsb = (int)(cols / 256), nbs[] = { 1, 5 };
+    sl_pool *pool = sl_pool_create(2);
+    float *x = malloc(sizeof(float) * 5 * (size_t)cols), *out = malloc(sizeof(float) * 5 * (size_t)rows);
+    uint8_t *y = malloc(sizeof(sl_block_q8_k) * (size_t)nsb);
+    for (int p = 0; p < SL_KPATH_COUNT; p++) {
+        if (sl_kernels_force(p) != 0) continue;
+        for (int t = 0; t < N_IQ; t++) {
+            const int type = k_iq_types[t];
+            const size_t rb = sl_row_bytes(type, cols);
+            uint8_t *w = malloc(rb * (size_t)rows);
+            for (int64_t k = 0; k < rows; k++) random_blocks(&r, type, w + (size_t)k * rb, nsb, -8, 0);
+            for (int b = 0; b < 5; b++) random_acts(&r, x + (size_t)b * cols, cols);
+            for (int c = 0; c < 2; c++) {
+                sl_matmul(pool, type, w, rows, cols, rb, x, nbs[c], out, rows);
+                for (int b = 0; b < nbs[c]; b++) {
+                    P->quantize_q8_k(x + (size_t)b * cols, y, cols);
+                    for (int64_t k = 0; k < rows; k++) {
+                        const float want = sl_kernels_qdot(P, type)(w + (size_t)k * rb, y, cols);
+                        cr_assert_eq(tk_fbits(out[(size_t)b * rows + k]), tk_fbits(want), "path %d %s batch %d vector %d row %lld: %a != %a",
+                                     p, sl_type_get(type)->name, nbs[c], b, (long long)k, out[(size_t)b * rows + k], want);
+                    }
+                }
+            }
+            free(w);
+        }
+    }
+    sl_kernels_force(SL_KPATH_AUTO);
+    sl_pool_free(pool);
+    free(x);
+    free(out);
+    free(y);
 }
 
 /* ---- every tensor of the golden IQ files ------------------------------------------------------ */
