@@ -245,8 +245,8 @@ static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
 /* The terminal between two lines typed (stdin a terminal): no echo, so typed-ahead text never lands
  * inside an answer.  With libedit also not canonical, until libedit reads the next line: it prints
  * its prompt before it switches to its own mode, and keys typed as the prompt showed met the
- * kernel's line discipline, echoed twice, typed-ahead text made final so that Ctrl-U could not
- * erase it (a "/quit" was sent as "<typed-ahead>/quit").  libedit learns the terminal's settings
+ * kernel's line discipline: echoed twice, and typed-ahead text escaped the editor's Ctrl-U (CI once
+ * sent "<typed-ahead>/quit" as a message).  libedit learns the terminal's settings
  * only in canonical mode, so it keeps those of el_init().  Without libedit lines are read canonical:
  * only the echo goes, and tty_release() restores the terminal. */
 static void tty_hold(chat *ch)
