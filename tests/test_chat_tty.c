@@ -163,6 +163,16 @@ static char *between(const term *t, size_t a, size_t b)
     return s;
 }
 
+/* `sluice chat` on the slow model (greedy, one thread, chatml) with context `ctx` and answers of at
+ * most `n` tokens: the offset of its first prompt. */
+static size_t slow_chat_start(term *t, const char *ctx, const char *n)
+{
+    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", ctx, "-n", n,
+                           "--chat-template", "chatml", NULL };
+    term_start(t, argv);
+    return term_wait(t, 0, "> ", 60);
+}
+
 /* No Criterion timeouts (they leak inside Criterion under LSan when tests run in parallel): every
  * wait here has its own limit, after which the chat is killed. */
 Test(chat_tty, two_turns_and_quit)
@@ -200,11 +210,8 @@ Test(chat_tty, two_turns_and_quit)
 /* Ctrl-C in the middle of an answer stops that answer only; the next message is answered. */
 Test(chat_tty, ctrl_c_stops_the_answer_not_the_chat)
 {
-    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "512", "-n", "450",
-                           "--chat-template", "chatml", NULL };
     term t;
-    term_start(&t, argv);
-    size_t p0 = term_wait(&t, 0, "> ", 60);
+    size_t p0 = slow_chat_start(&t, "512", "450");
     term_type(&t, "Once upon a time\n");
     size_t e1 = term_wait(&t, p0 + 2, "Once upon a time", 10);
     /* wait for the answer to start streaming, then interrupt it */
@@ -298,11 +305,8 @@ Test(chat_tty, typed_ahead_text_stays_out_of_the_answer, .init = state_dir, .fin
      * load 12 on 2 cores saw the keys echoed; the same test alone passed) */
     if (tq_under_qemu_user())
         cr_skip_test("skipped: under qemu-user the typed-ahead keys cannot be timed into the answer reliably");
-    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "512", "-n", "120",
-                           "--chat-template", "chatml", NULL };
     term t;
-    term_start(&t, argv);
-    size_t p0 = term_wait(&t, 0, "> ", 60);
+    size_t p0 = slow_chat_start(&t, "512", "120");
     term_type(&t, "Once upon a time\r");
     size_t e1 = term_wait(&t, p0 + 2, "Once upon a time", 10);
     double t0 = now_s();
@@ -335,11 +339,8 @@ Test(chat_tty, keys_typed_as_the_prompt_shows_are_echoed_once, .init = state_dir
 {
     if (tq_under_qemu_user())
         cr_skip_test("skipped: a timing race the emulator's pace does not reproduce (the terminal code is the same C everywhere)");
-    const char *argv[] = { "sluice", "chat", "-m", SLOW_MODEL, "-t", "1", "--temp", "0", "-c", "4096", "-n", "1",
-                           "--chat-template", "chatml", NULL };
     term t;
-    term_start(&t, argv);
-    size_t p = term_wait(&t, 0, "> ", 60);
+    size_t p = slow_chat_start(&t, "4096", "1");
     int twice = 0;
     for (int i = 0; i < 40; i++) {
         char word[16];

@@ -449,51 +449,69 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
     fprintf(stderr, "codebook dots at the extremes: %d checked on %d SIMD kernel set(s) against portable\n", checked, nv);
 }
 
+/* One type's cases of a multi-row or multi-vector form on kernel set K (variant `vname`): how many
+ * ran.  over_simd_forms runs it on every SIMD variant and type that has the form. */
+typedef int (*form_cases_fn)(tk_rng *r, const sl_kernel_set *K, const char *vname, int type);
+
+static int over_simd_forms(tk_rng *r, bool (*has)(const sl_kernel_set *K, int type), form_cases_fn cases, int *nv)
+{
+    simd_variant V[SL_KPATH_COUNT + 1];
+    int checked = 0;
+    *nv = simd_variants(V);
+    for (int vi = 0; vi < *nv; vi++) {
+        const sl_kernel_set *K = use_variant(&V[vi]);
+        for (int t = 0; t < N_IQ; t++)
+            if (has(K, k_iq_types[t])) checked += cases(r, K, V[vi].name, k_iq_types[t]);
+    }
+    sl_avx512_iq_force_gathers(false);
+    return checked;
+}
+
+static bool has_dot4(const sl_kernel_set *K, int type) { return sl_kernels_qdot4(K, type) != NULL; }
+static bool has_dotr(const sl_kernel_set *K, int type) { return sl_kernels_qdotr(K, type) != NULL; }
+
 /* The 4-vector dots return each vector's single-dot bits: random blocks on 1-9 super-blocks (the
  * staged pairs of four, and the tails), four different random activation vectors (one of them
  * all-zero in one case), rows further apart than their size with junk between them (a kernel
  * must step by the stride it is given), the last one ending at the end of its allocation. */
+static int dot4_cases(tk_rng *r, const sl_kernel_set *K, const char *vname, int type)
+{
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    const sl_type_info *ti = sl_type_get(type);
+    int checked = 0;
+    for (int nb = 1; nb <= 9; nb++)
+        for (int rep = 0; rep < 3; rep++) {
+            const int64_t n = nb * 256;
+            const size_t row = sizeof(sl_block_q8_k) * (size_t)nb, ys = row + 4 + 8 * (size_t)rep;
+            uint8_t *w = malloc((size_t)nb * ti->bytes), *y = malloc(3 * ys + row);
+            float *x = malloc(sizeof(float) * n);
+            memset(y, 0xa5, 3 * ys + row);
+            random_blocks(r, type, w, nb, rep == 0 ? -14 : -8, rep == 0 ? 15 : 0);
+            for (int v = 0; v < 4; v++) {
+                random_acts(r, x, n);
+                if (rep == 1 && v == 2) memset(x, 0, sizeof(float) * n);
+                P->quantize_q8_k(x, y + v * ys, n);
+            }
+            float got[4];
+            sl_kernels_qdot4(K, type)(w, y, ys, n, got);
+            for (int v = 0; v < 4; v++) {
+                const float want = sl_kernels_qdot(P, type)(w, y + v * ys, n);
+                cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", vname,
+                             ti->name, nb, v, got[v], want);
+            }
+            checked++;
+            free(w);
+            free(y);
+            free(x);
+        }
+    return checked;
+}
+
 Test(iq_dot, four_vector_forms_equal_single_dots)
 {
     tk_rng r = { 1606 };
-    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
-    int checked = 0;
-    simd_variant V[SL_KPATH_COUNT + 1];
-    const int nv = simd_variants(V);
-    for (int vi = 0; vi < nv; vi++) {
-        const sl_kernel_set *K = use_variant(&V[vi]);
-        for (int t = 0; t < N_IQ; t++) {
-            const int type = k_iq_types[t];
-            const sl_type_info *ti = sl_type_get(type);
-            if (!sl_kernels_qdot4(K, type)) continue;
-            for (int nb = 1; nb <= 9; nb++)
-                for (int rep = 0; rep < 3; rep++) {
-                    const int64_t n = nb * 256;
-                    const size_t row = sizeof(sl_block_q8_k) * (size_t)nb, ys = row + 4 + 8 * (size_t)rep;
-                    uint8_t *w = malloc((size_t)nb * ti->bytes), *y = malloc(3 * ys + row);
-                    float *x = malloc(sizeof(float) * n);
-                    memset(y, 0xa5, 3 * ys + row);
-                    random_blocks(&r, type, w, nb, rep == 0 ? -14 : -8, rep == 0 ? 15 : 0);
-                    for (int v = 0; v < 4; v++) {
-                        random_acts(&r, x, n);
-                        if (rep == 1 && v == 2) memset(x, 0, sizeof(float) * n);
-                        P->quantize_q8_k(x, y + v * ys, n);
-                    }
-                    float got[4];
-                    sl_kernels_qdot4(K, type)(w, y, ys, n, got);
-                    for (int v = 0; v < 4; v++) {
-                        const float want = sl_kernels_qdot(P, type)(w, y + v * ys, n);
-                        cr_assert_eq(tk_fbits(got[v]), tk_fbits(want), "%s dot4 %s x %d blocks, vector %d: %a != portable %a", V[vi].name,
-                                     ti->name, nb, v, got[v], want);
-                    }
-                    checked++;
-                    free(w);
-                    free(y);
-                    free(x);
-                }
-        }
-    }
-    sl_avx512_iq_force_gathers(false);
+    int nv;
+    const int checked = over_simd_forms(&r, has_dot4, dot4_cases, &nv);
     if (checked == 0) cr_skip_test("no SIMD set with 4-vector codebook dots on this CPU (only the AVX-512 one has them)");
     fprintf(stderr, "codebook 4-vector dots: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
 }
@@ -501,46 +519,43 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
 /* The rows forms return each row's single-dot bits: 1-20 super-blocks per row (multiples of 4 run
  * the rows as one pipeline, the others row by row), 1-7 rows, packed and with a gap between rows
  * (row by row), the weights ending at the end of their allocation. */
+static int dotr_cases(tk_rng *r, const sl_kernel_set *K, const char *vname, int type)
+{
+    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
+    const sl_type_info *ti = sl_type_get(type);
+    static const int nbs[] = { 1, 3, 4, 5, 8, 12, 16, 20 }, nrs[] = { 1, 2, 3, 7 };
+    int checked = 0;
+    for (size_t a = 0; a < sizeof nbs / sizeof *nbs; a++)
+        for (size_t b = 0; b < sizeof nrs / sizeof *nrs; b++)
+            for (int gap = 0; gap < 2; gap++) {
+                const int nb = nbs[a], nrows = nrs[b];
+                const int64_t n = nb * 256;
+                const size_t row_bytes = (size_t)(nb + gap) * ti->bytes, total = (size_t)(nrows - 1) * row_bytes + (size_t)nb * ti->bytes;
+                uint8_t *w = malloc(total), *y = malloc(sizeof(sl_block_q8_k) * (size_t)nb);
+                float *x = malloc(sizeof(float) * n), got[7];
+                memset(w, 0x5a, total);
+                for (int k = 0; k < nrows; k++) random_blocks(r, type, w + (size_t)k * row_bytes, nb, -8, 0);
+                random_acts(r, x, n);
+                P->quantize_q8_k(x, y, n);
+                sl_kernels_qdotr(K, type)(w, row_bytes, y, n, nrows, got);
+                for (int k = 0; k < nrows; k++) {
+                    const float want = sl_kernels_qdot(P, type)(w + (size_t)k * row_bytes, y, n);
+                    cr_assert_eq(tk_fbits(got[k]), tk_fbits(want), "%s rows %s x %d blocks, row %d of %d (gap %d): %a != portable %a",
+                                 vname, ti->name, nb, k, nrows, gap, got[k], want);
+                }
+                checked++;
+                free(w);
+                free(y);
+                free(x);
+            }
+    return checked;
+}
+
 Test(iq_dot, rows_forms_equal_single_dots)
 {
     tk_rng r = { 2412 };
-    const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
-    static const int nbs[] = { 1, 3, 4, 5, 8, 12, 16, 20 }, nrs[] = { 1, 2, 3, 7 };
-    int checked = 0;
-    simd_variant V[SL_KPATH_COUNT + 1];
-    const int nv = simd_variants(V);
-    for (int vi = 0; vi < nv; vi++) {
-        const sl_kernel_set *K = use_variant(&V[vi]);
-        for (int t = 0; t < N_IQ; t++) {
-            const int type = k_iq_types[t];
-            const sl_type_info *ti = sl_type_get(type);
-            if (!sl_kernels_qdotr(K, type)) continue;
-            for (size_t a = 0; a < sizeof nbs / sizeof *nbs; a++)
-                for (size_t b = 0; b < sizeof nrs / sizeof *nrs; b++)
-                    for (int gap = 0; gap < 2; gap++) {
-                        const int nb = nbs[a], nrows = nrs[b];
-                        const int64_t n = nb * 256;
-                        const size_t row_bytes = (size_t)(nb + gap) * ti->bytes, total = (size_t)(nrows - 1) * row_bytes + (size_t)nb * ti->bytes;
-                        uint8_t *w = malloc(total), *y = malloc(sizeof(sl_block_q8_k) * (size_t)nb);
-                        float *x = malloc(sizeof(float) * n), got[7];
-                        memset(w, 0x5a, total);
-                        for (int k = 0; k < nrows; k++) random_blocks(&r, type, w + (size_t)k * row_bytes, nb, -8, 0);
-                        random_acts(&r, x, n);
-                        P->quantize_q8_k(x, y, n);
-                        sl_kernels_qdotr(K, type)(w, row_bytes, y, n, nrows, got);
-                        for (int k = 0; k < nrows; k++) {
-                            const float want = sl_kernels_qdot(P, type)(w + (size_t)k * row_bytes, y, n);
-                            cr_assert_eq(tk_fbits(got[k]), tk_fbits(want), "%s rows %s x %d blocks, row %d of %d (gap %d): %a != portable %a",
-                                         V[vi].name, ti->name, nb, k, nrows, gap, got[k], want);
-                        }
-                        checked++;
-                        free(w);
-                        free(y);
-                        free(x);
-                    }
-        }
-    }
-    sl_avx512_iq_force_gathers(false);
+    int nv;
+    const int checked = over_simd_forms(&r, has_dotr, dotr_cases, &nv);
     if (checked == 0) cr_skip_test("no SIMD set with codebook rows forms on this CPU (only the AVX-512 one has them)");
     fprintf(stderr, "codebook rows forms: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
 }
