@@ -169,12 +169,14 @@ static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
             /* the vectors past the 4-vector groups: the rows form over the tile where there is one
              * (one call, its pipeline running on across the rows), else the single dot below */
             const int v1 = j->f.qdot4 ? va + (vb - va) / 4 * 4 : va;
-            if (in->q && j->f.qdotr)
+            if (in->q && j->f.qdotr) {
                 for (int b = v1; b < vb; b++) {
                     const unsigned char *q = (const unsigned char *)in->q + (size_t)b * in->q_stride;
                     j->f.qdotr(j->w + (size_t)ra * j->row_bytes, j->row_bytes, q, cols, rb - ra,
                                j->out + ra + (size_t)b * j->out_stride);
                 }
+                if (v1 == va) continue;   /* no 4-vector groups: the tile is done (every decode step) */
+            }
             for (int64_t r = ra; r < rb; r++) {
                 const unsigned char *wr = j->w + (size_t)r * j->row_bytes;
                 float *o = j->out + r;
