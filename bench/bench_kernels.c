@@ -26,6 +26,8 @@
  * round is the path's GB/s over the read loop's GB/s of that same round, a few hundred
  * milliseconds apart.  On a VM whose speed drifts by tens of percent over seconds, the per-round
  * ratio is steadier than one bandwidth figure per format; it prints the median and spread.
+ * IQ2_XS and IQ2_S run their AVX-512 byte-permute dots in both forms (avx512:loads and
+ * avx512:shuffles, kernels/simd.h SL_IQ_FORM_*) where the CPU has them.
  *
  * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
  * per-type choice of the dispatch table, "auto") over the same matrix in an order that rotates
@@ -343,9 +345,9 @@ static int run_bw(double mib, int rounds, const char *only)
     const int64_t cols = 4096;
     if (rounds < 3) rounds = 3;
     if (rounds > AB_MAX_ROUNDS) rounds = AB_MAX_ROUNDS;
-    int paths[SL_KPATH_COUNT], np = 0;
+    int avail[SL_KPATH_COUNT], na = 0;
     for (int p = SL_KPATH_AVX2; p < SL_KPATH_COUNT; p++)
-        if (sl_kernels_available(p)) paths[np++] = p;
+        if (sl_kernels_available(p)) avail[na++] = p;
     read_buffer rd;
     float *x = malloc((size_t)cols * sizeof *x);
     if (!x || !read_buffer_init(&rd, mib)) { fprintf(stderr, "out of memory\n"); return 1; }
@@ -358,11 +360,22 @@ static int run_bw(double mib, int rounds, const char *only)
     for (size_t ti = 0; ti < sizeof k_simd_types / sizeof *k_simd_types; ti++) {
         const int type = k_simd_types[ti];
         if (only && !name_listed(only, sl_type_name(type))) continue;
+        /* the variants: each path, and the AVX-512 byte-permute dots of IQ2_XS / IQ2_S in both forms */
+        int paths[SL_KPATH_COUNT + 1], forms[SL_KPATH_COUNT + 1], np = 0;
+        const bool two_forms = (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_S) && sl_avx512_iq_has_byte_permutes();
+        for (int a = 0; a < na; a++) {
+            const bool split = two_forms && avail[a] == SL_KPATH_AVX512;
+            for (int f = 0; f < (split ? 2 : 1); f++, np++) {
+                paths[np] = avail[a];
+                forms[np] = split ? (f ? SL_IQ_FORM_SHUFFLES : SL_IQ_FORM_LOADS) : SL_IQ_FORM_AUTO;
+            }
+        }
         bench_case bc;
         if (!bench_case_make(&bc, type, mib, cols, 1)) return 1;
-        double gbs[SL_KPATH_COUNT][AB_MAX_ROUNDS], pct[SL_KPATH_COUNT][AB_MAX_ROUNDS], rbw[AB_MAX_ROUNDS], c;
-        for (int k = 0; k < np; k++) {   /* warm-up pass per path (page faults, frequency) */
+        double gbs[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], pct[SL_KPATH_COUNT + 1][AB_MAX_ROUNDS], rbw[AB_MAX_ROUNDS], c;
+        for (int k = 0; k < np; k++) {   /* warm-up pass per variant (page faults, frequency) */
             sl_kernels_force(paths[k]);
+            sl_avx512_iq_force_form(forms[k]);
             ab_sample(pool, type, bc.w, bc.rows, cols, bc.rb, x, bc.out, &c, &gbs[k][0]);
         }
         for (int r = 0; r < rounds; r++)
@@ -373,16 +386,19 @@ static int run_bw(double mib, int rounds, const char *only)
                     continue;
                 }
                 sl_kernels_force(paths[slot]);
+                sl_avx512_iq_force_form(forms[slot]);
                 ab_sample(pool, type, bc.w, bc.rows, cols, bc.rb, x, bc.out, &c, &gbs[slot][r]);
             }
         for (int k = 0; k < np; k++)
             for (int r = 0; r < rounds; r++) pct[k][r] = 100 * gbs[k][r] / rbw[r];
         sl_kernels_force(SL_KPATH_AUTO);
+        sl_avx512_iq_force_form(SL_IQ_FORM_AUTO);
         const double rm = median(rbw, rounds);
         printf("%-7s read %5.2f GB/s", sl_type_name(type), rm);
         for (int k = 0; k < np; k++) {
             const double pm = median(pct[k], rounds), gm = median(gbs[k], rounds);   /* median() sorts */
-            printf("  %s %5.1f%% [%5.1f-%5.1f] (%5.2f GB/s)", sl_kpath_name(paths[k]), pm, pct[k][0], pct[k][rounds - 1], gm);
+            const char *form = forms[k] == SL_IQ_FORM_LOADS ? ":loads" : forms[k] == SL_IQ_FORM_SHUFFLES ? ":shuffles" : "";
+            printf("  %s%s %5.1f%% [%5.1f-%5.1f] (%5.2f GB/s)", sl_kpath_name(paths[k]), form, pm, pct[k][0], pct[k][rounds - 1], gm);
         }
         printf("\n");
         fflush(stdout);

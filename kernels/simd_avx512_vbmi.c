@@ -40,6 +40,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <pthread.h>
+#include <stdatomic.h>
 
 static grid_planes g_planes;
 static pthread_once_t g_planes_once = PTHREAD_ONCE_INIT;
@@ -89,6 +90,7 @@ static void build_planes(void)
         g_planes.iq2s_bit8_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4));
         g_planes.iq2s_bit9_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4) + 1);
     }
+    for (int q = 0; q < 64; q++) g_planes.iq2xs_to_elem_t[8 * (q % 8) + q / 8] = g_planes.iq2xs_to_elem[q];   /* byte 8m + i -> 8i + m */
     codes = sl_iq_grid_codes(SL_IQG_IQ2S, &n);
     for (int i = 0; i < n && i < SL_IQ2S_N; i++) {
         g_planes.iq2s[0][i] = bit_plane(codes[i], 0);
@@ -112,9 +114,38 @@ const grid_planes *sl_vbmi_planes(void)
     return &g_planes;
 }
 
+/* The IQ2 form (kernels/simd.h): SHUFFLES on AMD (measured on Zen 5: docs/benchmarks.md, "Zen 5";
+ * Zen 4 not measured), LOADS elsewhere (Sapphire Rapids, where it was tuned), unless a test or
+ * benchmark forces one. */
+static atomic_int g_form_forced = SL_IQ_FORM_AUTO;
+static int g_form_cpu;
+static pthread_once_t g_form_once = PTHREAD_ONCE_INIT;
+
+static void pick_form(void)
+{
+    __builtin_cpu_init();
+    g_form_cpu = __builtin_cpu_is("amd") ? SL_IQ_FORM_SHUFFLES : SL_IQ_FORM_LOADS;
+}
+
+int sl_vbmi_form(void)
+{
+    const int f = atomic_load_explicit(&g_form_forced, memory_order_relaxed);
+    if (f != SL_IQ_FORM_AUTO) return f;
+    pthread_once(&g_form_once, pick_form);
+    return g_form_cpu;
+}
+
+void sl_avx512_iq_force_form(int form)
+{
+    atomic_store_explicit(&g_form_forced, form == SL_IQ_FORM_LOADS || form == SL_IQ_FORM_SHUFFLES ? form : SL_IQ_FORM_AUTO,
+                          memory_order_relaxed);
+}
+
+int sl_avx512_iq_form(void) { return sl_vbmi_form(); }
+
 /* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale.
  * Lookup: the block's four registers of grid bytes g and its sign words sb. */
-VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4])
+VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
@@ -128,7 +159,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq3_xxs(const uint
 }
 
 /* Products: the int32 lanes of the block from its looked-up g, sb. */
-VBMI static inline __attribute__((always_inline)) __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
+VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
                                                                          const __m512i g[4], const __mmask64 sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
@@ -143,7 +174,7 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq3_xxs(const
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+VBMI_INLINE __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     __m512i g[4];
     __mmask64 sb[4];
@@ -151,13 +182,13 @@ VBMI static inline __attribute__((always_inline)) __m512i block_iq3_xxs(const ui
     return products_iq3_xxs(blk, q, P, g, sb);
 }
 
-VBMI static inline __attribute__((always_inline)) void stage1_iq3_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+VBMI_INLINE void stage1_iq3_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
 {
     lookup_iq3_xxs(blk, P, st->v, st->sb);
     lookup_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), P, st->v + 4, st->sb + 4);
 }
 
-VBMI static inline __attribute__((always_inline)) void stage2_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+VBMI_INLINE void stage2_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
                                                                       const staged_pair *st, __m512i out[2])
 {
     out[0] = products_iq3_xxs(blk, y[0].qs, P, st->v, st->sb);
@@ -167,7 +198,7 @@ VBMI static inline __attribute__((always_inline)) void stage2_iq3_xxs(const uint
 /* IQ3_S: 64 points of 9-bit index: the low bytes go in transposed, bit 8 of each (qh, in point
  * order) is picked for its permuted position by vpshufbitqmb.  Signs: the 8 bytes of sub-blocks
  * 2r, 2r + 1 are the opmask of register r as stored.  Lookup: the block's grid bytes g. */
-VBMI static inline __attribute__((always_inline)) void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i g[4])
+VBMI_INLINE void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i g[4])
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     const __m512i tr = transpose16();
@@ -183,7 +214,7 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq3_s(const uint8_
 }
 
 /* Products: the int32 lanes of the block from its looked-up g. */
-VBMI static inline __attribute__((always_inline)) __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4])
+VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4])
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     __mmask64 sb[4];
@@ -195,20 +226,20 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq3_s(const u
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
+VBMI_INLINE __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
 {
     __m512i g[4];
     lookup_iq3_s(blk, P, g);
     return products_iq3_s(blk, q, P, g);
 }
 
-VBMI static inline __attribute__((always_inline)) void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
+VBMI_INLINE void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
 {
     lookup_iq3_s(blk, P, st->v);
     lookup_iq3_s(blk + sizeof(sl_block_iq3_s), P, st->v + 4);
 }
 
-VBMI static inline __attribute__((always_inline)) void stage2_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
+VBMI_INLINE void stage2_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
                                                                     const staged_pair *st, __m512i out[2])
 {
     out[0] = products_iq3_s(blk, y[0].qs, P, st->v);
@@ -219,4 +250,7 @@ VBMI_EXPORTS(iq3_xxs, 0.25f)
 VBMI_EXPORTS(iq3_s, 1.0f)
 #undef VBMI_EXPORTS
 
+#else   /* not x86: no byte-permute dots, one form */
+void sl_avx512_iq_force_form(int form) { (void)form; }
+int sl_avx512_iq_form(void) { return SL_IQ_FORM_LOADS; }
 #endif

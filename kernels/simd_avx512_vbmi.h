@@ -14,6 +14,9 @@
 #include <string.h>
 
 #define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512bitalg,gfni,avx2,fma,f16c,bmi2")))
+/* Every helper inlined: the exported functions inline two forms of the staged loop, and gcc's
+ * size limits then left some helpers as calls inside the loop (IQ2_XS ~50% slower). */
+#define VBMI_INLINE VBMI static inline __attribute__((always_inline))
 
 /* The grids as byte planes, 64-byte aligned for the table loads. */
 typedef struct grid_planes {
@@ -32,6 +35,7 @@ typedef struct grid_planes {
     /* IQ2_XS pair lookups (see pair_iq2_xs): vpermt2b controls of the low / high index bytes of
      * two super-blocks in lookup order, and the vpermb control from lookup to element order */
     _Alignas(64) uint8_t iq2xs_lo_ctrl[64], iq2xs_hi_ctrl[64], iq2xs_to_elem[64];
+    _Alignas(64) uint8_t iq2xs_to_elem_t[64];   /* the same to the SHUFFLES form's transposed sign layout */
     /* IQ2_XXS: the bit planes of its 256-point grid, the vpermt2b controls of the index bytes
      * in lookup order and of the sign fields in element order */
     _Alignas(64) uint8_t iq2xxs[2][SL_IQ2XXS_N];
@@ -43,21 +47,23 @@ typedef struct grid_planes {
 } grid_planes;
 
 
-/* The planes, built once (simd_avx512_vbmi.c). */
+/* The planes, built once, and the IQ2 form that runs (SL_IQ_FORM_LOADS / _SHUFFLES, never AUTO;
+ * simd_avx512_vbmi.c). */
 const grid_planes *sl_vbmi_planes(void);
+int sl_vbmi_form(void);
 static inline const grid_planes *planes(void) { return sl_vbmi_planes(); }
 
-VBMI static inline __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
+VBMI_INLINE __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
 
 /* (float)S by vcvtdq2ps: the scalar vcvtsi2ss merges into its destination, and gcc picked the
  * accumulator's register, chaining every super-block's conversion to the previous sum. */
-VBMI static inline float i2f(int32_t S) { return _mm_cvtss_f32(_mm_cvtepi32_ps(_mm_cvtsi32_si128(S))); }
+VBMI_INLINE float i2f(int32_t S) { return _mm_cvtss_f32(_mm_cvtepi32_ps(_mm_cvtsi32_si128(S))); }
 
 /* Which 64-entry segment each index byte falls in: bit 6 (`b6`), bit 7 (`b7`) and, for 512
  * entries, bit 8 (`b8`, from elsewhere). */
 typedef struct { __mmask64 b6, b7, b8; } seg_masks;
 
-VBMI static inline seg_masks segments(__m512i idx, __mmask64 b8)
+VBMI_INLINE seg_masks segments(__m512i idx, __mmask64 b8)
 {
     return (seg_masks){ _mm512_movepi8_mask(_mm512_add_epi8(idx, idx)), _mm512_movepi8_mask(idx), b8 };
 }
@@ -65,18 +71,18 @@ VBMI static inline seg_masks segments(__m512i idx, __mmask64 b8)
 /* Byte b = t[idx[b]] for a 128-entry table: vpermb of the first 64 entries, then the second
  * merged in under b6 (two one-uop permutes; vpermi2b costs the same on port 5 plus a copy of
  * the register it overwrites). */
-VBMI static inline __m512i look128(const uint8_t *t, __m512i idx, __mmask64 b6)
+VBMI_INLINE __m512i look128(const uint8_t *t, __m512i idx, __mmask64 b6)
 {
     return _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, ld(t)), b6, idx, ld(t + 64));
 }
 
 /* The same for 256 and 512 entries. */
-VBMI static inline __m512i look256(const uint8_t *t, __m512i idx, seg_masks m)
+VBMI_INLINE __m512i look256(const uint8_t *t, __m512i idx, seg_masks m)
 {
     return _mm512_mask_blend_epi8(m.b7, look128(t, idx, m.b6), look128(t + 128, idx, m.b6));
 }
 
-VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
+VBMI_INLINE __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
 {
     return _mm512_mask_blend_epi8(m.b8, look256(t, idx, m), look256(t + 256, idx, m));
 }
@@ -86,14 +92,14 @@ VBMI static inline __m512i look512(const uint8_t *t, __m512i idx, seg_masks m)
  * 512 as two chains and one blend under b8: per 64 points and byte plane 8 vpermb and 1 blend
  * instead of 8 and 3, for one kandq shared by both planes; the chain's latency (4 permutes)
  * hides behind the staged loop. */
-VBMI static inline __m512i look256_chain(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67)
+VBMI_INLINE __m512i look256_chain(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67)
 {
     __m512i r = _mm512_permutexvar_epi8(idx, ld(t));
     r = _mm512_mask_permutexvar_epi8(r, b6, idx, ld(t + 64));
     r = _mm512_mask_permutexvar_epi8(r, b7, idx, ld(t + 128));
     return _mm512_mask_permutexvar_epi8(r, b67, idx, ld(t + 192));
 }
-VBMI static inline __m512i look512_chains(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67, __mmask64 b8)
+VBMI_INLINE __m512i look512_chains(const uint8_t *t, __m512i idx, __mmask64 b6, __mmask64 b7, __mmask64 b67, __mmask64 b8)
 {
     return _mm512_mask_blend_epi8(b8, look256_chain(t, idx, b6, b7, b67), look256_chain(t + 256, idx, b6, b7, b67));
 }
@@ -101,7 +107,7 @@ VBMI static inline __m512i look512_chains(const uint8_t *t, __m512i idx, __mmask
 /* The dword order the point indices go in with: the byte unpacks below interleave within 128-bit
  * lanes (lane L of unpack result m holds points 16L + 4m..4m+3), so the index dwords go in with L
  * and m swapped and result m comes out as points 16m..16m+15 in order. */
-VBMI static inline __m512i transpose16(void)
+VBMI_INLINE __m512i transpose16(void)
 {
     return _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 }
@@ -109,7 +115,7 @@ VBMI static inline __m512i transpose16(void)
 /* 64 points as 4 coordinate nibbles each, element order, from the two nibble planes looked up
  * with transposed indices (a: coordinates 0 | 1 << 4, b: 2 | 3 << 4): the first unpack pairs a
  * point's two plane bytes, the nibbles are split in place, the second unpack puts them in order. */
-VBMI static inline void spread_nibble_planes(__m512i a, __m512i b, __m512i out[4])
+VBMI_INLINE void spread_nibble_planes(__m512i a, __m512i b, __m512i out[4])
 {
     const __m512i m = _mm512_set1_epi8(0x0f);
     const __m512i u0 = _mm512_unpacklo_epi8(a, b), u1 = _mm512_unpackhi_epi8(a, b);
@@ -124,7 +130,7 @@ VBMI static inline void spread_nibble_planes(__m512i a, __m512i b, __m512i out[4
 /* The same for value indices (IQ3_XXS: codes 0..7, bit 3 and bit 7 of every plane byte clear),
  * mapped to the values by vpshufb on the way: vpshufb reads only bits 0-3 (and 7) of an index, so
  * the low nibbles need no mask, and the shifted words' bytes have bit 7 clear (a neighbour's bit 3). */
-VBMI static inline void spread_mapped_planes(__m512i a, __m512i b, __m512i vals, __m512i out[4])
+VBMI_INLINE void spread_mapped_planes(__m512i a, __m512i b, __m512i vals, __m512i out[4])
 {
     const __m512i u0 = _mm512_unpacklo_epi8(a, b), u1 = _mm512_unpackhi_epi8(a, b);
     const __m512i l0 = _mm512_shuffle_epi8(vals, u0), h0 = _mm512_shuffle_epi8(vals, _mm512_srli_epi16(u0, 4));
@@ -136,7 +142,7 @@ VBMI static inline void spread_mapped_planes(__m512i a, __m512i b, __m512i vals,
 }
 
 /* 7-bit sign fields (one per byte, bit 7 clear) completed with their parity bit. */
-VBMI static inline __m256i sign8_bytes(__m256i f)
+VBMI_INLINE __m256i sign8_bytes(__m256i f)
 {
     const __m256i par = _mm256_and_si256(_mm256_popcnt_epi8(f), _mm256_set1_epi8(1));
     return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
@@ -153,13 +159,13 @@ static inline const void *opaque(const void *p)
 
 /* Opmask r of the stored sign words.  (An inline-asm kmovq from memory measured the same for the
  * single dots and slower for IQ2_S's 4-vector form: 34 against 41 G products/s, noisy.) */
-VBMI static inline __mmask64 sign_mask(const __mmask64 *sb, int r)
+VBMI_INLINE __mmask64 sign_mask(const __mmask64 *sb, int r)
 {
     return _load_mask64((__mmask64 *)opaque(sb + r));   /* the words are __mmask64 objects (vector-stored or memcpy'd) */
 }
 
 /* The scaled pair sums of 64 elements (the first of a chain: vpmaddwd, no zeroed accumulator). */
-VBMI static inline __m512i dot64_first(__m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
+VBMI_INLINE __m512i dot64_first(__m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
 {
     const __m512i a = ld(q);
     const __m512i sa = _mm512_mask_sub_epi8(a, signs, _mm512_setzero_si512(), a);
@@ -167,7 +173,7 @@ VBMI static inline __m512i dot64_first(__m512i grid, __mmask64 signs, const int8
 }
 
 /* acc + scaled pair sums of 64 elements: grid bytes x activations negated under `signs`. */
-VBMI static inline __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
+VBMI_INLINE __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
 {
     const __m512i a = ld(q);
     const __m512i sa = _mm512_mask_sub_epi8(a, signs, _mm512_setzero_si512(), a);
@@ -175,7 +181,7 @@ VBMI static inline __m512i dot64(__m512i acc, __m512i grid, __mmask64 signs, con
 }
 
 /* The lane sums of four super-blocks, (float)S each, into S[0..3]. */
-VBMI static inline void reduce4(const __m512i s[4], float S[4])
+VBMI_INLINE void reduce4(const __m512i s[4], float S[4])
 {
     /* [a.lo + a.hi | b.hi + b.lo]: a blend and one shuffle instead of two shuffles */
     const __m512i ab = _mm512_add_epi32(_mm512_mask_blend_epi64(0xf0, s[0], s[1]), _mm512_shuffle_i64x2(s[0], s[1], 0x4e));
@@ -219,7 +225,7 @@ typedef void (*stage2_fn)(const uint8_t *blk, const sl_block_q8_k *y, const grid
 
 /* f16(d) of the block at p (its first two bytes) by vcvtph2ps from memory: the 8-byte load stays
  * inside the block, and the register forms (vpinsrw + vcvtph2ps xmm) are two port-5 uops. */
-VBMI static inline float f16_at(const uint8_t *p)
+VBMI_INLINE float f16_at(const uint8_t *p)
 {
     __m128 f;
     __asm__("vcvtph2ps %1, %0" : "=v"(f) : "m"(*(const uint8_t(*)[8])p));   /* gcc splits the intrinsic's load off */
@@ -242,7 +248,7 @@ static inline void prefetch4(const uint8_t *p, size_t bytes)
  * block), IQ2_XS in L1/L2 on one thread took ~3% fewer cycles per super-block (interleaved
  * in-process A/B, 64 super-blocks: 27.6 against 28.5, the other IQ2_XS changes of
  * docs/benchmarks.md "IQ2_XS: fewer uops, one basic block" in both). */
-VBMI static inline __attribute__((always_inline)) float staged_iter(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t i, float acc,
+VBMI_INLINE float staged_iter(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t i, float acc,
                                                                     stage1_fn s1, stage2_fn s2, const grid_planes *P, staged_pair st[2], int more)
 {
     __m512i s[4];
@@ -260,7 +266,7 @@ VBMI static inline __attribute__((always_inline)) float staged_iter(const uint8_
 
 /* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
  * (inlined with constant `f`, `s1`, `s2`: one loop per type). */
-VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
+VBMI_INLINE float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
                                                                   block_fn f, stage1_fn s1, stage2_fn s2)
 {
     const grid_planes *P = planes();
@@ -285,7 +291,7 @@ VBMI static inline __attribute__((always_inline)) float dot_staged(const uint8_t
  * L1/L2, one thread: IQ2_XS ~5% fewer ns per super-block than row by row, IQ2_XXS 2-5%, IQ3_XXS
  * 2-3%, IQ2_S and IQ3_S the same (docs/benchmarks.md, "IQ2_XS at the 80% line").  Other shapes:
  * row by row.  Same bits as dot_staged. */
-VBMI static inline __attribute__((always_inline)) void dot_staged_rows(const uint8_t *w, size_t row_bytes, size_t bytes, const sl_block_q8_k *y,
+VBMI_INLINE void dot_staged_rows(const uint8_t *w, size_t row_bytes, size_t bytes, const sl_block_q8_k *y,
                                                                        int64_t nsb, int64_t nrows, float scale, float *out,
                                                                        block_fn f, stage1_fn s1, stage2_fn s2)
 {
@@ -309,7 +315,7 @@ VBMI static inline __attribute__((always_inline)) void dot_staged_rows(const uin
 
 /* The same row against 4 activation vectors (y + v * ys): the lookups once, the products and
  * the float steps per vector, each in the single dot's order (out[v] has its bits). */
-VBMI static inline __attribute__((always_inline)) void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, size_t ys, int64_t nsb,
+VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, size_t ys, int64_t nsb,
                                                                    block_fn f, stage1_fn s1, stage2_fn s2, float out[4])
 {
     const grid_planes *P = planes();

@@ -20,31 +20,69 @@
  * 8, 25, 43 (register k: elements 64k..64k+63 in order, no permute).  A row's last one to three
  * super-blocks look up (a, a) and use block a's half. */
 
-/* The entry points of an IQ2 type from its lookup_T(a, b, P, st) and products_T(b, q, P, st, h):
- * the single block (a row's tail: (a, a), block a's half) and the two stages of dot_staged. */
-#define IQ2_STAGES(t)                                                                                             \
-    VBMI static inline __attribute__((always_inline)) __m512i block_##t(const uint8_t *blk, const int8_t *q,       \
-                                                                         const grid_planes *P)                     \
+/* The entry points of an IQ2 type in form F (SL_IQ_FORM_*, a constant) from its
+ * lookup_T(a, b, P, st, F) and products_T(b, q, P, st, h, F), named T##sfx: the single block (a
+ * row's tail: (a, a), block a's half) and the two stages of dot_staged. */
+#define IQ2_STAGES(t, sfx, F)                                                                                     \
+    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q,  \
+                                                                              const grid_planes *P)                \
     {                                                                                                             \
         const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
         staged_pair st;                                                                                           \
-        lookup_##t(b, b, P, &st);                                                                                 \
-        return products_##t(b, q, P, &st, 0);                                                                     \
+        lookup_##t(b, b, P, &st, F);                                                                              \
+        return products_##t(b, q, P, &st, 0, F);                                                                  \
     }                                                                                                             \
-    VBMI static inline __attribute__((always_inline)) void stage1_##t(const uint8_t *blk, const grid_planes *P,   \
-                                                                       staged_pair *st)                            \
+    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, \
+                                                                            staged_pair *st)                       \
     {                                                                                                             \
         const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
-        lookup_##t(b, b + 1, P, st);                                                                              \
+        lookup_##t(b, b + 1, P, st, F);                                                                           \
     }                                                                                                             \
-    VBMI static inline __attribute__((always_inline)) void stage2_##t(const uint8_t *blk, const sl_block_q8_k *y, \
-                                                                       const grid_planes *P, const staged_pair *st, \
-                                                                       __m512i out[2])                             \
+    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, \
+                                                                            const grid_planes *P, const staged_pair *st, \
+                                                                            __m512i out[2])                        \
     {                                                                                                             \
         const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
-        out[0] = products_##t(b, y[0].qs, P, st, 0);                                                              \
-        out[1] = products_##t(b + 1, y[1].qs, P, st, 1);                                                          \
+        out[0] = products_##t(b, y[0].qs, P, st, 0, F);                                                           \
+        out[1] = products_##t(b + 1, y[1].qs, P, st, 1, F);                                                       \
     }
+
+/* The two forms' helpers (kernels/simd.h, SL_IQ_FORM_*).  SHUFFLES makes in registers what LOADS
+ * reads from tables or from memory: on AMD Zen 5, where the IQ2 loops are bound by how many
+ * instructions they issue (~85 per super-block at ~3.5 per cycle) rather than by a port, fewer
+ * instructions win even when more of them are shuffles; on Sapphire Rapids port 5 was the bound
+ * (docs/benchmarks.md, "Zen 5").
+ * The int16 scale operands of one super-block's 16 four-bit scales (IQ2_XS, IQ2_S: a nibble per
+ * 16 elements, L = 2s + 1): `scale_bytes` puts L of group g in byte g of every 128-bit lane (one
+ * broadcast load, two shifts, two ternary-logic ops, one unpack), `scale_reg` picks register r's
+ * four (128-bit lane k: group 4r + k as int16) with one vpshufb. */
+VBMI_INLINE __m512i scale_bytes(const uint8_t scales[8])
+{
+    const __m512i v = _mm512_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)scales));
+    const __m512i m = _mm512_set1_epi8(0x1e), one = _mm512_set1_epi8(1);
+    const __m512i lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(v, 1), m, one, 0xea);   /* (a & b) | c */
+    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 3), m, one, 0xea);
+    return _mm512_unpacklo_epi8(lo, hi);
+}
+VBMI_INLINE __m512i scale_reg(__m512i bytes, int r)
+{
+    const long long k = 0x0001000100010001ll, hi_zero = (long long)0x8000800080008000ull;   /* pshufb: 0x80 gives 0 */
+    return _mm512_shuffle_epi8(bytes, _mm512_set_epi64(hi_zero + (4 * r + 3) * k, hi_zero + (4 * r + 3) * k, hi_zero + (4 * r + 2) * k,
+                                                       hi_zero + (4 * r + 2) * k, hi_zero + (4 * r + 1) * k, hi_zero + (4 * r + 1) * k,
+                                                       hi_zero + 4 * r * k, hi_zero + 4 * r * k));
+}
+/* LOADS: the same operand from the per16 rows, the high half merged by a masked broadcast. */
+VBMI_INLINE __m512i scale_rows(const grid_planes *P, const uint8_t scales[8], int r)
+{
+    return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[scales[2 * r]])), 0xf0,
+                                       _mm256_load_si256((const __m256i *)P->per16[scales[2 * r + 1]]));
+}
+/* SHUFFLES: opmask m of a register whose qword lane i holds, in byte m, the signs of group i of
+ * mask m (the transposed layout): one vpshufbitqmb, where LOADS stores the masks and loads them. */
+VBMI_INLINE __mmask64 sign_mask_reg(__m512i signs_t, int m)
+{
+    return _mm512_bitshuffle_epi64_mask(signs_t, _mm512_set1_epi64(0x0706050403020100ll + 8ll * m * 0x0101010101010101ll));
+}
 
 /* A block's 32 points as bit planes (word k of qword t: plane c0 | plane c1 << 8 of point
  * t + 8k), transposed by one affine map with the planes as its matrix (output bit i of byte j =
@@ -53,7 +91,7 @@
  * per register (port 5) did this: in L1/L2 on one thread, p10 of 300 alternating samples, 3-7%
  * fewer ns per super-block for IQ2_XS, IQ2_XXS, IQ2_S (docs/benchmarks.md, "Bit planes for the
  * IQ2 grids"). */
-VBMI static inline __m512i iq2_spread(__m512i planes)
+VBMI_INLINE __m512i iq2_spread(__m512i planes)
 {
     return _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201ll), planes, 0);
 }
@@ -61,15 +99,15 @@ VBMI static inline __m512i iq2_spread(__m512i planes)
 /* Grid bytes of elements 64k..64k+63 from the spread: c0 = bit 7 - 2k, c1 = bit 6 - 2k -> 8, 25, 43
  * for (0, 0), (1, 0), (0, 1) (output bit i from matrix byte 7 - i: 0 <- c0 ^ c1, 1 <- c1, 4 <- c0,
  * 5 <- c1; xor 8: 8 + 17 c0 + 35 c1, the codes never having both bits). */
-VBMI static inline __m512i iq2_grid(__m512i spread, int k)
+VBMI_INLINE __m512i iq2_grid(__m512i spread, int k)
 {
     const uint64_t c0 = 1ull << (7 - 2 * k), c1 = 1ull << (6 - 2 * k);
     const __m512i to_value = _mm512_set1_epi64((long long)(((c0 | c1) << 56) | (c1 << 48) | (c0 << 24) | (c1 << 16)));
     return _mm512_gf2p8affine_epi64_epi8(spread, to_value, 8);
 }
 
-VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *b, const grid_planes *P,
-                                                                     staged_pair *st)
+VBMI_INLINE void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *b, const grid_planes *P,
+                                                                     staged_pair *st, int form)
 {
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_lo_ctrl), qb);
@@ -80,7 +118,9 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_bl
     const __m512i lo = look512_chains(P->iq2xs[0], idx, b6, b7, b67, b8), hi = look512_chains(P->iq2xs[1], idx, b6, b7, b67, b8);
     /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 1-7, bit 7 <- parity of bits 1-7 */
     const __m512i to_signs = _mm512_set1_epi64(0x02040810204080fell);
-    _mm512_storeu_si512(st->sb, _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem), _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0)));
+    const __m512i signs = _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0);
+    if (form == SL_IQ_FORM_SHUFFLES) st->v[2] = _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem_t), signs);
+    else _mm512_storeu_si512(st->sb, _mm512_permutexvar_epi8(ld(P->iq2xs_to_elem), signs));
     st->v[0] = _mm512_unpacklo_epi8(lo, hi);   /* block a's planes, block b's */
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
@@ -90,29 +130,32 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xs(const sl_bl
  * no final add of two chains: one uop less per block; the chain's latency hides behind the
  * staged loop).  Writing the 64-byte scale operands to a stack buffer ahead instead (stores are
  * off ports 0 and 5) was 25-40% slower: the 64-byte loads wait for the two 32-byte stores. */
-VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xs(const sl_block_iq2_xs *b, const int8_t *q, const grid_planes *P,
-                                                                        const staged_pair *st, int h)
+VBMI_INLINE __m512i products_iq2_xs(const sl_block_iq2_xs *b, const int8_t *q, const grid_planes *P,
+                                                                        const staged_pair *st, int h, int form)
 {
+    const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     __m512i s = _mm512_setzero_si512();
-    const __m512i sp = iq2_spread(st->v[h]);
+    const __m512i sp = iq2_spread(st->v[h]), sc = shuf ? scale_bytes(b->scales) : _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
-        const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
-                                                          0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        if (r == 0) s = dot64_first(iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q, scale);
-        else s = dot64(s, iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
+        const __m512i scale = shuf ? scale_reg(sc, r) : scale_rows(P, b->scales, r);
+        const __mmask64 signs = shuf ? sign_mask_reg(st->v[2], 4 * h + r) : sign_mask(st->sb, 4 * h + r);
+        if (r == 0) s = dot64_first(iq2_grid(sp, r), signs, q, scale);
+        else s = dot64(s, iq2_grid(sp, r), signs, q + 64 * r, scale);
     }
     return s;
 }
 
-IQ2_STAGES(iq2_xs)
+IQ2_STAGES(iq2_xs, _loads, SL_IQ_FORM_LOADS)
+IQ2_STAGES(iq2_xs, _shuffles, SL_IQ_FORM_SHUFFLES)
 
 /* IQ2_XXS: the sign fields of sub-block ib are bits 32 + 7l of its qword, put by vpmultishiftqb in
  * byte l of the qword — where index byte l sits — so one more vpermt2b in element order
  * (iq2xxs_elem_ctrl) picks them; the affine map masks bit 7 and sets it to the parity. */
-VBMI static inline __attribute__((always_inline)) void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
-                                                                      staged_pair *st)
+VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
+                                                                      staged_pair *st, int form)
 {
+    (void)form;   /* one form: SHUFFLES measured no faster on Zen 5 for its signs */
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xxs_lookup_ctrl), qb);
     const seg_masks m = segments(idx, 0);
@@ -128,9 +171,10 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_xxs(const sl_b
 }
 
 /* Scales: 4 bits per sub-block (bits 60-63 of its qword), per32 rows by the byte of two. */
-VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q, const grid_planes *P,
-                                                                         const staged_pair *st, int h)
+VBMI_INLINE __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q, const grid_planes *P,
+                                                                         const staged_pair *st, int h, int form)
 {
+    (void)form;
     uint64_t sub[8];
     memcpy(sub, opaque(b->qs), sizeof sub);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
@@ -143,14 +187,15 @@ VBMI static inline __attribute__((always_inline)) __m512i products_iq2_xxs(const
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-IQ2_STAGES(iq2_xxs)
+IQ2_STAGES(iq2_xxs, , SL_IQ_FORM_LOADS)
 
 /* IQ2_S: 10-bit indices (low byte in qs, bits 8-9 in qh), full sign bytes after the indices (the
  * opmasks as stored), scales as IQ2_XS; lookups over 1024 points: two 512-point halves merged
  * under bit 9. */
-VBMI static inline __attribute__((always_inline)) void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, const grid_planes *P,
-                                                                    staged_pair *st)
+VBMI_INLINE void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, const grid_planes *P,
+                                                                    staged_pair *st, int form)
 {
+    (void)form;   /* the forms differ in the products only */
     const __m512i idx = _mm512_permutex2var_epi8(ld(a->qs), ld(P->iq2s_lookup_ctrl), ld(b->qs));
     uint64_t qa, qb;
     memcpy(&qa, a->qh, 8);
@@ -164,27 +209,75 @@ VBMI static inline __attribute__((always_inline)) void lookup_iq2_s(const sl_blo
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
 
-VBMI static inline __attribute__((always_inline)) __m512i products_iq2_s(const sl_block_iq2_s *b, const int8_t *q, const grid_planes *P,
-                                                                       const staged_pair *st, int h)
+/* Signs: the stored sign bytes are the opmasks; LOADS copies them to the stack and loads them
+ * from there (opaque, see sign_mask), SHUFFLES loads each straight from the block (kmovq from
+ * memory) — fewer instructions, no store. */
+VBMI_INLINE __m512i products_iq2_s(const sl_block_iq2_s *b, const int8_t *q, const grid_planes *P,
+                                                                       const staged_pair *st, int h, int form)
 {
+    const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     __mmask64 sb[4];
     memcpy(sb, b->qs + SL_QK_K / 8, sizeof sb);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
-    const __m512i sp = iq2_spread(st->v[h]);
+    const __m512i sp = iq2_spread(st->v[h]), sc = shuf ? scale_bytes(b->scales) : _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
-        const __m512i scale = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r]])),
-                                                          0xf0, _mm256_load_si256((const __m256i *)P->per16[b->scales[2 * r + 1]]));
-        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(sb, r), q + 64 * r, scale);
+        const __m512i scale = shuf ? scale_reg(sc, r) : scale_rows(P, b->scales, r);
+        uint64_t word;
+        memcpy(&word, b->qs + SL_QK_K / 8 + 8 * r, sizeof word);
+        const __mmask64 signs = shuf ? _cvtu64_mask64(word) : sign_mask(sb, r);
+        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), signs, q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-IQ2_STAGES(iq2_s)
+IQ2_STAGES(iq2_s, _loads, SL_IQ_FORM_LOADS)
+IQ2_STAGES(iq2_s, _shuffles, SL_IQ_FORM_SHUFFLES)
 
-VBMI_EXPORTS(iq2_s, 0.125f)
+/* The exports of a type with both forms: one function per form (each compiled as the one-form
+ * exports are: with both staged loops in one function gcc scheduled them ~15% slower), and the
+ * export calls the one sl_vbmi_form() says (a relaxed load per call). */
+#define VBMI_FORM_FNS(t, sfx)                                                                                      \
+    VBMI __attribute__((noinline)) static float dot_##t##sfx(const void *w, const void *y, int64_t n)              \
+    {                                                                                                               \
+        return dot_staged(w, sizeof(sl_block_##t), y, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx); \
+    }                                                                                                               \
+    VBMI __attribute__((noinline)) static void dot4_##t##sfx(const void *w, const void *y, size_t ys, int64_t n, float *out) \
+    {                                                                                                               \
+        dot4_staged(w, sizeof(sl_block_##t), y, ys, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx, out); \
+    }                                                                                                               \
+    VBMI __attribute__((noinline)) static void dotr_##t##sfx(const void *w, size_t row_bytes, const void *y, int64_t n, \
+                                                             int64_t nrows, float scale, float *out)               \
+    {                                                                                                               \
+        dot_staged_rows(w, row_bytes, sizeof(sl_block_##t), y, n / SL_QK_K, nrows, scale, out, block_##t##sfx,     \
+                        stage1_##t##sfx, stage2_##t##sfx);                                                          \
+    }
+#define VBMI_EXPORTS_FORMS(t, scale)                                                                                \
+    VBMI_FORM_FNS(t, _loads)                                                                                        \
+    VBMI_FORM_FNS(t, _shuffles)                                                                                     \
+    VBMI float sl_avx512vbmi_dot_##t##_q8_k(const void *restrict w, const void *restrict y, int64_t n)             \
+    {                                                                                                               \
+        return scale * (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES ? dot_##t##_shuffles(w, y, n) : dot_##t##_loads(w, y, n)); \
+    }                                                                                                               \
+    VBMI void sl_avx512vbmi_dot4_##t##_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n,  \
+                                            float *restrict out)                                                    \
+    {                                                                                                               \
+        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dot4_##t##_shuffles(w, y, ys, n, out);                           \
+        else dot4_##t##_loads(w, y, ys, n, out);                                                                    \
+        for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                        \
+    }                                                                                                               \
+    VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,      \
+                                            int64_t n, int64_t nrows, float *restrict out)                         \
+    {                                                                                                               \
+        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dotr_##t##_shuffles(w, row_bytes, y, n, nrows, scale, out);      \
+        else dotr_##t##_loads(w, row_bytes, y, n, nrows, scale, out);                                               \
+    }
+
+VBMI_EXPORTS_FORMS(iq2_s, 0.125f)
 VBMI_EXPORTS(iq2_xxs, 0.125f)
-VBMI_EXPORTS(iq2_xs, 0.125f)
+VBMI_EXPORTS_FORMS(iq2_xs, 0.125f)
 #undef VBMI_EXPORTS
+#undef VBMI_EXPORTS_FORMS
+#undef VBMI_FORM_FNS
 
 #endif

@@ -323,21 +323,25 @@ Test(iq_dot, portable_integer_dot_against_float64)
     }
 }
 
-/* The SIMD sets this CPU has, as the tests below run them: the AVX-512 set twice where the CPU can
- * run both versions of its IQ3/IQ2 dots (byte permutes, and the gathers every AVX-512 CPU without
- * VBMI/BITALG/GFNI runs), so that both are tested natively; its name says which one ran. */
-typedef struct { const sl_kernel_set *K; int path; bool gathers; char name[40]; } simd_variant;
+/* The SIMD sets this CPU has, as the tests below run them: the AVX-512 set three times where the
+ * CPU can run every version of its IQ3/IQ2 dots (byte permutes in the loads and the shuffles form
+ * of IQ2_XS / IQ2_S, kernels/simd.h SL_IQ_FORM_*, and the gathers every AVX-512 CPU without
+ * VBMI/BITALG/GFNI runs), so that all are tested natively; its name says which one ran. */
+#define N_VARIANTS (SL_KPATH_COUNT + 2)
+typedef struct { const sl_kernel_set *K; int path; bool gathers; int form; char name[48]; } simd_variant;
 
-static int simd_variants(simd_variant v[SL_KPATH_COUNT + 1])
+static int simd_variants(simd_variant v[N_VARIANTS])
 {
+    static const char *const names[3] = { " (byte permutes, loads form)", " (byte permutes, shuffles form)", " (gathers)" };
     int n = 0;
     for (int p = 1; p < SL_KPATH_COUNT; p++) {
         const sl_kernel_set *K = sl_kernels_for(p);
         if (!K) continue;
-        const bool avx512 = p == SL_KPATH_AVX512, both = avx512 && sl_avx512_iq_has_byte_permutes();
-        for (int g = 0; g < (both ? 2 : 1); g++) {
-            v[n] = (simd_variant){ K, p, avx512 && (g == 1 || !both), "" };
-            snprintf(v[n].name, sizeof v[n].name, "%s%s", K->name, !avx512 ? "" : v[n].gathers ? " (gathers)" : " (byte permutes)");
+        const bool avx512 = p == SL_KPATH_AVX512, permutes = avx512 && sl_avx512_iq_has_byte_permutes();
+        const int first = avx512 && !permutes ? 2 : 0, end = avx512 ? 3 : 1;   /* names[] index */
+        for (int g = first; g < end; g++) {
+            v[n] = (simd_variant){ K, p, avx512 && g == 2, g == 1 ? SL_IQ_FORM_SHUFFLES : SL_IQ_FORM_LOADS, "" };
+            snprintf(v[n].name, sizeof v[n].name, "%s%s", K->name, avx512 ? names[g] : "");
             n++;
         }
     }
@@ -347,7 +351,14 @@ static int simd_variants(simd_variant v[SL_KPATH_COUNT + 1])
 static const sl_kernel_set *use_variant(const simd_variant *v)
 {
     sl_avx512_iq_force_gathers(v->gathers);
+    sl_avx512_iq_force_form(v->form);
     return v->K;
+}
+
+static void variants_reset(void)
+{
+    sl_avx512_iq_force_gathers(false);
+    sl_avx512_iq_force_form(SL_IQ_FORM_AUTO);
 }
 
 /* Every SIMD path this CPU has: the portable bits, on random blocks (any scale exponent). */
@@ -356,7 +367,7 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
     tk_rng r = { 1604 };
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
     int checked = 0;
-    simd_variant V[SL_KPATH_COUNT + 1];
+    simd_variant V[N_VARIANTS];
     const int nv = simd_variants(V);
     for (int vi = 0; vi < nv; vi++) {
         const sl_kernel_set *K = use_variant(&V[vi]);
@@ -390,7 +401,7 @@ Test(iq_dot, simd_paths_bit_identical_to_portable)
                 }
         }
     }
-    sl_avx512_iq_force_gathers(false);
+    variants_reset();
     fprintf(stderr, "codebook dots: %d checked on %d SIMD kernel set(s) against portable\n", checked, nv);
 }
 
@@ -404,7 +415,7 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
     tk_rng r = { 1605 };
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
     int checked = 0;
-    simd_variant V[SL_KPATH_COUNT + 1];
+    simd_variant V[N_VARIANTS];
     const int nv = simd_variants(V);
     for (int vi = 0; vi < nv; vi++) {
         const sl_kernel_set *K = use_variant(&V[vi]);
@@ -445,7 +456,7 @@ Test(iq_dot, simd_paths_bit_identical_at_extremes)
                 }
         }
     }
-    sl_avx512_iq_force_gathers(false);
+    variants_reset();
     fprintf(stderr, "codebook dots at the extremes: %d checked on %d SIMD kernel set(s) against portable\n", checked, nv);
 }
 
@@ -455,7 +466,7 @@ typedef int (*form_cases_fn)(tk_rng *r, const sl_kernel_set *K, const char *vnam
 
 static int over_simd_forms(tk_rng *r, bool (*has)(const sl_kernel_set *K, int type), form_cases_fn cases, int *nv)
 {
-    simd_variant V[SL_KPATH_COUNT + 1];
+    simd_variant V[N_VARIANTS];
     int checked = 0;
     *nv = simd_variants(V);
     for (int vi = 0; vi < *nv; vi++) {
@@ -463,7 +474,7 @@ static int over_simd_forms(tk_rng *r, bool (*has)(const sl_kernel_set *K, int ty
         for (int t = 0; t < N_IQ; t++)
             if (has(K, k_iq_types[t])) checked += cases(r, K, V[vi].name, k_iq_types[t]);
     }
-    sl_avx512_iq_force_gathers(false);
+    variants_reset();
     return checked;
 }
 
