@@ -21,6 +21,9 @@
 #if defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static const sl_kernel_set portable_set = {
     "portable",
@@ -49,11 +52,14 @@ static atomic_bool g_exact;
 static _Atomic(const sl_kernel_set *) g_type_set[SL_TYPE_COUNT];   /* the set each weight type uses */
 static atomic_int g_type_path[SL_TYPE_COUNT];
 
-/* "On CPUs of `vendor` whose widest path is `widest`, run `type` on `path`": the per-type
- * exceptions bench_kernels --ab measured (docs/benchmarks.md, "Kernel choice per type on an
- * AVX-512 CPU").  A type without a row runs on the widest path; a new type's row is one line. */
+/* "On CPUs of `vendor` (and cpuid `family`, 0: any) whose widest path is `widest`, run `type` on
+ * `path`": the per-type exceptions bench_kernels --ab measured (docs/benchmarks.md, "Kernel choice
+ * per type on an AVX-512 CPU").  A type without a row runs on the widest path; a new type's row is
+ * one line.  AMD needs the family: Zen 4 (0x19) runs 512-bit ops as two 256-bit halves, Zen 5
+ * (0x1a) has 512-bit units, and the two measured opposite winners. */
 typedef struct type_pref {
     const char *vendor;   /* __builtin_cpu_is name: "intel", "amd" */
+    int family;           /* cpuid display family (base + extended), 0 for every family */
     int widest, type, path;
 } type_pref;
 
@@ -63,8 +69,8 @@ static const type_pref k_prefs[] = {
      * batch their reductions (docs/benchmarks.md, "Decode kernels at memory bandwidth"), AVX-512
      * wins Q4_K 1.04 / 1.05, Q5_K 1.07 / 1.07, Q6_K 1.11 / 1.11 and runs them (no row); F16 1.08,
      * BF16 1.12, F32 1.01 from the earlier table */
-    { "intel", SL_KPATH_AVX512, SL_TYPE_Q8_0, SL_KPATH_AVX2 },
-    { "intel", SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
+    { "intel", 0, SL_KPATH_AVX512, SL_TYPE_Q8_0, SL_KPATH_AVX2 },
+    { "intel", 0, SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
     /* The issue-16 types have no row: AVX-512 measured fastest on this CPU for all eight SIMD
      * ones (bench_kernels 512 MiB, 3 interleaved rounds, 2T by CPU time, avx512 / avx2 medians:
      * Q2_K 1.08, Q3_K 1.19, IQ4_XS 1.23, IQ4_NL 1.31, Q5_0 1.30, IQ3_S 1.31, IQ3_XXS 1.84,
@@ -73,9 +79,15 @@ static const type_pref k_prefs[] = {
      * Re-measured after the third pass and the gather-free AVX2 kernels (docs/benchmarks.md,
      * "Codebook kernels: third pass"), %bw avx512 / avx2: every type faster on AVX-512 or
      * within the noise (IQ4_NL 99 / 100, Q5_0 103 / 89, IQ2_XS 68 / 41, IQ1_M 25 / 14) */
-    /* AMD EPYC with AVX-512, reported in the quant-types issue (not re-measured here): Q4_K 43.7
-     * GB/s on AVX2 vs 35.6 on AVX-512 at 2 threads; AVX-512 won for Q6_K and F16 there */
-    { "amd", SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
+    /* AMD EPYC with AVX-512, reported in the quant-types issue (not re-measured: no such machine
+     * here since): Q4_K 43.7 GB/s on AVX2 vs 35.6 on AVX-512 at 2 threads; AVX-512 won for Q6_K and
+     * F16 there.  Its family was not recorded; it is taken to be Zen 4, the only AVX-512 family
+     * before Zen 5, because on Zen 5 AVX2 Q4_K runs at 33.7 GB/s, not 43.7 (below) */
+    { "amd", 0x19, SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
+    /* AMD EPYC Zen 5 (family 0x1a), bench_kernels --ab 512 7, avx512 / avx2 median [min-max] at 1
+     * and 2 threads: F32 0.665 [0.646-0.688] / 0.666 [0.664-0.685]; every other type 1.02-2.4
+     * (Q4_K 1.024 / 1.035) so no other row (docs/benchmarks.md, "Zen 5") */
+    { "amd", 0x1a, SL_KPATH_AVX512, SL_TYPE_F32, SL_KPATH_AVX2 },
 };
 
 /* Contract: the member of `ks` for `type` (simd.h), one row per quantized type. */
@@ -167,14 +179,30 @@ const char *sl_kpath_name(int path)
     return path >= 0 && path < SL_KPATH_COUNT ? names[path] : "?";
 }
 
-static bool cpu_is(const char *vendor)
+/* cpuid leaf 1's display family: the base family, plus the extended family when the base is 0xf
+ * (every AMD since K8; Intel's is 6). */
+static int cpu_family(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const int base = (a >> 8) & 0xf;
+    return base == 0xf ? base + (int)((a >> 20) & 0xff) : base;
+#else
+    return 0;
+#endif
+}
+
+static bool cpu_is(const char *vendor, int family)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    if (family && cpu_family() != family) return false;
     if (!strcmp(vendor, "intel")) return __builtin_cpu_is("intel");
     if (!strcmp(vendor, "amd")) return __builtin_cpu_is("amd");
 #endif
     (void)vendor;
+    (void)family;
     return false;
 }
 
@@ -191,7 +219,7 @@ static int table_path(int type)
     const int widest = widest_path();
     for (size_t i = 0; i < sizeof k_prefs / sizeof *k_prefs; i++) {
         const type_pref *r = &k_prefs[i];
-        if (r->type == type && r->widest == widest && sl_kernels_available(r->path) && cpu_is(r->vendor)) return r->path;
+        if (r->type == type && r->widest == widest && sl_kernels_available(r->path) && cpu_is(r->vendor, r->family)) return r->path;
     }
     return widest;
 }
