@@ -213,8 +213,11 @@ VBMI_INLINE void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i 
     spread_nibble_planes(look512(P->iq3s[0], idx, m), look512(P->iq3s[1], idx, m), g);
 }
 
-/* Products: the int32 lanes of the block from its looked-up g. */
-VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4])
+/* Products: the int32 lanes of the block from its looked-up g.  Signs: the stored bytes are the
+ * opmasks; the LOADS form copies them to the stack and loads them from there (opaque, see
+ * sign_mask), SHUFFLES loads each straight from the block (kmovq from memory: fewer instructions,
+ * no store; kernels/simd.h). */
+VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4], int form)
 {
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     __mmask64 sb[4];
@@ -222,15 +225,13 @@ VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const gr
     /* two accumulators: four chained vpdpwssd would be the longest latency of the block */
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[b->scales[r]]));
+    for (int r = 0; r < 4; r++) {
+        uint64_t word;
+        memcpy(&word, b->signs + 8 * r, sizeof word);
+        const __mmask64 signs = form == SL_IQ_FORM_SHUFFLES ? _cvtu64_mask64(word) : sign_mask(sb, r);
+        s[r & 1] = dot64(s[r & 1], g[r], signs, q + 64 * r, ld(P->per32[b->scales[r]]));
+    }
     return _mm512_add_epi32(s[0], s[1]);
-}
-
-VBMI_INLINE __m512i block_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P)
-{
-    __m512i g[4];
-    lookup_iq3_s(blk, P, g);
-    return products_iq3_s(blk, q, P, g);
 }
 
 VBMI_INLINE void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
@@ -239,16 +240,29 @@ VBMI_INLINE void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_p
     lookup_iq3_s(blk + sizeof(sl_block_iq3_s), P, st->v + 4);
 }
 
-VBMI_INLINE void stage2_iq3_s(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                                                    const staged_pair *st, __m512i out[2])
-{
-    out[0] = products_iq3_s(blk, y[0].qs, P, st->v);
-    out[1] = products_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P, st->v + 4);
-}
+/* The single block and stage 2 in form F, named with sfx (stage 1 is the same in both forms). */
+#define IQ3_S_FORM(sfx, F)                                                                                          \
+    VBMI_INLINE __m512i block_iq3_s##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)                \
+    {                                                                                                               \
+        __m512i g[4];                                                                                               \
+        lookup_iq3_s(blk, P, g);                                                                                    \
+        return products_iq3_s(blk, q, P, g, F);                                                                     \
+    }                                                                                                               \
+    VBMI_INLINE void stage2_iq3_s##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,           \
+                                       const staged_pair *st, __m512i out[2])                                       \
+    {                                                                                                               \
+        out[0] = products_iq3_s(blk, y[0].qs, P, st->v, F);                                                         \
+        out[1] = products_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P, st->v + 4, F);                            \
+    }
+IQ3_S_FORM(_loads, SL_IQ_FORM_LOADS)
+IQ3_S_FORM(_shuffles, SL_IQ_FORM_SHUFFLES)
+#define stage1_iq3_s_loads stage1_iq3_s
+#define stage1_iq3_s_shuffles stage1_iq3_s
 
 VBMI_EXPORTS(iq3_xxs, 0.25f)
-VBMI_EXPORTS(iq3_s, 1.0f)
-#undef VBMI_EXPORTS
+VBMI_EXPORTS_FORMS(iq3_s, 1.0f)
+#undef stage1_iq3_s_loads
+#undef stage1_iq3_s_shuffles
 
 #else   /* not x86: no byte-permute dots, one form */
 void sl_avx512_iq_force_form(int form) { (void)form; }
