@@ -26,8 +26,8 @@
  * round is the path's GB/s over the read loop's GB/s of that same round, a few hundred
  * milliseconds apart.  On a VM whose speed drifts by tens of percent over seconds, the per-round
  * ratio is steadier than one bandwidth figure per format; it prints the median and spread.
- * IQ2_XS, IQ2_S and IQ3_S run their AVX-512 byte-permute dots in both forms (avx512:loads and
- * avx512:shuffles, kernels/simd.h SL_IQ_FORM_*) where the CPU has them.
+ * IQ2_XS, IQ2_XXS, IQ2_S and IQ3_S run their AVX-512 byte-permute dots in both forms
+ * (avx512:loads and avx512:shuffles, kernels/simd.h SL_IQ_FORM_*) where the CPU has them.
  *
  * --ab compares the SIMD paths per format, interleaved: each round runs every path (and the
  * per-type choice of the dispatch table, "auto") over the same matrix in an order that rotates
@@ -360,9 +360,10 @@ static int run_bw(double mib, int rounds, const char *only)
     for (size_t ti = 0; ti < sizeof k_simd_types / sizeof *k_simd_types; ti++) {
         const int type = k_simd_types[ti];
         if (only && !name_listed(only, sl_type_name(type))) continue;
-        /* the variants: each path, and the AVX-512 byte-permute dots of IQ2_XS / IQ2_S / IQ3_S in both forms */
+        /* the variants: each path, and the two forms of the AVX-512 byte-permute dots that have them */
         int paths[SL_KPATH_COUNT + 1], forms[SL_KPATH_COUNT + 1], np = 0;
-        const bool two_forms = (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_S || type == SL_TYPE_IQ3_S) && sl_avx512_iq_has_byte_permutes();
+        const bool two_forms = sl_avx512_iq_has_byte_permutes() && (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_XXS ||
+                                                                    type == SL_TYPE_IQ2_S || type == SL_TYPE_IQ3_S);
         for (int a = 0; a < na; a++) {
             const bool split = two_forms && avail[a] == SL_KPATH_AVX512;
             for (int f = 0; f < (split ? 2 : 1); f++, np++) {

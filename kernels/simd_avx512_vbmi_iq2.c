@@ -155,7 +155,7 @@ IQ2_STAGES(iq2_xs, _shuffles, SL_IQ_FORM_SHUFFLES)
 VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
                                                                       staged_pair *st, int form)
 {
-    (void)form;   /* one form: SHUFFLES measured no faster on Zen 5 for its signs */
+    (void)form;   /* the forms differ in the products only (register signs measured no faster on Zen 5) */
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xxs_lookup_ctrl), qb);
     const seg_masks m = segments(idx, 0);
@@ -170,24 +170,31 @@ VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xx
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
 
-/* Scales: 4 bits per sub-block (bits 60-63 of its qword), per32 rows by the byte of two. */
+/* Scales: 4 bits per sub-block (bits 60-63 of its qword).  LOADS: per32 rows by the byte of two
+ * (scalar shifts); SHUFFLES: L = 2s + 1 in every qword by a shift, then one vpermw per register
+ * (words 0-15: sub-block 2r's, 16-31: 2r + 1's). */
 VBMI_INLINE __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q, const grid_planes *P,
                                                                          const staged_pair *st, int h, int form)
 {
-    (void)form;
+    const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     uint64_t sub[8];
     memcpy(sub, opaque(b->qs), sizeof sub);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
     const __m512i sp = iq2_spread(st->v[h]);
+    const __m512i L = shuf ? _mm512_or_si512(_mm512_srli_epi64(ld(b->qs), 59), _mm512_set1_epi64(1)) : _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const unsigned sc = (unsigned)(sub[2 * r] >> 60) | (unsigned)(sub[2 * r + 1] >> 60) << 4;
-        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, ld(P->per32[sc]));
+        const __m512i scale = shuf ? _mm512_permutexvar_epi16(_mm512_mask_set1_epi16(_mm512_set1_epi16((short)(8 * r)), 0xffff0000u,
+                                                                                    (short)(8 * r + 4)), L)
+                                   : ld(P->per32[sc]);
+        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-IQ2_STAGES(iq2_xxs, , SL_IQ_FORM_LOADS)
+IQ2_STAGES(iq2_xxs, _loads, SL_IQ_FORM_LOADS)
+IQ2_STAGES(iq2_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)
 
 /* IQ2_S: 10-bit indices (low byte in qs, bits 8-9 in qh), full sign bytes after the indices (the
  * opmasks as stored), scales as IQ2_XS; lookups over 1024 points: two 512-point halves merged
@@ -235,7 +242,7 @@ IQ2_STAGES(iq2_s, _loads, SL_IQ_FORM_LOADS)
 IQ2_STAGES(iq2_s, _shuffles, SL_IQ_FORM_SHUFFLES)
 
 VBMI_EXPORTS_FORMS(iq2_s, 0.125f)
-VBMI_EXPORTS(iq2_xxs, 0.125f)
+VBMI_EXPORTS_FORMS(iq2_xxs, 0.125f)
 VBMI_EXPORTS_FORMS(iq2_xs, 0.125f)
 
 #endif

@@ -324,9 +324,9 @@ Test(iq_dot, portable_integer_dot_against_float64)
 }
 
 /* The SIMD sets this CPU has, as the tests below run them: the AVX-512 set three times where the
- * CPU can run every version of its IQ3/IQ2 dots (byte permutes in the loads and the shuffles form
- * of IQ2_XS / IQ2_S / IQ3_S, kernels/simd.h SL_IQ_FORM_*, and the gathers every AVX-512 CPU without
- * VBMI/BITALG/GFNI runs), so that all are tested natively; its name says which one ran. */
+ * CPU can run every version of its IQ3/IQ2 dots (byte permutes in the loads and the shuffles form,
+ * kernels/simd.h SL_IQ_FORM_*, and the gathers every AVX-512 CPU without VBMI/BITALG/GFNI runs),
+ * so that all are tested natively; its name says which one ran. */
 #define N_VARIANTS (SL_KPATH_COUNT + 2)
 typedef struct { const sl_kernel_set *K; int path; bool gathers; int form; char name[48]; } simd_variant;
 
