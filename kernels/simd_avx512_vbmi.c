@@ -160,7 +160,7 @@ VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512
 
 /* Products: the int32 lanes of the block from its looked-up g, sb. */
 VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
-                                                                         const __m512i g[4], const __mmask64 sb[4])
+                                     const __m512i g[4], const __mmask64 sb[4])
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
@@ -189,7 +189,7 @@ VBMI_INLINE void stage1_iq3_xxs(const uint8_t *blk, const grid_planes *P, staged
 }
 
 VBMI_INLINE void stage2_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                                                      const staged_pair *st, __m512i out[2])
+                                const staged_pair *st, __m512i out[2])
 {
     out[0] = products_iq3_xxs(blk, y[0].qs, P, st->v, st->sb);
     out[1] = products_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P, st->v + 4, st->sb + 4);

@@ -249,7 +249,7 @@ static inline void prefetch4(const uint8_t *p, size_t bytes)
  * in-process A/B, 64 super-blocks: 27.6 against 28.5, the other IQ2_XS changes of
  * docs/benchmarks.md "IQ2_XS: fewer uops, one basic block" in both). */
 VBMI_INLINE float staged_iter(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t i, float acc,
-                                                                    stage1_fn s1, stage2_fn s2, const grid_planes *P, staged_pair st[2], int more)
+                              stage1_fn s1, stage2_fn s2, const grid_planes *P, staged_pair st[2], int more)
 {
     __m512i s[4];
     float S[4];
@@ -267,7 +267,7 @@ VBMI_INLINE float staged_iter(const uint8_t *w, size_t bytes, const sl_block_q8_
 /* acc = acc + (f16(d) * y.d) * (float)S over the super-blocks in order, S of four at a time
  * (inlined with constant `f`, `s1`, `s2`: one loop per type). */
 VBMI_INLINE float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k *y, int64_t nsb,
-                                                                  block_fn f, stage1_fn s1, stage2_fn s2)
+                             block_fn f, stage1_fn s1, stage2_fn s2)
 {
     const grid_planes *P = planes();
     const int64_t n4 = nsb / 4 * 4;
@@ -292,8 +292,8 @@ VBMI_INLINE float dot_staged(const uint8_t *w, size_t bytes, const sl_block_q8_k
  * 2-3%, IQ2_S and IQ3_S the same (docs/benchmarks.md, "IQ2_XS at the 80% line").  Other shapes:
  * row by row.  Same bits as dot_staged. */
 VBMI_INLINE void dot_staged_rows(const uint8_t *w, size_t row_bytes, size_t bytes, const sl_block_q8_k *y,
-                                                                       int64_t nsb, int64_t nrows, float scale, float *out,
-                                                                       block_fn f, stage1_fn s1, stage2_fn s2)
+                                 int64_t nsb, int64_t nrows, float scale, float *out,
+                                 block_fn f, stage1_fn s1, stage2_fn s2)
 {
     if (nsb % 4 || nsb == 0 || row_bytes != (size_t)nsb * bytes) {
         for (int64_t r = 0; r < nrows; r++) out[r] = scale * dot_staged(w + (size_t)r * row_bytes, bytes, y, nsb, f, s1, s2);
@@ -316,7 +316,7 @@ VBMI_INLINE void dot_staged_rows(const uint8_t *w, size_t row_bytes, size_t byte
 /* The same row against 4 activation vectors (y + v * ys): the lookups once, the products and
  * the float steps per vector, each in the single dot's order (out[v] has its bits). */
 VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, size_t ys, int64_t nsb,
-                                                                   block_fn f, stage1_fn s1, stage2_fn s2, float out[4])
+                             block_fn f, stage1_fn s1, stage2_fn s2, float out[4])
 {
     const grid_planes *P = planes();
     const int64_t n4 = nsb / 4 * 4;

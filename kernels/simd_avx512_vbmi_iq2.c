@@ -107,7 +107,7 @@ VBMI_INLINE __m512i iq2_grid(__m512i spread, int k)
 }
 
 VBMI_INLINE void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *b, const grid_planes *P,
-                                                                     staged_pair *st, int form)
+                               staged_pair *st, int form)
 {
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xs_lo_ctrl), qb);
@@ -131,7 +131,7 @@ VBMI_INLINE void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *
  * staged loop).  Writing the 64-byte scale operands to a stack buffer ahead instead (stores are
  * off ports 0 and 5) was 25-40% slower: the 64-byte loads wait for the two 32-byte stores. */
 VBMI_INLINE __m512i products_iq2_xs(const sl_block_iq2_xs *b, const int8_t *q, const grid_planes *P,
-                                                                        const staged_pair *st, int h, int form)
+                                    const staged_pair *st, int h, int form)
 {
     const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     __m512i s = _mm512_setzero_si512();
@@ -153,7 +153,7 @@ IQ2_STAGES(iq2_xs, _shuffles, SL_IQ_FORM_SHUFFLES)
  * byte l of the qword — where index byte l sits — so one more vpermt2b in element order
  * (iq2xxs_elem_ctrl) picks them; the affine map masks bit 7 and sets it to the parity. */
 VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
-                                                                      staged_pair *st, int form)
+                                staged_pair *st, int form)
 {
     (void)form;   /* the forms differ in the products only (register signs measured no faster on Zen 5) */
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
@@ -174,7 +174,7 @@ VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xx
  * (scalar shifts); SHUFFLES: L = 2s + 1 in every qword by a shift, then one vpermw per register
  * (words 0-15: sub-block 2r's, 16-31: 2r + 1's). */
 VBMI_INLINE __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q, const grid_planes *P,
-                                                                         const staged_pair *st, int h, int form)
+                                     const staged_pair *st, int h, int form)
 {
     const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     uint64_t sub[8];
@@ -200,7 +200,7 @@ IQ2_STAGES(iq2_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)
  * opmasks as stored), scales as IQ2_XS; lookups over 1024 points: two 512-point halves merged
  * under bit 9. */
 VBMI_INLINE void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, const grid_planes *P,
-                                                                    staged_pair *st, int form)
+                              staged_pair *st, int form)
 {
     (void)form;   /* the forms differ in the products only */
     const __m512i idx = _mm512_permutex2var_epi8(ld(a->qs), ld(P->iq2s_lookup_ctrl), ld(b->qs));
@@ -220,7 +220,7 @@ VBMI_INLINE void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, 
  * from there (opaque, see sign_mask), SHUFFLES loads each straight from the block (kmovq from
  * memory) — fewer instructions, no store. */
 VBMI_INLINE __m512i products_iq2_s(const sl_block_iq2_s *b, const int8_t *q, const grid_planes *P,
-                                                                       const staged_pair *st, int h, int form)
+                                   const staged_pair *st, int h, int form)
 {
     const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     __mmask64 sb[4];
