@@ -179,9 +179,9 @@ const char *sl_kpath_name(int path)
     return path >= 0 && path < SL_KPATH_COUNT ? names[path] : "?";
 }
 
-/* cpuid leaf 1's display family: the base family, plus the extended family when the base is 0xf
- * (every AMD since K8; Intel's is 6). */
-static int cpu_family(void)
+/* Contract: cpuid leaf 1's display family: the base family, plus the extended family when the
+ * base is 0xf (every AMD since K8: Zen 4 0x19, Zen 5 0x1a; Intel's is 6); 0 off x86. */
+int sl_cpu_family(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
@@ -197,7 +197,7 @@ static bool cpu_is(const char *vendor, int family)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (family && cpu_family() != family) return false;
+    if (family && sl_cpu_family() != family) return false;
     if (!strcmp(vendor, "intel")) return __builtin_cpu_is("intel");
     if (!strcmp(vendor, "amd")) return __builtin_cpu_is("amd");
 #endif

@@ -147,6 +147,7 @@ int  sl_kernels_path(void);
 const sl_kernel_set *sl_kernels_for_type(int type);
 int  sl_kernels_path_for_type(int type);
 const char *sl_kpath_name(int path);   /* "portable", "avx2", "avx512", "neon", "neon_dotprod", "auto", "?" */
+int  sl_cpu_family(void);   /* x86 cpuid display family (AMD Zen 4: 0x19, Zen 5: 0x1a), 0 elsewhere */
 /* Force a path for every type for the whole process (SL_KPATH_AUTO: back to the per-type table):
  * 0, or -ENOTSUP when the CPU lacks it (nothing changes), -EINVAL for an unknown path.  Not meant
  * to be called while matrix products are running. */
@@ -159,8 +160,8 @@ bool sl_avx512_iq_has_byte_permutes(void);   /* the CPU can run the byte-permute
  * with the same bits.  LOADS takes the scale operands from tables and the sign masks from stored
  * copies (fewer shuffle-port uops: Intel, where port 5 is the bound); SHUFFLES makes them in
  * registers or loads the masks straight from the block (fewer instructions: AMD Zen 5, where the
- * count is the bound).  AUTO (the default) picks by CPU vendor; sl_avx512_iq_form says which one
- * runs.  Not meant to be changed while products run. */
+ * count is the bound).  AUTO (the default): SHUFFLES on AMD family 0x1a, where it was measured,
+ * else LOADS; sl_avx512_iq_form says which one runs.  Not meant to be changed while products run. */
 enum { SL_IQ_FORM_AUTO = -1, SL_IQ_FORM_LOADS = 0, SL_IQ_FORM_SHUFFLES = 1 };
 void sl_avx512_iq_force_form(int form);
 int  sl_avx512_iq_form(void);
