@@ -362,7 +362,7 @@ static int run_bw(double mib, int rounds, const char *only)
         if (only && !name_listed(only, sl_type_name(type))) continue;
         /* the variants: each path, and the two forms of the AVX-512 byte-permute dots that have them */
         int paths[SL_KPATH_COUNT + 1], forms[SL_KPATH_COUNT + 1], np = 0;
-        const bool two_forms = sl_avx512_iq_has_byte_permutes() && (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_XXS ||
+        const bool two_forms = sl_avx512_iq_has_byte_permutes() && (type == SL_TYPE_IQ2_XS || type == SL_TYPE_IQ2_XXS || type == SL_TYPE_IQ3_XXS ||
                                                                     type == SL_TYPE_IQ2_S || type == SL_TYPE_IQ3_S);
         for (int a = 0; a < na; a++) {
             const bool split = two_forms && avail[a] == SL_KPATH_AVX512;

@@ -146,7 +146,7 @@ int sl_avx512_iq_form(void) { return sl_vbmi_form(); }
 
 /* IQ3_XXS: 64 byte indices (256 points), transposed; then 8 sign words of 4 x 7 bits + scale.
  * Lookup: the block's four registers of grid bytes g and its sign words sb. */
-VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4])
+VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4], int form)
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     /* per qword (two sub-blocks' sign words): the four 7-bit fields of each at bits 0, 7, 14, 21 */
@@ -154,15 +154,16 @@ VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512
     const __m512i idx = _mm512_permutexvar_epi32(transpose16(), ld(b->qs));
     const seg_masks m = segments(idx, 0);
     const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)P->iq3xxs_vals));
-    spread_mapped_planes(look256(P->iq3xxs[0], idx, m), look256(P->iq3xxs[1], idx, m), vals, g);
+    spread_mapped_planes(look256(P->iq3xxs[0], idx, m, form), look256(P->iq3xxs[1], idx, m, form), vals, g);
     const __m256i aux = _mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4));
     _mm256_storeu_si256((__m256i *)sb, sign8_bytes(_mm256_and_si256(_mm256_multishift_epi64_epi8(fields, aux), _mm256_set1_epi8(0x7f))));
 }
 
 /* Products: the int32 lanes of the block from its looked-up g, sb. */
 VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
-                                     const __m512i g[4], const __mmask64 sb[4])
+                                     const __m512i g[4], const __mmask64 sb[4], int form)
 {
+    (void)form;
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
     memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
@@ -175,32 +176,12 @@ VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const 
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI_INLINE __m512i block_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P)
-{
-    __m512i g[4];
-    __mmask64 sb[4];
-    lookup_iq3_xxs(blk, P, g, sb);
-    return products_iq3_xxs(blk, q, P, g, sb);
-}
-
-VBMI_INLINE void stage1_iq3_xxs(const uint8_t *blk, const grid_planes *P, staged_pair *st)
-{
-    lookup_iq3_xxs(blk, P, st->v, st->sb);
-    lookup_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), P, st->v + 4, st->sb + 4);
-}
-
-VBMI_INLINE void stage2_iq3_xxs(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,
-                                const staged_pair *st, __m512i out[2])
-{
-    out[0] = products_iq3_xxs(blk, y[0].qs, P, st->v, st->sb);
-    out[1] = products_iq3_xxs(blk + sizeof(sl_block_iq3_xxs), y[1].qs, P, st->v + 4, st->sb + 4);
-}
-
 /* IQ3_S: 64 points of 9-bit index: the low bytes go in transposed, bit 8 of each (qh, in point
  * order) is picked for its permuted position by vpshufbitqmb.  Signs: the 8 bytes of sub-blocks
  * 2r, 2r + 1 are the opmask of register r as stored.  Lookup: the block's grid bytes g. */
-VBMI_INLINE void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i g[4])
+VBMI_INLINE void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i g[4], __mmask64 sb[4], int form)
 {
+    (void)sb;   /* the signs are loaded by the products */
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     const __m512i tr = transpose16();
     /* the point each byte position holds after the transpose */
@@ -211,15 +192,17 @@ VBMI_INLINE void lookup_iq3_s(const uint8_t *blk, const grid_planes *P, __m512i 
     uint64_t qh;
     memcpy(&qh, b->qh, 8);
     const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64((long long)qh), point_of));
-    spread_nibble_planes(look512(P->iq3s[0], idx, m), look512(P->iq3s[1], idx, m), g);
+    spread_nibble_planes(look512(P->iq3s[0], idx, m, form), look512(P->iq3s[1], idx, m, form), g);
 }
 
 /* Products: the int32 lanes of the block from its looked-up g.  Signs: the stored bytes are the
  * opmasks; the LOADS form copies them to the stack and loads them from there (opaque, see
  * sign_mask), SHUFFLES loads each straight from the block (kmovq from memory: fewer instructions,
  * no store; kernels/simd.h). */
-VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4], int form)
+VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const grid_planes *P, const __m512i g[4],
+                                   const __mmask64 sb_unused[4], int form)
 {
+    (void)sb_unused;
     const sl_block_iq3_s *b = (const sl_block_iq3_s *)blk;
     __mmask64 sb[4];
     memcpy(sb, b->signs, sizeof sb);
@@ -235,35 +218,34 @@ VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const gr
     return _mm512_add_epi32(s[0], s[1]);
 }
 
-VBMI_INLINE void stage1_iq3_s(const uint8_t *blk, const grid_planes *P, staged_pair *st)
-{
-    lookup_iq3_s(blk, P, st->v);
-    lookup_iq3_s(blk + sizeof(sl_block_iq3_s), P, st->v + 4);
-}
-
-/* The single block and stage 2 in form F, named with sfx (stage 1 is the same in both forms). */
-#define IQ3_S_FORM(sfx, F)                                                                                          \
-    VBMI_INLINE __m512i block_iq3_s##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)                \
+/* The single block and the two stages of an IQ3 type in form F, named T##sfx, from its
+ * lookup_T(blk, P, g, sb, F) and products_T(blk, q, P, g, sb, F), one super-block each. */
+#define IQ3_FORM(t, sfx, F)                                                                                         \
+    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)                  \
     {                                                                                                               \
         __m512i g[4];                                                                                               \
-        lookup_iq3_s(blk, P, g);                                                                                    \
-        return products_iq3_s(blk, q, P, g, F);                                                                     \
+        __mmask64 sb[4];                                                                                            \
+        lookup_##t(blk, P, g, sb, F);                                                                               \
+        return products_##t(blk, q, P, g, sb, F);                                                                   \
     }                                                                                                               \
-    VBMI_INLINE void stage2_iq3_s##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,           \
-                                       const staged_pair *st, __m512i out[2])                                       \
+    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, staged_pair *st)                    \
     {                                                                                                               \
-        out[0] = products_iq3_s(blk, y[0].qs, P, st->v, F);                                                         \
-        out[1] = products_iq3_s(blk + sizeof(sl_block_iq3_s), y[1].qs, P, st->v + 4, F);                            \
+        lookup_##t(blk, P, st->v, st->sb, F);                                                                       \
+        lookup_##t(blk + sizeof(sl_block_##t), P, st->v + 4, st->sb + 4, F);                                        \
+    }                                                                                                               \
+    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,             \
+                                     const staged_pair *st, __m512i out[2])                                         \
+    {                                                                                                               \
+        out[0] = products_##t(blk, y[0].qs, P, st->v, st->sb, F);                                                   \
+        out[1] = products_##t(blk + sizeof(sl_block_##t), y[1].qs, P, st->v + 4, st->sb + 4, F);                   \
     }
-IQ3_S_FORM(_loads, SL_IQ_FORM_LOADS)
-IQ3_S_FORM(_shuffles, SL_IQ_FORM_SHUFFLES)
-#define stage1_iq3_s_loads stage1_iq3_s
-#define stage1_iq3_s_shuffles stage1_iq3_s
+IQ3_FORM(iq3_xxs, _loads, SL_IQ_FORM_LOADS)
+IQ3_FORM(iq3_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)
+IQ3_FORM(iq3_s, _loads, SL_IQ_FORM_LOADS)
+IQ3_FORM(iq3_s, _shuffles, SL_IQ_FORM_SHUFFLES)
 
-VBMI_EXPORTS(iq3_xxs, 0.25f)
+VBMI_EXPORTS_FORMS(iq3_xxs, 0.25f)
 VBMI_EXPORTS_FORMS(iq3_s, 1.0f)
-#undef stage1_iq3_s_loads
-#undef stage1_iq3_s_shuffles
 
 #else   /* not x86: no byte-permute dots, one form */
 void sl_avx512_iq_force_form(int form) { (void)form; }

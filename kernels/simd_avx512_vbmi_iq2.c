@@ -115,7 +115,9 @@ VBMI_INLINE void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *
     /* bits 6 and 8 by vptestmb: one uop each where vpaddb/vpsllw + vpmovb2m are two */
     const __mmask64 b6 = _mm512_test_epi8_mask(idx, _mm512_set1_epi8(0x40)), b7 = _mm512_movepi8_mask(idx);
     const __mmask64 b67 = _kand_mask64(b6, b7), b8 = _mm512_test_epi8_mask(hib, _mm512_set1_epi8(1));
-    const __m512i lo = look512_chains(P->iq2xs[0], idx, b6, b7, b67, b8), hi = look512_chains(P->iq2xs[1], idx, b6, b7, b67, b8);
+    const seg_masks m = { b6, b7, b8 };
+    const __m512i lo = form == SL_IQ_FORM_SHUFFLES ? look512(P->iq2xs[0], idx, m, form) : look512_chains(P->iq2xs[0], idx, b6, b7, b67, b8);
+    const __m512i hi = form == SL_IQ_FORM_SHUFFLES ? look512(P->iq2xs[1], idx, m, form) : look512_chains(P->iq2xs[1], idx, b6, b7, b67, b8);
     /* rows for output bit i at byte 7 - i: bits 0-6 <- input bits 1-7, bit 7 <- parity of bits 1-7 */
     const __m512i to_signs = _mm512_set1_epi64(0x02040810204080fell);
     const __m512i signs = _mm512_gf2p8affine_epi64_epi8(hib, to_signs, 0);
@@ -155,11 +157,11 @@ IQ2_STAGES(iq2_xs, _shuffles, SL_IQ_FORM_SHUFFLES)
 VBMI_INLINE void lookup_iq2_xxs(const sl_block_iq2_xxs *a, const sl_block_iq2_xxs *b, const grid_planes *P,
                                 staged_pair *st, int form)
 {
-    (void)form;   /* the forms differ in the products only (register signs measured no faster on Zen 5) */
+    /* (register signs, as IQ2_XS's, measured no faster on Zen 5: both forms store them) */
     const __m512i qa = ld(a->qs), qb = ld(b->qs);
     const __m512i idx = _mm512_permutex2var_epi8(qa, ld(P->iq2xxs_lookup_ctrl), qb);
     const seg_masks m = segments(idx, 0);
-    const __m512i lo = look256(P->iq2xxs[0], idx, m), hi = look256(P->iq2xxs[1], idx, m);
+    const __m512i lo = look256(P->iq2xxs[0], idx, m, form), hi = look256(P->iq2xxs[1], idx, m, form);
     const __m512i fields = _mm512_set1_epi64(0x3f3f3f3f352e2720ll);
     const __m512i f7 = _mm512_permutex2var_epi8(_mm512_multishift_epi64_epi8(fields, qa), ld(P->iq2xxs_elem_ctrl),
                                                 _mm512_multishift_epi64_epi8(fields, qb));
@@ -202,7 +204,6 @@ IQ2_STAGES(iq2_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)
 VBMI_INLINE void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, const grid_planes *P,
                               staged_pair *st, int form)
 {
-    (void)form;   /* the forms differ in the products only */
     const __m512i idx = _mm512_permutex2var_epi8(ld(a->qs), ld(P->iq2s_lookup_ctrl), ld(b->qs));
     uint64_t qa, qb;
     memcpy(&qa, a->qh, 8);
@@ -210,8 +211,8 @@ VBMI_INLINE void lookup_iq2_s(const sl_block_iq2_s *a, const sl_block_iq2_s *b, 
     const __m512i qh = _mm512_mask_set1_epi64(_mm512_set1_epi64((long long)qa), 0xaa, (long long)qb);   /* lane q: block q mod 2 */
     const seg_masks m = segments(idx, _mm512_bitshuffle_epi64_mask(qh, ld(P->iq2s_bit8_ctrl)));
     const __mmask64 b9 = _mm512_bitshuffle_epi64_mask(qh, ld(P->iq2s_bit9_ctrl));
-    const __m512i lo = _mm512_mask_blend_epi8(b9, look512(P->iq2s[0], idx, m), look512(P->iq2s[0] + 512, idx, m));
-    const __m512i hi = _mm512_mask_blend_epi8(b9, look512(P->iq2s[1], idx, m), look512(P->iq2s[1] + 512, idx, m));
+    const __m512i lo = _mm512_mask_blend_epi8(b9, look512(P->iq2s[0], idx, m, form), look512(P->iq2s[0] + 512, idx, m, form));
+    const __m512i hi = _mm512_mask_blend_epi8(b9, look512(P->iq2s[1], idx, m, form), look512(P->iq2s[1] + 512, idx, m, form));
     st->v[0] = _mm512_unpacklo_epi8(lo, hi);
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
