@@ -163,15 +163,14 @@ VBMI_INLINE void lookup_iq3_xxs(const uint8_t *blk, const grid_planes *P, __m512
 VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const grid_planes *P,
                                      const __m512i g[4], const __mmask64 sb[4], int form)
 {
-    (void)form;
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
     memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
-        const unsigned sc = (unsigned)_pext_u64(a2[r], 0xf0000000f0000000ull);
-        s[r & 1] = dot64(s[r & 1], g[r], sign_mask(sb, r), q + 64 * r, ld(P->per32[sc]));
+        const size_t sc = (size_t)_pext_u64(a2[r], 0xf0000000f0000000ull);   /* < 256; size_t: no zero-extension */
+        s[r & 1] = dot64(s[r & 1], g[r], sign_mask_f(sb, r, form), q + 64 * r, ld(P->per32[sc]));
     }
     return _mm512_add_epi32(s[0], s[1]);
 }

@@ -172,6 +172,16 @@ VBMI_INLINE __mmask64 sign_mask(const __mmask64 *sb, int r)
     return _load_mask64((__mmask64 *)opaque(sb + r));   /* the words are __mmask64 objects (vector-stored or memcpy'd) */
 }
 
+/* sign_mask in form F: SHUFFLES loads the word with one kmovq from memory (inline asm: through
+ * opaque, gcc kept the pointer on the stack and spent three instructions per mask on Zen 5). */
+VBMI_INLINE __mmask64 sign_mask_f(const __mmask64 *sb, int r, int form)
+{
+    if (form != SL_IQ_FORM_SHUFFLES) return sign_mask(sb, r);
+    __mmask64 k;
+    __asm__("kmovq %1, %0" : "=k"(k) : "m"(sb[r]));
+    return k;
+}
+
 /* The scaled pair sums of 64 elements (the first of a chain: vpmaddwd, no zeroed accumulator). */
 VBMI_INLINE __m512i dot64_first(__m512i grid, __mmask64 signs, const int8_t *q, __m512i scale)
 {

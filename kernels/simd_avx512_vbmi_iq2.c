@@ -190,7 +190,7 @@ VBMI_INLINE __m512i products_iq2_xxs(const sl_block_iq2_xxs *b, const int8_t *q,
         const __m512i scale = shuf ? _mm512_permutexvar_epi16(_mm512_mask_set1_epi16(_mm512_set1_epi16((short)(8 * r)), 0xffff0000u,
                                                                                     (short)(8 * r + 4)), L)
                                    : ld(P->per32[sc]);
-        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask(st->sb, 4 * h + r), q + 64 * r, scale);
+        s[r & 1] = dot64(s[r & 1], iq2_grid(sp, r), sign_mask_f(st->sb, 4 * h + r, form), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
