@@ -164,13 +164,22 @@ VBMI_INLINE __m512i products_iq3_xxs(const uint8_t *blk, const int8_t *q, const 
                                      const __m512i g[4], const __mmask64 sb[4], int form)
 {
     const sl_block_iq3_xxs *b = (const sl_block_iq3_xxs *)blk;
+    const bool shuf = form == SL_IQ_FORM_SHUFFLES;
     uint64_t a2[4];   /* the sign-and-scale words of sub-blocks 2r, 2r + 1: scales at bits 28-31, 60-63 */
     memcpy(a2, opaque(b->qs + SL_QK_K / 4), sizeof a2);
+    /* SHUFFLES: L = 2s + 1 in dword j of sub-block j's word (a shift), one vpermw per register
+     * (words 0-15: sub-block 2r's, 16-31: 2r + 1's); LOADS: per32 rows by pext of the two nibbles */
+    const __m512i L = shuf ? _mm512_or_si512(_mm512_srli_epi32(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b->qs + SL_QK_K / 4))), 27),
+                                             _mm512_set1_epi32(1))
+                           : _mm512_setzero_si512();
     __m512i s[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const size_t sc = (size_t)_pext_u64(a2[r], 0xf0000000f0000000ull);   /* < 256; size_t: no zero-extension */
-        s[r & 1] = dot64(s[r & 1], g[r], sign_mask_f(sb, r, form), q + 64 * r, ld(P->per32[sc]));
+        const __m512i scale = shuf ? _mm512_permutexvar_epi16(_mm512_mask_set1_epi16(_mm512_set1_epi16((short)(4 * r)), 0xffff0000u,
+                                                                                    (short)(4 * r + 2)), L)
+                                   : ld(P->per32[sc]);
+        s[r & 1] = dot64(s[r & 1], g[r], sign_mask_f(sb, r, form), q + 64 * r, scale);
     }
     return _mm512_add_epi32(s[0], s[1]);
 }
@@ -219,24 +228,24 @@ VBMI_INLINE __m512i products_iq3_s(const uint8_t *blk, const int8_t *q, const gr
 
 /* The single block and the two stages of an IQ3 type in form F, named T##sfx, from its
  * lookup_T(blk, P, g, sb, F) and products_T(blk, q, P, g, sb, F), one super-block each. */
-#define IQ3_FORM(t, sfx, F)                                                                                         \
-    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)                  \
-    {                                                                                                               \
-        __m512i g[4];                                                                                               \
-        __mmask64 sb[4];                                                                                            \
-        lookup_##t(blk, P, g, sb, F);                                                                               \
-        return products_##t(blk, q, P, g, sb, F);                                                                   \
-    }                                                                                                               \
-    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, staged_pair *st)                    \
-    {                                                                                                               \
-        lookup_##t(blk, P, st->v, st->sb, F);                                                                       \
-        lookup_##t(blk + sizeof(sl_block_##t), P, st->v + 4, st->sb + 4, F);                                        \
-    }                                                                                                               \
-    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,             \
-                                     const staged_pair *st, __m512i out[2])                                         \
-    {                                                                                                               \
-        out[0] = products_##t(blk, y[0].qs, P, st->v, st->sb, F);                                                   \
-        out[1] = products_##t(blk + sizeof(sl_block_##t), y[1].qs, P, st->v + 4, st->sb + 4, F);                   \
+#define IQ3_FORM(t, sfx, F)                                                                                   \
+    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)             \
+    {                                                                                                         \
+        __m512i g[4];                                                                                         \
+        __mmask64 sb[4];                                                                                      \
+        lookup_##t(blk, P, g, sb, F);                                                                         \
+        return products_##t(blk, q, P, g, sb, F);                                                             \
+    }                                                                                                         \
+    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, staged_pair *st)               \
+    {                                                                                                         \
+        lookup_##t(blk, P, st->v, st->sb, F);                                                                 \
+        lookup_##t(blk + sizeof(sl_block_##t), P, st->v + 4, st->sb + 4, F);                                  \
+    }                                                                                                         \
+    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,        \
+                                     const staged_pair *st, __m512i out[2])                                   \
+    {                                                                                                         \
+        out[0] = products_##t(blk, y[0].qs, P, st->v, st->sb, F);                                             \
+        out[1] = products_##t(blk + sizeof(sl_block_##t), y[1].qs, P, st->v + 4, st->sb + 4, F);              \
     }
 IQ3_FORM(iq3_xxs, _loads, SL_IQ_FORM_LOADS)
 IQ3_FORM(iq3_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)

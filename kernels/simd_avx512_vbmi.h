@@ -373,61 +373,61 @@ VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, s
 /* The exported dots of type t, `scale` its constant factor (IQ3_S has none: 1): the single dot
  * (contract: as sl_qdot_<t>_q8_k, same bits), the 4-vector form (the same for 4 vectors, bits of
  * each) and the rows form (out[r]: the single dot of row r). */
-#define VBMI_EXPORTS(t, scale)                                                                                     \
+#define VBMI_EXPORTS(t, scale)                                                                                    \
     VBMI float sl_avx512vbmi_dot_##t##_q8_k(const void *restrict w, const void *restrict y, int64_t n)            \
-    {                                                                                                              \
+    {                                                                                                             \
         return scale * dot_staged(w, sizeof(sl_block_##t), y, n / SL_QK_K, block_##t, stage1_##t, stage2_##t);    \
-    }                                                                                                              \
+    }                                                                                                             \
     VBMI void sl_avx512vbmi_dot4_##t##_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, \
-                                            float *restrict out)                                                   \
-    {                                                                                                              \
+                                            float *restrict out)                                                  \
+    {                                                                                                             \
         dot4_staged(w, sizeof(sl_block_##t), y, ys, n / SL_QK_K, block_##t, stage1_##t, stage2_##t, out);         \
-        for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                       \
-    }                                                                                                              \
+        for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                      \
+    }                                                                                                             \
     VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,     \
                                             int64_t n, int64_t nrows, float *restrict out)                        \
-    {                                                                                                              \
+    {                                                                                                             \
         dot_staged_rows(w, row_bytes, sizeof(sl_block_##t), y, n / SL_QK_K, nrows, scale, out, block_##t,         \
-                        stage1_##t, stage2_##t);                                                                   \
+                        stage1_##t, stage2_##t);                                                                  \
     }
 
 /* The exports of a type with both forms: one function per form (each compiled as the one-form
  * exports are: with both staged loops in one function gcc scheduled them ~15% slower), and the
  * export calls the one sl_vbmi_form() says (a relaxed load per call). */
-#define VBMI_FORM_FNS(t, sfx)                                                                                      \
-    VBMI __attribute__((noinline)) static float dot_##t##sfx(const void *w, const void *y, int64_t n)              \
-    {                                                                                                               \
-        return dot_staged(w, sizeof(sl_block_##t), y, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx); \
-    }                                                                                                               \
+#define VBMI_FORM_FNS(t, sfx)                                                                                                \
+    VBMI __attribute__((noinline)) static float dot_##t##sfx(const void *w, const void *y, int64_t n)                        \
+    {                                                                                                                        \
+        return dot_staged(w, sizeof(sl_block_##t), y, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx);        \
+    }                                                                                                                        \
     VBMI __attribute__((noinline)) static void dot4_##t##sfx(const void *w, const void *y, size_t ys, int64_t n, float *out) \
-    {                                                                                                               \
-        dot4_staged(w, sizeof(sl_block_##t), y, ys, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx, out); \
-    }                                                                                                               \
-    VBMI __attribute__((noinline)) static void dotr_##t##sfx(const void *w, size_t row_bytes, const void *y, int64_t n, \
-                                                             int64_t nrows, float scale, float *out)               \
-    {                                                                                                               \
-        dot_staged_rows(w, row_bytes, sizeof(sl_block_##t), y, n / SL_QK_K, nrows, scale, out, block_##t##sfx,     \
-                        stage1_##t##sfx, stage2_##t##sfx);                                                          \
+    {                                                                                                                        \
+        dot4_staged(w, sizeof(sl_block_##t), y, ys, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx, out);     \
+    }                                                                                                                        \
+    VBMI __attribute__((noinline)) static void dotr_##t##sfx(const void *w, size_t row_bytes, const void *y, int64_t n,      \
+                                                             int64_t nrows, float scale, float *out)                         \
+    {                                                                                                                        \
+        dot_staged_rows(w, row_bytes, sizeof(sl_block_##t), y, n / SL_QK_K, nrows, scale, out, block_##t##sfx,               \
+                        stage1_##t##sfx, stage2_##t##sfx);                                                                   \
     }
-#define VBMI_EXPORTS_FORMS(t, scale)                                                                                \
-    VBMI_FORM_FNS(t, _loads)                                                                                        \
-    VBMI_FORM_FNS(t, _shuffles)                                                                                     \
-    VBMI float sl_avx512vbmi_dot_##t##_q8_k(const void *restrict w, const void *restrict y, int64_t n)             \
-    {                                                                                                               \
+#define VBMI_EXPORTS_FORMS(t, scale)                                                                                     \
+    VBMI_FORM_FNS(t, _loads)                                                                                             \
+    VBMI_FORM_FNS(t, _shuffles)                                                                                          \
+    VBMI float sl_avx512vbmi_dot_##t##_q8_k(const void *restrict w, const void *restrict y, int64_t n)                   \
+    {                                                                                                                    \
         return scale * (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES ? dot_##t##_shuffles(w, y, n) : dot_##t##_loads(w, y, n)); \
-    }                                                                                                               \
-    VBMI void sl_avx512vbmi_dot4_##t##_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n,  \
-                                            float *restrict out)                                                    \
-    {                                                                                                               \
-        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dot4_##t##_shuffles(w, y, ys, n, out);                           \
-        else dot4_##t##_loads(w, y, ys, n, out);                                                                    \
-        for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                        \
-    }                                                                                                               \
-    VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,      \
-                                            int64_t n, int64_t nrows, float *restrict out)                         \
-    {                                                                                                               \
-        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dotr_##t##_shuffles(w, row_bytes, y, n, nrows, scale, out);      \
-        else dotr_##t##_loads(w, row_bytes, y, n, nrows, scale, out);                                               \
+    }                                                                                                                    \
+    VBMI void sl_avx512vbmi_dot4_##t##_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n,        \
+                                            float *restrict out)                                                         \
+    {                                                                                                                    \
+        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dot4_##t##_shuffles(w, y, ys, n, out);                                \
+        else dot4_##t##_loads(w, y, ys, n, out);                                                                         \
+        for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                             \
+    }                                                                                                                    \
+    VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,            \
+                                            int64_t n, int64_t nrows, float *restrict out)                               \
+    {                                                                                                                    \
+        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dotr_##t##_shuffles(w, row_bytes, y, n, nrows, scale, out);           \
+        else dotr_##t##_loads(w, row_bytes, y, n, nrows, scale, out);                                                    \
     }
 
 #endif

@@ -23,28 +23,25 @@
 /* The entry points of an IQ2 type in form F (SL_IQ_FORM_*, a constant) from its
  * lookup_T(a, b, P, st, F) and products_T(b, q, P, st, h, F), named T##sfx: the single block (a
  * row's tail: (a, a), block a's half) and the two stages of dot_staged. */
-#define IQ2_STAGES(t, sfx, F)                                                                                     \
-    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q,  \
-                                                                              const grid_planes *P)                \
-    {                                                                                                             \
-        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
-        staged_pair st;                                                                                           \
-        lookup_##t(b, b, P, &st, F);                                                                              \
-        return products_##t(b, q, P, &st, 0, F);                                                                  \
-    }                                                                                                             \
-    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, \
-                                                                            staged_pair *st)                       \
-    {                                                                                                             \
-        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
-        lookup_##t(b, b + 1, P, st, F);                                                                           \
-    }                                                                                                             \
-    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, \
-                                                                            const grid_planes *P, const staged_pair *st, \
-                                                                            __m512i out[2])                        \
-    {                                                                                                             \
-        const sl_block_##t *b = (const sl_block_##t *)blk;                                                        \
-        out[0] = products_##t(b, y[0].qs, P, st, 0, F);                                                           \
-        out[1] = products_##t(b + 1, y[1].qs, P, st, 1, F);                                                       \
+#define IQ2_STAGES(t, sfx, F)                                                                                 \
+    VBMI_INLINE __m512i block_##t##sfx(const uint8_t *blk, const int8_t *q, const grid_planes *P)             \
+    {                                                                                                         \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                    \
+        staged_pair st;                                                                                       \
+        lookup_##t(b, b, P, &st, F);                                                                          \
+        return products_##t(b, q, P, &st, 0, F);                                                              \
+    }                                                                                                         \
+    VBMI_INLINE void stage1_##t##sfx(const uint8_t *blk, const grid_planes *P, staged_pair *st)               \
+    {                                                                                                         \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                    \
+        lookup_##t(b, b + 1, P, st, F);                                                                       \
+    }                                                                                                         \
+    VBMI_INLINE void stage2_##t##sfx(const uint8_t *blk, const sl_block_q8_k *y, const grid_planes *P,        \
+                                     const staged_pair *st, __m512i out[2])                                   \
+    {                                                                                                         \
+        const sl_block_##t *b = (const sl_block_##t *)blk;                                                    \
+        out[0] = products_##t(b, y[0].qs, P, st, 0, F);                                                       \
+        out[1] = products_##t(b + 1, y[1].qs, P, st, 1, F);                                                   \
     }
 
 /* The two forms' helpers (kernels/simd.h, SL_IQ_FORM_*).  SHUFFLES makes in registers what LOADS
@@ -127,8 +124,8 @@ VBMI_INLINE void lookup_iq2_xs(const sl_block_iq2_xs *a, const sl_block_iq2_xs *
     st->v[1] = _mm512_unpackhi_epi8(lo, hi);
 }
 
-/* Scales: a nibble per 16 elements: per16 rows, the high half merged by a masked broadcast (a
- * load and a blend, no shuffle).  One accumulator chain started by vpmaddwd (no zeroed register,
+/* Scales: a nibble per 16 elements: LOADS takes per16 rows, the high half merged by a masked
+ * broadcast (a load and a blend, no shuffle); SHUFFLES scale_bytes / scale_reg.  One accumulator chain started by vpmaddwd (no zeroed register,
  * no final add of two chains: one uop less per block; the chain's latency hides behind the
  * staged loop).  Writing the 64-byte scale operands to a stack buffer ahead instead (stores are
  * off ports 0 and 5) was 25-40% slower: the 64-byte loads wait for the two 32-byte stores. */
