@@ -23,7 +23,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-arm64}
 export SL_ARM64_ROOT=${SL_ARM64_ROOT:-$PWD/build-arm64-deps}
-BUILD_DIR=$BUILD_DIR bash scripts/build-arm64.sh
 
 # binfmt_misc: lets a test exec an aarch64 program (the test binaries spawn sluice themselves).
 SUDO=""
@@ -39,6 +38,10 @@ if [ ! -e "$BINFMT/qemu-aarch64" ]; then
     { echo "test-arm64: cannot register the aarch64 binfmt_misc entry" >&2; exit 1; }
   echo "test-arm64: registered binfmt_misc entry qemu-aarch64"
 fi
+
+# The build runs the arm64 sluice it links (to write its man page and completions), so binfmt_misc
+# comes first: on a fresh machine the build failed with "Exec format error".
+BUILD_DIR=$BUILD_DIR bash scripts/build-arm64.sh
 
 # qemu maps the guest's file paths into this root first: arm64 Criterion and libnanomsg live there,
 # everything else (the arm64 loader, libc, liburing, zstd) in the multiarch dirs it falls back to.
