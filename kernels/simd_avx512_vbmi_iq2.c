@@ -51,15 +51,16 @@
  * (docs/benchmarks.md, "Zen 5").
  * The int16 scale operands of one super-block's 16 four-bit scales (IQ2_XS, IQ2_S: a nibble per
  * 16 elements, L = 2s + 1): `scale_bytes` puts L of group g in byte g of every 128-bit lane (one
- * broadcast load, two shifts, two ternary-logic ops, one unpack), `scale_reg` picks register r's
+ * broadcast load, one vpmultishiftqb, one ternary-logic op), `scale_reg` picks register r's
  * four (128-bit lane k: group 4r + k as int16) with one vpshufb. */
 VBMI_INLINE __m512i scale_bytes(const uint8_t scales[8])
 {
     const __m512i v = _mm512_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)scales));
-    const __m512i m = _mm512_set1_epi8(0x1e), one = _mm512_set1_epi8(1);
-    const __m512i lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(v, 1), m, one, 0xea);   /* (a & b) | c */
-    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 3), m, one, 0xea);
-    return _mm512_unpacklo_epi8(lo, hi);
+    /* vpmultishiftqb: output byte g of the lane's 16 takes the 8 bits from bit 4g - 1 (mod 64,
+     * rotating) of the scale qword, so nibble g lands in bits 1-4; then (x & 0x1e) | 1 = 2s + 1 */
+    const __m512i at = _mm512_set_epi64(0x3b37332f2b27231fll, 0x1b17130f0b07033fll, 0x3b37332f2b27231fll, 0x1b17130f0b07033fll,
+                                        0x3b37332f2b27231fll, 0x1b17130f0b07033fll, 0x3b37332f2b27231fll, 0x1b17130f0b07033fll);
+    return _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(at, v), _mm512_set1_epi8(0x1e), _mm512_set1_epi8(1), 0xea);
 }
 VBMI_INLINE __m512i scale_reg(__m512i bytes, int r)
 {
