@@ -4,6 +4,10 @@
  * gathering them.  This file builds the grid planes and holds the IQ3 types; the IQ2 types are in
  * simd_avx512_vbmi_iq2.c, the shared products and staged loop in simd_avx512_vbmi.h.
  *
+ * Two forms, same bits (kernels/simd.h, SL_IQ_FORM_*): what follows is the LOADS form, tuned on
+ * Intel Sapphire Rapids; the SHUFFLES form (AMD Zen 5) trades loads and scalar arithmetic for
+ * fewer instructions, one vpermt2b per 128-entry lookup among them (docs/benchmarks.md, "Zen 5").
+ *
  * Why: vpgatherdd/vpgatherdq are slow here (a 16-lane gather ~6-10 cycles), and a 128-byte table
  * lookup of 64 indices is one vpermi2b (2 cycles of port 5).  Port 5 (every shuffle) is then the
  * bottleneck, so the layout is chosen to need few of them:
