@@ -156,7 +156,7 @@ int  sl_kernels_force(int path);
  * VBMI, BITALG, GFNI, BMI2) and a gather one (the others); true forces the gather one (same bits). */
 void sl_avx512_iq_force_gathers(bool on);
 bool sl_avx512_iq_has_byte_permutes(void);   /* the CPU can run the byte-permute version */
-/* Tests and benchmarks: the byte-permute IQ2_XS, IQ2_XXS, IQ2_S and IQ3_S dots come in two forms
+/* Tests and benchmarks: the byte-permute IQ2_XS, IQ2_XXS, IQ2_S, IQ3_S and IQ3_XXS dots come in two forms
  * with the same bits.  LOADS takes the scale operands from tables and the sign masks from stored
  * copies (fewer shuffle-port uops: Intel, where port 5 is the bound); SHUFFLES makes them in
  * registers or loads the masks straight from the block (fewer instructions: AMD Zen 5, where the
