@@ -149,13 +149,6 @@ VBMI_INLINE void spread_mapped_planes(__m512i a, __m512i b, __m512i vals, __m512
     out[3] = _mm512_unpackhi_epi8(l1, h1);
 }
 
-/* 7-bit sign fields (one per byte, bit 7 clear) completed with their parity bit. */
-VBMI_INLINE __m256i sign8_bytes(__m256i f)
-{
-    const __m256i par = _mm256_and_si256(_mm256_popcnt_epi8(f), _mm256_set1_epi8(1));
-    return _mm256_or_si256(f, _mm256_slli_epi16(par, 7));
-}
-
 /* p, hidden from the optimizer: it forwards a vector store to the loads of its parts as lane
  * extracts, and moves mask words through general registers (both port-5 shuffles), where a
  * load straight into an opmask or a broadcast is a plain load. */
