@@ -64,6 +64,7 @@ typedef struct spawn_opts {
     const char *stdin_text;   /* NULL: /dev/null */
     int out_mode, in_mode;    /* FD_* for fd 1 and fd 0 */
     int signal_after_ms, sig; /* send sig this long after stdout has its first bytes (0: none) */
+    long signal_after_bytes;  /* ... or, if set, this long after stdout has more bytes than this */
     const char *out_path;     /* (set by run_ex) */
     bool as_nobody;           /* when root: run as uid/gid 65534 (to check what needs no root) */
 } spawn_opts;
@@ -83,7 +84,7 @@ static void wait_exit(pid_t pid, result *r, const spawn_opts *so)
         if (so && so->signal_after_ms && !signalled) {
             struct stat st_out;
             static double t_out;
-            if (stat(so->out_path, &st_out) == 0 && st_out.st_size > 0) {
+            if (stat(so->out_path, &st_out) == 0 && st_out.st_size > so->signal_after_bytes) {
                 if (!t_out) t_out = ms;
                 if (ms - t_out >= so->signal_after_ms) { kill(pid, so->sig); signalled = true; t_out = 0; }
             }
@@ -496,14 +497,22 @@ Test(cli, sighup_saves_the_session_and_exits_129)
 {
     char sess[128];
     snprintf(sess, sizeof sess, "%s/hup.session", g_tmp);
-    result r = run_ex(ARGV("run", "-m", MICRO_F16, "-p", "Once upon a time", "-n", "-1", "-c", "512", "--temp", "0",
-                           "--ignore-eos", "--session", sess),
-                      /* the signal must land while tokens are generated: under qemu-user the prompt
-                       * alone takes seconds (2 s for these 5 tokens), so it waits longer there */
-                      &(spawn_opts){ .signal_after_ms = tq_under_qemu_user() ? 10000 : 300, .sig = SIGHUP });
+    /* The signal must land while tokens are generated, so the clock starts once stdout holds more
+     * than the echoed prompt (16 bytes): timed from the echo alone, a loaded machine (CI's parallel
+     * tests) could still be evaluating the prompt, and a run stopped before any token is evaluated
+     * has nothing to save.  4096 tokens take seconds (512 took 0.3 s: the run could end first).
+     * Under qemu-user it waits longer still. */
+    result r = run_ex(ARGV("run", "-m", MICRO_F16, "-p", "Once upon a time", "-n", "-1", "-c", "4096", "--temp", "0",
+                           "--ignore-eos", "--session", sess, "--stats"),
+                      &(spawn_opts){ .signal_after_ms = tq_under_qemu_user() ? 10000 : 300, .signal_after_bytes = 24,
+                                     .sig = SIGHUP });
     cr_expect_eq(r.status, 129, "exit %d (signal %d): %s", r.status, r.sig, r.err);
     struct stat st;
-    cr_expect(stat(sess, &st) == 0 && st.st_size > 0, "no session saved on SIGHUP");
+    cr_expect(stat(sess, &st) == 0 && st.st_size > 0, "no session saved on SIGHUP: %s", r.err);
+    /* the save at exit, not only the one after the prompt: it holds generated tokens too */
+    const char *saved = strstr(r.err, "session: saved ");
+    int n_saved = saved ? atoi(saved + strlen("session: saved ")) : 0;
+    cr_expect(n_saved > 8, "the session saved at SIGHUP holds %d tokens: %s", n_saved, r.err);
     result_free(&r);
 }
 
