@@ -24,6 +24,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-arm64}
 export SL_ARM64_ROOT=${SL_ARM64_ROOT:-$PWD/build-arm64-deps}
 
+# qemu-user-static first: its binfmt entry below is read from the package (on a fresh machine
+# registering before the install failed: no /usr/lib/binfmt.d/qemu-aarch64.conf).
+bash scripts/install-deps-arm64.sh
+
 # binfmt_misc: lets a test exec an aarch64 program (the test binaries spawn sluice themselves).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
