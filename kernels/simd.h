@@ -156,12 +156,12 @@ int  sl_kernels_force(int path);
  * VBMI, BITALG, GFNI, BMI2) and a gather one (the others); true forces the gather one (same bits). */
 void sl_avx512_iq_force_gathers(bool on);
 bool sl_avx512_iq_has_byte_permutes(void);   /* the CPU can run the byte-permute version */
-/* Tests and benchmarks: the byte-permute IQ2_XS, IQ2_XXS, IQ2_S, IQ3_S and IQ3_XXS dots come in two forms
- * with the same bits.  LOADS takes the scale operands from tables and the sign masks from stored
- * copies (fewer shuffle-port uops: Intel, where port 5 is the bound); SHUFFLES makes them in
- * registers or loads the masks straight from the block (fewer instructions: AMD Zen 5, where the
- * count is the bound).  AUTO (the default): SHUFFLES on AMD family 0x1a, where it was measured,
- * else LOADS; sl_avx512_iq_form says which one runs.  Not meant to be changed while products run. */
+/* Tests and benchmarks: the byte-permute IQ2_XS, IQ2_XXS, IQ2_S, IQ3_S and IQ3_XXS dots come in two
+ * forms with the same bits.  LOADS takes the scale operands from tables and the sign masks from
+ * stored copies (fewer shuffle-port uops: Intel, where port 5 is the bound); SHUFFLES makes them in
+ * registers or loads the masks straight from the block (fewer instructions: AMD Zen 4 and 5, where
+ * the count is the bound).  AUTO (the default): SHUFFLES on AMD, where it was measured, else
+ * LOADS; sl_avx512_iq_form says which one runs.  Not meant to be changed while products run. */
 enum { SL_IQ_FORM_AUTO = -1, SL_IQ_FORM_LOADS = 0, SL_IQ_FORM_SHUFFLES = 1 };
 void sl_avx512_iq_force_form(int form);
 int  sl_avx512_iq_form(void);

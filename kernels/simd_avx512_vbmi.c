@@ -118,10 +118,10 @@ const grid_planes *sl_vbmi_planes(void)
     return &g_planes;
 }
 
-/* The form (kernels/simd.h): SHUFFLES on AMD Zen 5 (family 0x1a), where it was measured faster
- * for every type and shape (docs/benchmarks.md, "Zen 5"); LOADS elsewhere: Sapphire Rapids, where
- * it was tuned, and Zen 4, which splits 512-bit operations in two and was not measured.  A test
- * or benchmark may force one. */
+/* The form (kernels/simd.h): SHUFFLES on AMD, measured faster on Zen 5 (family 0x1a) for every
+ * type and shape (docs/benchmarks.md, "Zen 5") and on Zen 4 (0x19) for all five types in cache
+ * and streaming ("Zen 4"); the AMD CPUs with these instructions are those two families.  LOADS
+ * on Intel: Sapphire Rapids, where it was tuned.  A test or benchmark may force one. */
 static atomic_int g_form_forced = SL_IQ_FORM_AUTO;
 static int g_form_cpu;
 static pthread_once_t g_form_once = PTHREAD_ONCE_INIT;
@@ -129,7 +129,7 @@ static pthread_once_t g_form_once = PTHREAD_ONCE_INIT;
 static void pick_form(void)
 {
     __builtin_cpu_init();
-    g_form_cpu = __builtin_cpu_is("amd") && sl_cpu_family() == 0x1a ? SL_IQ_FORM_SHUFFLES : SL_IQ_FORM_LOADS;
+    g_form_cpu = __builtin_cpu_is("amd") ? SL_IQ_FORM_SHUFFLES : SL_IQ_FORM_LOADS;
 }
 
 int sl_vbmi_form(void)
