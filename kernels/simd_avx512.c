@@ -83,6 +83,8 @@ AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_ext
 
 #define SL_REDUCE_TARGET AVX512
 #include "kernels/simd_reduce.h"   /* lanes_reduce */
+#define SL_KDOT_TARGET AVX512
+#include "kernels/simd_avx512_kdot.h"   /* SL_KDOT_SINGLE, hsum4_i32x16 */
 
 /* Lanes k of two blocks: exact sums of w[e]*a[e], e = 4k..4k+3 (a never -128). */
 AVX512 static inline __m512 lane_dots2(__m512i w, __m512i a)
@@ -179,31 +181,6 @@ AVX512 static inline __m512i dword_pair(int a, int b)
     return join256(_mm256_set1_epi32(a), _mm256_set1_epi32(b));
 }
 
-/* [sum of the lanes of a, of b, of c, of d]. */
-AVX512 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
-}
-
-AVX512 static inline __m256i fold512(__m512i v)
-{
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-AVX512 static inline __m128i hsum4_i32x16(const __m512i s[4])
-{
-    return hsum4_i32x8(fold512(s[0]), fold512(s[1]), fold512(s[2]), fold512(s[3]));
-}
-
-AVX512 static inline int32_t hsum_i32x8(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm_cvtsi128_si32(s);
-}
-
 /* Integer part of one Q4_K/Q5_K super-block: *s gets lanes summing to S, *mv lanes summing to M.
  * qh: the Q5_K fifth bits, NULL for Q4_K (the branches fold away once inlined).  Bounds: maddubs pairs <=
  * 2*31*127, times scale <= 63. */
@@ -232,47 +209,28 @@ AVX512 static inline void k45_block(const uint8_t *scales, const uint8_t *qs, co
     *s = acc;
 }
 
-/* The Q4_K/Q5_K dot: blocks of type T, QH(block) its qh bytes (or NULL). */
-#define K45_DOT(NAME, T, QH)                                                                          \
-    AVX512 static float NAME(const void *restrict vw, const void *restrict vy, int64_t n)              \
-    {                                                                                                 \
-        const T *w = vw;                                                                              \
-        const sl_block_q8_k *y = vy;                                                                  \
-        const int64_t nb = n / SL_QK_K;                                                               \
-        float acc = 0;                                                                                \
-        int64_t i = 0;                                                                                \
-        for (; i + 4 <= nb; i += 4) {                                                                 \
-            __m512i s[4];                                                                             \
-            __m256i mv[4];                                                                            \
-            for (int j = 0; j < 4; j++) {                                                             \
-                sl_prefetch_ahead(&w[i + j], sizeof w[i + j]);                                        \
-                k45_block(w[i + j].scales, w[i + j].qs, QH(w[i + j]), &y[i + j], &s[j], &mv[j]);      \
-            }                                                                                         \
-            int32_t S[4], M[4];                                                                       \
-            _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));                                          \
-            _mm_storeu_si128((__m128i *)M, hsum4_i32x8(mv[0], mv[1], mv[2], mv[3]));                  \
-            for (int j = 0; j < 4; j++) {                                                             \
-                const float d = f16f(w[i + j].d) * y[i + j].d, dmin = f16f(w[i + j].dmin) * y[i + j].d; \
-                acc = acc + (d * (float)S[j] - dmin * (float)M[j]);                                   \
-            }                                                                                         \
-        }                                                                                             \
-        for (; i < nb; i++) {                                                                         \
-            __m512i s;                                                                                \
-            __m256i mv;                                                                               \
-            k45_block(w[i].scales, w[i].qs, QH(w[i]), &y[i], &s, &mv);                                \
-            const int32_t S = hsum_i32x8(fold512(s)), M = hsum_i32x8(mv);                             \
-            const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;                   \
-            acc = acc + (d * (float)S - dmin * (float)M);                                             \
-        }                                                                                             \
-        return acc;                                                                                   \
-    }
+/* One Q4_K / Q5_K super-block for SL_KDOT_SINGLE. */
+AVX512 static inline void q4_k_kblock(const sl_block_q4_k *b, const sl_block_q8_k *y, __m512i *s, __m256i *m)
+{
+    k45_block(b->scales, b->qs, NULL, y, s, m);
+}
 
-#define NO_QH(b) ((const uint8_t *)NULL)
-#define Q5_QH(b) ((b).qh)
+AVX512 static inline void q5_k_kblock(const sl_block_q5_k *b, const sl_block_q8_k *y, __m512i *s, __m256i *m)
+{
+    k45_block(b->scales, b->qs, b->qh, y, s, m);
+}
+
 /* Contract: as sl_qdot_q4_k_q8_k (same bits). */
-K45_DOT(dot_q4_k_q8_k, sl_block_q4_k, NO_QH)
+AVX512 static float dot_q4_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    SL_KDOT_SINGLE(sl_block_q4_k, q4_k_kblock, (int)offsetof(sl_block_q4_k, dmin))
+}
+
 /* Contract: as sl_qdot_q5_k_q8_k (same bits). */
-K45_DOT(dot_q5_k_q8_k, sl_block_q5_k, Q5_QH)
+AVX512 static float dot_q5_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    SL_KDOT_SINGLE(sl_block_q5_k, q5_k_kblock, (int)offsetof(sl_block_q5_k, dmin))
+}
 
 /* Integer part of one Q6_K super-block: lanes summing to S (the -32 offset included, as
  * - 32 * sum_s sc_s * bsums_s).  q in 0..63: maddubs pairs <= 2*63*127, times |scale| <= 128. */
@@ -306,26 +264,16 @@ AVX512 static inline __m512i q6_k_block(const sl_block_q6_k *b, const sl_block_q
     return s;
 }
 
+AVX512 static inline void q6_k_kblock(const sl_block_q6_k *b, const sl_block_q8_k *y, __m512i *s, __m256i *m)
+{
+    (void)m;
+    *s = q6_k_block(b, y);
+}
+
 /* Contract: as sl_qdot_q6_k_q8_k (same bits). */
 AVX512 static float dot_q6_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q6_k *w = vw;
-    const sl_block_q8_k *y = vy;
-    const int64_t nb = n / SL_QK_K;
-    float acc = 0;
-    int64_t i = 0;
-    for (; i + 4 <= nb; i += 4) {
-        __m512i s[4];
-        for (int j = 0; j < 4; j++) {
-            sl_prefetch_ahead(&w[i + j], sizeof w[i + j]);
-            s[j] = q6_k_block(&w[i + j], &y[i + j]);
-        }
-        int32_t S[4];
-        _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));
-        for (int j = 0; j < 4; j++) acc = acc + (f16f(w[i + j].d) * y[i + j].d) * (float)S[j];
-    }
-    for (; i < nb; i++) acc = acc + (f16f(w[i].d) * y[i].d) * (float)hsum_i32x8(fold512(q6_k_block(&w[i], &y[i])));
-    return acc;
+    SL_KDOT_SINGLE(sl_block_q6_k, q6_k_kblock, -1)
 }
 
 /* ---- float rows x f32 activations ---------------------------------------------------------------- */

@@ -38,14 +38,8 @@ AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_ext
 
 #define SL_REDUCE_TARGET AVX512
 #include "kernels/simd_reduce.h"   /* lanes_reduce */
-
-AVX512 static inline int32_t hsum_i32x8(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm_cvtsi128_si32(s);
-}
+#define SL_KDOT_TARGET AVX512
+#include "kernels/simd_avx512_kdot.h"   /* SL_KDOT_SINGLE, hsum4_i32x16 */
 
 AVX512 static inline __m512i kvalues_table512(void)
 {
@@ -79,20 +73,6 @@ AVX512 static inline __m512 scale_pair(uint16_t wd0, uint16_t wd1, uint16_t yd0,
 
 /* The y block of vector v (4-vector dots: vectors at vy + v * ys bytes). */
 #define YV(T, v, i) ((const T *)((const unsigned char *)vy + (size_t)(v) * ys) + (i))
-
-/* Four int32 vectors -> their four sums (exact; lane v = sum of vector v). */
-AVX512 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
-}
-
-AVX512 static inline __m256i fold256(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
-
-AVX512 static inline __m128i hsum4_i32x16(const __m512i s[4])
-{
-    return hsum4_i32x8(fold256(s[0]), fold256(s[1]), fold256(s[2]), fold256(s[3]));
-}
 
 /* ---- blocks of 32 with Q8_0: weights of two blocks as |q| and the mask of negative q --------- */
 
@@ -229,48 +209,19 @@ AVX512 static inline void q2_k_unpack(const sl_block_q2_k *b, kgroups *g)
     }
 }
 
-/* The single dots take four super-blocks per step: their integer sums S (and Q2_K's M) in one
- * 4-way horizontal reduction (hsum4_*) instead of one full reduction each, then the float steps one
- * super-block at a time in order, as the scalar code does them (same bits); the last n mod 4 one at
- * a time.  The reductions were ~10 of the ~45 instructions of a super-block. */
+/* One Q2_K super-block for SL_KDOT_SINGLE: S lanes and M lanes (the mins times bsums). */
+AVX512 static inline void q2_k_kblock(const sl_block_q2_k *b, const sl_block_q8_k *y, __m512i *s, __m256i *m)
+{
+    kgroups g;
+    q2_k_unpack(b, &g);
+    *s = kgroups_isum(&g, y->qs);
+    *m = _mm256_madd_epi16(g.sc16, ld256(y->bsums));
+}
 
 /* Contract: as sl_qdot_q2_k_q8_k (same bits). */
 AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q2_k *w = vw;
-    const sl_block_q8_k *y = vy;
-    const int64_t nsb = n / SL_QK_K;
-    float acc = 0;
-    int64_t i = 0;
-    for (; i + 4 <= nsb; i += 4) {
-        __m512i s[4];
-        __m256i m[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            sl_prefetch_ahead(&w[i + k], sizeof w[i + k]);
-            kgroups g;
-            q2_k_unpack(&w[i + k], &g);
-            s[k] = kgroups_isum(&g, y[i + k].qs);
-            m[k] = _mm256_madd_epi16(g.sc16, ld256(y[i + k].bsums));
-        }
-        int32_t S[4], M[4];
-        _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));
-        _mm_storeu_si128((__m128i *)M, hsum4_i32x8(m[0], m[1], m[2], m[3]));
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            const float d = f16f(w[i + k].d) * y[i + k].d, dmin = f16f(w[i + k].dmin) * y[i + k].d;
-            acc = acc + (d * (float)S[k] - dmin * (float)M[k]);
-        }
-    }
-    for (; i < nsb; i++) {
-        kgroups g;
-        q2_k_unpack(&w[i], &g);
-        const int32_t S = _mm512_reduce_add_epi32(kgroups_isum(&g, y[i].qs));
-        const int32_t M = hsum_i32x8(_mm256_madd_epi16(g.sc16, ld256(y[i].bsums)));
-        const float d = f16f(w[i].d) * y[i].d, dmin = f16f(w[i].dmin) * y[i].d;
-        acc = acc + (d * (float)S - dmin * (float)M);
-    }
-    return acc;
+    SL_KDOT_SINGLE(sl_block_q2_k, q2_k_kblock, (int)offsetof(sl_block_q2_k, dmin))
 }
 
 /* Contract: out[v] = sl_qdot_q2_k_q8_k(w, y + v*ys, n) bit for bit, v < 4 (lane v of the float
@@ -347,43 +298,22 @@ AVX512 static inline __m512i q3_k_isum(const kgroups *g, const sl_block_q8_k *y)
     return _mm512_sub_epi32(kgroups_isum(g, y->qs), _mm512_zextsi256_si512(c));
 }
 
-/* The single dot of a one-scale K type (Q3_K, IQ4_XS): acc = acc + (f16(w.d) * y.d) * S, four
- * super-blocks' S per reduction (see Q2_K's).  UNPACK / ISUM as for K_DOT4 below. */
-#define K_DOT1(T, UNPACK, ISUM)                                                                        \
-    const T *w = vw;                                                                                 \
-    const sl_block_q8_k *y = vy;                                                                     \
-    const int64_t nsb = n / SL_QK_K;                                                                 \
-    float acc = 0;                                                                                   \
-    int64_t i = 0;                                                                                   \
-    for (; i + 4 <= nsb; i += 4) {                                                                   \
-        __m512i s[4];                                                                                \
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                          \
-        {                                                                                            \
-            sl_prefetch_ahead(&w[i + k], sizeof w[i + k]);                                           \
-            kgroups g;                                                                               \
-            UNPACK(&w[i + k], &g);                                                                   \
-            s[k] = ISUM(&g, &y[i + k]);                                                              \
-        }                                                                                            \
-        int32_t S[4];                                                                                \
-        _mm_storeu_si128((__m128i *)S, hsum4_i32x16(s));                                             \
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                          \
-        {                                                                                            \
-            const float d = f16f(w[i + k].d) * y[i + k].d;                                           \
-            acc = acc + d * (float)S[k];                                                             \
-        }                                                                                            \
-    }                                                                                                \
-    for (; i < nsb; i++) {                                                                           \
+/* One super-block of a one-scale K type for SL_KDOT_SINGLE (m unused): UNPACK, then ISUM. */
+#define K_KBLOCK(NAME, T, UNPACK, ISUM)                                                                \
+    AVX512 static inline void NAME(const T *b, const sl_block_q8_k *y, __m512i *s, __m256i *m)      \
+    {                                                                                                \
+        (void)m;                                                                                     \
         kgroups g;                                                                                   \
-        UNPACK(&w[i], &g);                                                                           \
-        const float d = f16f(w[i].d) * y[i].d;                                                       \
-        acc = acc + d * (float)_mm512_reduce_add_epi32(ISUM(&g, &y[i]));                            \
-    }                                                                                                \
-    return acc;
+        UNPACK(b, &g);                                                                               \
+        *s = ISUM(&g, y);                                                                            \
+    }
+
+K_KBLOCK(q3_k_kblock, sl_block_q3_k, q3_k_unpack, q3_k_isum)
 
 /* Contract: as sl_qdot_q3_k_q8_k (same bits). */
 AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    K_DOT1(sl_block_q3_k, q3_k_unpack, q3_k_isum)
+    SL_KDOT_SINGLE(sl_block_q3_k, q3_k_kblock, -1)
 }
 
 /* IQ4_XS: |kvalue| by table with the sign (nibble < 8) moved onto the activation (pairs <=
@@ -427,13 +357,14 @@ AVX512 static inline __m512i iq4_xs_isum(const kgroups *g, const int8_t *q)
 }
 
 #define IQ4_XS_ISUM(g, y) iq4_xs_isum(g, (y)->qs)
+K_KBLOCK(iq4_xs_kblock, sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
 /* Contract: as sl_qdot_iq4_xs_q8_k (same bits). */
 AVX512 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    K_DOT1(sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
+    SL_KDOT_SINGLE(sl_block_iq4_xs, iq4_xs_kblock, -1)
 }
 #undef IQ4_XS_ISUM
-#undef K_DOT1
+#undef K_KBLOCK
 
 /* The 4-vector form of the one-scale K dots (Q3_K, IQ4_XS): acc = acc + (f16(w.d) * y.d) * S per
  * lane.  UNPACK / ISUM: the type's helpers above; ISUM takes the Q8_K block. */
