@@ -79,11 +79,12 @@ static const type_pref k_prefs[] = {
      * Re-measured after the third pass and the gather-free AVX2 kernels (docs/benchmarks.md,
      * "Codebook kernels: third pass"), %bw avx512 / avx2: every type faster on AVX-512 or
      * within the noise (IQ4_NL 99 / 100, Q5_0 103 / 89, IQ2_XS 68 / 41, IQ1_M 25 / 14) */
-    /* AMD EPYC with AVX-512, reported in the quant-types issue (not re-measured: no such machine
-     * here since): Q4_K 43.7 GB/s on AVX2 vs 35.6 on AVX-512 at 2 threads; AVX-512 won for Q6_K and
-     * F16 there.  Its family was not recorded; it is taken to be Zen 4, the only AVX-512 family
-     * before Zen 5, because on Zen 5 AVX2 Q4_K runs at 33.7 GB/s, not 43.7 (below) */
-    { "amd", 0x19, SL_KPATH_AVX512, SL_TYPE_Q4_K, SL_KPATH_AVX2 },
+    /* AMD EPYC Zen 4 (family 0x19), bench_kernels --ab 512 (5 and 9 rounds, session 14), avx512 /
+     * avx2 median at 1 and 2 threads: Q4_0 0.916 / 0.897 and 0.959 / 0.930.  Q4_K, which an early
+     * report had faster on AVX2 here, is 1.143 / 1.133 on AVX-512 since the K dots share one loop
+     * (kernels/simd_avx512_kdot.h), so it has no row; F16 0.99 / 0.99 and BF16 (0.86 / 0.92 in one
+     * run, 1.19 / 1.05 in the other) are within the noise (docs/benchmarks.md, "Zen 4") */
+    { "amd", 0x19, SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
     /* AMD EPYC Zen 5 (family 0x1a), bench_kernels --ab 512 7, avx512 / avx2 median [min-max] at 1
      * and 2 threads: F32 0.665 [0.646-0.688] / 0.666 [0.664-0.685]; every other type 1.02-2.4
      * (Q4_K 1.024 / 1.035) so no other row (docs/benchmarks.md, "Zen 5") */
