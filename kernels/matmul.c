@@ -162,6 +162,13 @@ static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
     int vt = (int)(TILE_ACT_BYTES / act_bytes);
     if (rt < 1) rt = 1;
     if (vt < 1) vt = 1;
+    /* one vector (every decode step) and a rows form: the whole range in one call, whose pipeline
+     * runs on across all its rows and whose setup (the plane-order forms put the activations in
+     * the grid's order, kernels/simd_avx512_vbmi_planes.c) is paid once, not per tile */
+    if (in->q && j->f.qdotr && in->nb == 1) {
+        j->f.qdotr(j->w + (size_t)ra0 * j->row_bytes, j->row_bytes, in->q, cols, rb0 - ra0, j->out + ra0);
+        return;
+    }
     for (int64_t ra = ra0; ra < rb0; ra += rt) {
         const int64_t rb = ra + rt < rb0 ? ra + rt : rb0;
         for (int va = 0; va < in->nb; va += vt) {

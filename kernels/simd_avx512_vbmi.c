@@ -94,6 +94,10 @@ static void build_planes(void)
         g_planes.iq2s_bit8_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4));
         g_planes.iq2s_bit9_ctrl[pos] = (uint8_t)(8 * (point / 4) + 2 * (point % 4) + 1);
     }
+    for (int b = 0; b < 64; b++) {
+        g_planes.plane_ctrl[b] = (uint8_t)(4 * (b % 16) + b / 16);
+        g_planes.half_ctrl[b] = (uint8_t)(b / 2);
+    }
     for (int q = 0; q < 64; q++) g_planes.iq2xs_to_elem_t[8 * (q % 8) + q / 8] = g_planes.iq2xs_to_elem[q];   /* byte 8m + i -> 8i + m */
     codes = sl_iq_grid_codes(SL_IQG_IQ2S, &n);
     for (int i = 0; i < n && i < SL_IQ2S_N; i++) {
@@ -260,8 +264,8 @@ IQ3_FORM(iq3_xxs, _shuffles, SL_IQ_FORM_SHUFFLES)
 IQ3_FORM(iq3_s, _loads, SL_IQ_FORM_LOADS)
 IQ3_FORM(iq3_s, _shuffles, SL_IQ_FORM_SHUFFLES)
 
-VBMI_EXPORTS_FORMS(iq3_xxs, 0.25f)
-VBMI_EXPORTS_FORMS(iq3_s, 1.0f)
+VBMI_EXPORTS_FORMS_PLANES(iq3_xxs, 0.25f)
+VBMI_EXPORTS_FORMS_PLANES(iq3_s, 1.0f)
 
 #else   /* not x86: no byte-permute dots, one form */
 void sl_avx512_iq_force_form(int form) { (void)form; }

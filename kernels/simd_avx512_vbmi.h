@@ -44,6 +44,9 @@ typedef struct grid_planes {
      * lookup order, and the vpshufbitqmb ones that pick bits 8 and 9 of each index from qh */
     _Alignas(64) uint8_t iq2s[2][SL_IQ2S_N];
     _Alignas(64) uint8_t iq2s_lookup_ctrl[64], iq2s_bit8_ctrl[64], iq2s_bit9_ctrl[64];
+    /* The plane-order rows forms (kernels/simd_avx512_vbmi_planes.c): the vpermb control that
+     * puts 16 points' activations coordinate-major (byte 16c + m <- 4m + c), and byte p <- p / 2 */
+    _Alignas(64) uint8_t plane_ctrl[64], half_ctrl[64];
 } grid_planes;
 
 
@@ -52,6 +55,13 @@ typedef struct grid_planes {
 const grid_planes *sl_vbmi_planes(void);
 int sl_vbmi_form(void);
 static inline const grid_planes *planes(void) { return sl_vbmi_planes(); }
+
+/* The plane-order rows forms of IQ3_XXS and IQ3_S (kernels/simd_avx512_vbmi_planes.c): out[r] =
+ * scale * the single dot of row r, same bits; the SHUFFLES form's rows dot. */
+void sl_vbmi_planes_dotr_iq3_xxs(const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n,
+                                 int64_t nrows, float scale, float *restrict out);
+void sl_vbmi_planes_dotr_iq3_s(const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n,
+                               int64_t nrows, float scale, float *restrict out);
 
 VBMI_INLINE __m512i ld(const void *p) { return _mm512_loadu_si512(p); }
 
@@ -386,8 +396,9 @@ VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, s
 
 /* The exports of a type with both forms: one function per form (each compiled as the one-form
  * exports are: with both staged loops in one function gcc scheduled them ~15% slower), and the
- * export calls the one sl_vbmi_form() says (a relaxed load per call). */
-#define VBMI_FORM_FNS(t, sfx)                                                                                                \
+ * export calls the one sl_vbmi_form() says (a relaxed load per call).  VBMI_FORM_DOTS: the single
+ * and 4-vector dots, VBMI_FORM_ROWS: the staged rows form. */
+#define VBMI_FORM_DOTS(t, sfx)                                                                                               \
     VBMI __attribute__((noinline)) static float dot_##t##sfx(const void *w, const void *y, int64_t n)                        \
     {                                                                                                                        \
         return dot_staged(w, sizeof(sl_block_##t), y, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx);        \
@@ -395,16 +406,18 @@ VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, s
     VBMI __attribute__((noinline)) static void dot4_##t##sfx(const void *w, const void *y, size_t ys, int64_t n, float *out) \
     {                                                                                                                        \
         dot4_staged(w, sizeof(sl_block_##t), y, ys, n / SL_QK_K, block_##t##sfx, stage1_##t##sfx, stage2_##t##sfx, out);     \
-    }                                                                                                                        \
+    }
+#define VBMI_FORM_ROWS(t, sfx)                                                                                               \
     VBMI __attribute__((noinline)) static void dotr_##t##sfx(const void *w, size_t row_bytes, const void *y, int64_t n,      \
                                                              int64_t nrows, float scale, float *out)                         \
     {                                                                                                                        \
         dot_staged_rows(w, row_bytes, sizeof(sl_block_##t), y, n / SL_QK_K, nrows, scale, out, block_##t##sfx,               \
                         stage1_##t##sfx, stage2_##t##sfx);                                                                   \
     }
-#define VBMI_EXPORTS_FORMS(t, scale)                                                                                     \
-    VBMI_FORM_FNS(t, _loads)                                                                                             \
-    VBMI_FORM_FNS(t, _shuffles)                                                                                          \
+/* The single and 4-vector exports of both forms. */
+#define VBMI_EXPORT_DOTS(t, scale)                                                                                       \
+    VBMI_FORM_DOTS(t, _loads)                                                                                            \
+    VBMI_FORM_DOTS(t, _shuffles)                                                                                         \
     VBMI float sl_avx512vbmi_dot_##t##_q8_k(const void *restrict w, const void *restrict y, int64_t n)                   \
     {                                                                                                                    \
         return scale * (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES ? dot_##t##_shuffles(w, y, n) : dot_##t##_loads(w, y, n)); \
@@ -415,11 +428,25 @@ VBMI_INLINE void dot4_staged(const uint8_t *w, size_t bytes, const uint8_t *y, s
         if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dot4_##t##_shuffles(w, y, ys, n, out);                                \
         else dot4_##t##_loads(w, y, ys, n, out);                                                                         \
         for (int v = 0; v < 4; v++) out[v] = scale * out[v];                                                             \
-    }                                                                                                                    \
+    }
+#define VBMI_EXPORTS_FORMS(t, scale)                                                                                     \
+    VBMI_EXPORT_DOTS(t, scale)                                                                                           \
+    VBMI_FORM_ROWS(t, _loads)                                                                                            \
+    VBMI_FORM_ROWS(t, _shuffles)                                                                                         \
     VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,            \
                                             int64_t n, int64_t nrows, float *restrict out)                               \
     {                                                                                                                    \
         if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) dotr_##t##_shuffles(w, row_bytes, y, n, nrows, scale, out);           \
+        else dotr_##t##_loads(w, row_bytes, y, n, nrows, scale, out);                                                    \
+    }
+/* The same where the SHUFFLES form's rows dot is the plane-order one (sl_vbmi_planes_dotr_T). */
+#define VBMI_EXPORTS_FORMS_PLANES(t, scale)                                                                              \
+    VBMI_EXPORT_DOTS(t, scale)                                                                                           \
+    VBMI_FORM_ROWS(t, _loads)                                                                                            \
+    VBMI void sl_avx512vbmi_dotr_##t##_q8_k(const void *restrict w, size_t row_bytes, const void *restrict y,            \
+                                            int64_t n, int64_t nrows, float *restrict out)                               \
+    {                                                                                                                    \
+        if (sl_vbmi_form() == SL_IQ_FORM_SHUFFLES) sl_vbmi_planes_dotr_##t(w, row_bytes, y, n, nrows, scale, out);       \
         else dotr_##t##_loads(w, row_bytes, y, n, nrows, scale, out);                                                    \
     }
 

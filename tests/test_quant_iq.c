@@ -527,14 +527,15 @@ Test(iq_dot, four_vector_forms_equal_single_dots)
     fprintf(stderr, "codebook 4-vector dots: %d checked on %d SIMD kernel set(s) against portable single dots\n", checked, nv);
 }
 
-/* The rows forms return each row's single-dot bits: 1-20 super-blocks per row (multiples of 4 run
- * the rows as one pipeline, the others row by row), 1-7 rows, packed and with a gap between rows
+/* The rows forms return each row's single-dot bits: 1-20 and 70 super-blocks per row (multiples of
+ * 4 run the staged rows as one pipeline, the others row by row; 70 takes the plane-order forms two
+ * passes of activations, kernels/simd_avx512_vbmi_planes.c), 1-7 rows, packed and with a gap between rows
  * (row by row), the weights ending at the end of their allocation. */
 static int dotr_cases(tk_rng *r, const sl_kernel_set *K, const char *vname, int type)
 {
     const sl_kernel_set *P = sl_kernels_for(SL_KPATH_PORTABLE);
     const sl_type_info *ti = sl_type_get(type);
-    static const int nbs[] = { 1, 3, 4, 5, 8, 12, 16, 20 }, nrs[] = { 1, 2, 3, 7 };
+    static const int nbs[] = { 1, 3, 4, 5, 8, 12, 16, 20, 70 }, nrs[] = { 1, 2, 3, 7 };
     int checked = 0;
     for (size_t a = 0; a < sizeof nbs / sizeof *nbs; a++)
         for (size_t b = 0; b < sizeof nrs / sizeof *nrs; b++)
