@@ -100,10 +100,10 @@ VBMI_INLINE __m512i planes_iq3_s(const uint8_t *blk, const int8_t *q, const grid
     __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        /* look128f: one vpermt2b, bit 6 inside.  The tables through opaque(): hoisted, the 16
-         * registers (vpermt2b overwrites one table) made gcc copy them and store ~5 registers to the stack
-         * per super-block; as memory operands, streaming IQ3_S ran ~71 -> ~81% of the read loop
-         * (docs/benchmarks.md, "Zen 4, session 16"). */
+        /* look128f: one vpermt2b, bit 6 inside.  The tables through opaque(): hoisted, their 16
+         * registers (vpermt2b overwrites one table) made gcc copy them and spill to the stack
+         * (10 stores, 12 loads per 4 super-blocks); as memory operands, streaming IQ3_S ran
+         * ~71 -> ~81% of the read loop (docs/benchmarks.md, "Zen 4, session 16"). */
         const __m512i x = look512(opaque(P->iq3s[h]), idx, m, SL_IQ_FORM_SHUFFLES);
         acc = plane_dot(acc, _mm512_and_si512(x, low4), signs, q + 128 * h, 2 * h);
         acc = plane_dot(acc, _mm512_and_si512(_mm512_srli_epi16(x, 4), low4), signs, q + 128 * h + 64, 2 * h + 1);
