@@ -124,6 +124,7 @@ sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type)
 sl_qdotr_fn sl_kernels_qdotr(const sl_kernel_set *ks, int type)
 {
     switch (type) {
+    QDOT_ROW(Q5_0, dotr_q5_0_q8_0); QDOT_ROW(IQ4_NL, dotr_iq4_nl_q8_0);
     QDOT_ROW(IQ3_S, dotr_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dotr_iq3_xxs_q8_k);
     QDOT_ROW(IQ2_XXS, dotr_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dotr_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dotr_iq2_s_q8_k);
     default: return NULL;   /* the others: the single dot row by row */

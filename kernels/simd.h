@@ -122,6 +122,8 @@ typedef struct sl_kernel_set {
     sl_qdot_fn dot_q2_k_q8_k, dot_q3_k_q8_k, dot_iq4_xs_q8_k;
     /* their 4-vector forms (NULL: callers use the single dot; the AVX-512 set has them) */
     sl_qdot4_fn dot4_q5_0_q8_0, dot4_iq4_nl_q8_0, dot4_q2_k_q8_k, dot4_q3_k_q8_k, dot4_iq4_xs_q8_k;
+    /* and rows forms of the two 32-block ones (NULL: the single dot row by row; the AVX-512 set has them) */
+    sl_qdotr_fn dotr_q5_0_q8_0, dotr_iq4_nl_q8_0;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -287,5 +289,8 @@ void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict w, const void *restrict y, 
 void sl_avx512_dot4_q2_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_q3_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+/* Their rows forms (kernels/simd_avx512_rows32.c): the activations prepared once per call. */
+void sl_avx512_dotr_q5_0_q8_0(SL_DOTR_ARGS);
+void sl_avx512_dotr_iq4_nl_q8_0(SL_DOTR_ARGS);
 
 #endif

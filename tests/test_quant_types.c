@@ -626,6 +626,49 @@ Test(quant_types, dot4_bit_identical_to_single_dots)
     fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots\n", checked, types_with_dot4);
 }
 
+/* Every path's rows form (the matvec of a decode step) gives each row exactly the portable single
+ * dot's bits: block counts even and odd (odd: the single dot row by row), up to and past the
+ * prepared form's 16384 elements, row counts odd and even, rows at a padded stride, wide and
+ * moderate scales, and an infinite and a NaN block scale. */
+Test(quant_types, dotr_bit_identical_to_single_dots)
+{
+    tk_rng r = { 1607 };
+    int checked = 0;
+    const int nbs[] = { 1, 2, 3, 8, 16, 37, 64, 448, 512, 513, 514 }, rowss[] = { 1, 2, 3, 5 };
+    for (int ti = 0; ti < N_NEW; ti++) {
+        const qtype *t = &k_new[ti];
+        for (int k = 0; k < 11; k++)
+            for (int rep = 0; rep < 3; rep++) {
+                const int nrows = rowss[(k + rep) % 4];
+                const int64_t n = (int64_t)nbs[k] * t->blck;
+                const size_t rb = (size_t)nbs[k] * t->bytes + 2 * (size_t)rep;
+                uint8_t *w = malloc(rb * nrows), *y = malloc(act_bytes(t, n));
+                float *x = malloc(n * sizeof *x), got[5];
+                for (int row = 0; row < nrows; row++)
+                    fill_blocks(&r, t, w + row * rb, nbs[k], rep == 0 ? -14 : -3, rep == 0 ? 15 : 3);
+                if (rep == 2 && t->half_at[0] >= 0) {   /* an infinite scale in row 0, a NaN one in the last row */
+                    memcpy(w + (size_t)(nbs[k] / 2) * t->bytes + t->half_at[0], &(uint16_t){ 0x7c00 }, 2);
+                    memcpy(w + (nrows - 1) * rb + t->half_at[0], &(uint16_t){ 0x7e01 }, 2);
+                }
+                fill_acts(&r, x, n);
+                actq_of(portable(), t)(x, y, n);
+                for (int p = 0; p < SL_KPATH_COUNT; p++) {
+                    const sl_kernel_set *ks = sl_kernels_for(p);
+                    if (!ks || !sl_kernels_qdotr(ks, t->type)) continue;
+                    sl_kernels_qdotr(ks, t->type)(w, rb, y, n, nrows, got);
+                    for (int row = 0; row < nrows; row++) {
+                        const float want = sl_kernels_qdot(portable(), t->type)(w + row * rb, y, n);
+                        cr_assert_eq(tk_fbits(got[row]), tk_fbits(want), "%s dotr %s x %d blocks (rep %d), row %d of %d: %a != %a",
+                                     ks->name, sl_type_name(t->type), nbs[k], rep, row, nrows, got[row], want);
+                    }
+                    checked++;
+                }
+                free(w); free(x); free(y);
+            }
+    }
+    fprintf(stderr, "quant_types: %d rows-form calls bit-identical to portable single dots\n", checked);
+}
+
 /* sl_matmul in fast mode returns the active path's integer dot of each (row, vector), whatever
  * the batch size and thread count; exact mode returns the reference f32 dot. */
 Test(quant_types, matmul_fast_and_exact_modes)
