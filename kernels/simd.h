@@ -289,6 +289,10 @@ void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict w, const void *restrict y, 
 void sl_avx512_dot4_q2_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_q3_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+/* Tests only: the AVX-512 low-bit dots above without GFNI even where the CPU has it (their GFNI
+ * build is the one that runs there), so that both are tested natively. */
+void sl_avx512_quants_force_plain(bool on);
+bool sl_avx512_quants_has_gfni(void);
 /* Their rows forms (kernels/simd_avx512_rows32.c): the activations prepared once per call. */
 void sl_avx512_dotr_q5_0_q8_0(SL_DOTR_ARGS);
 void sl_avx512_dotr_iq4_nl_q8_0(SL_DOTR_ARGS);

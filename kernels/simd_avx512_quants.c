@@ -18,12 +18,33 @@
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+/* Built twice: here without GFNI (names sl_avx512plain_*), and by simd_avx512_quants_gfni.c with
+ * it (sl_avx512gfni_*), where the 2-bit and 4-bit fields come out of one vgf2p8affineqb each
+ * instead of a vpsrlvw and a vpand.  The sl_avx512_* entry points at the end pick one per call. */
+#ifndef SL_AVX512Q_GFNI
+#define SL_AVX512Q_GFNI 0
+#endif
+#if SL_AVX512Q_GFNI
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,gfni")))
+#define QEXPORT(name) sl_avx512gfni_##name
+#else
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define QEXPORT(name) sl_avx512plain_##name
+#endif
+#define QDOT_DECL(name) float QEXPORT(name)(const void *restrict vw, const void *restrict vy, int64_t n)
+#define QDOT4_DECL(name) \
+    void QEXPORT(name)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
+QDOT_DECL(dot_iq4_xs_q8_k);
+QDOT4_DECL(dot4_q5_0_q8_0); QDOT4_DECL(dot4_iq4_nl_q8_0); QDOT4_DECL(dot4_q2_k_q8_k); QDOT4_DECL(dot4_q3_k_q8_k);
+QDOT4_DECL(dot4_iq4_xs_q8_k);
 
 AVX512 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 AVX512 static inline __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -36,6 +57,17 @@ AVX512 static inline __m512i join256(__m256i lo, __m256i hi)
 
 AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
+#if SL_AVX512Q_GFNI
+/* The vgf2p8affineqb matrix that moves bits [s, s + w) of a byte to bits [to, to + w), the others
+ * zero (output bit i is the parity of the input masked by matrix byte 7 - i). */
+static inline long long field_matrix(int s, int w, int to)
+{
+    unsigned long long m = 0;
+    for (int i = 0; i < w; i++) m |= (unsigned long long)(1u << (s + i)) << (8 * (7 - (to + i)));
+    return (long long)m;
+}
+#endif
+
 #define SL_REDUCE_TARGET AVX512
 #include "kernels/simd_reduce.h"   /* lanes_reduce */
 #define SL_KDOT_TARGET AVX512
@@ -44,6 +76,19 @@ AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_ext
 AVX512 static inline __m512i kvalues_table512(void)
 {
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sl_kvalues_iq4nl));
+}
+
+/* The low nibble of each byte in qwords 0, 1, 4, 5, the high one in 2, 3, 6, 7. */
+AVX512 static inline __m512i nibbles_lo_hi(__m512i x)
+{
+#if SL_AVX512Q_GFNI
+    const long long lo = field_matrix(0, 4, 0), hi = field_matrix(4, 4, 0);
+    return _mm512_gf2p8affine_epi64_epi8(x, _mm512_setr_epi64(lo, lo, hi, hi, lo, lo, hi, hi), 0);
+#else
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                            0x0004000400040004ll, 0x0004000400040004ll);
+    return _mm512_and_si512(_mm512_srlv_epi16(x, shift), _mm512_set1_epi8(0x0f));
+#endif
 }
 
 /* The 16 nibble bytes of two adjacent 32-blocks (qs at byte offsets `off` and `off` + `stride` of a
@@ -58,9 +103,7 @@ AVX512 static inline __m512i nibbles_pair(const void *blocks, unsigned bytes, in
                                                           0x00010000, 0x00030002, 0x00050004, 0x00070006,
                                                           0x00010000, 0x00030002, 0x00050004, 0x00070006));
     const __m512i idx = _mm512_mask_add_epi16(wi, (__mmask32)0xffff0000u, wi, _mm512_set1_epi16((short)(stride / 2)));
-    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
-                                            0x0004000400040004ll, 0x0004000400040004ll);
-    return _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(idx, raw), shift), _mm512_set1_epi8(0x0f));
+    return nibbles_lo_hi(_mm512_permutexvar_epi16(idx, raw));
 }
 
 /* Lanes 0-7 = s0 = f16(wd0) * f16(yd0), lanes 8-15 = s1 (the same products as scalar code). */
@@ -132,7 +175,7 @@ AVX512 static inline __m512 pair_lanes(pair32 w, __m512i a)
     }
 
 /* Contract: as sl_qdot_q5_0_q8_0 (same bits). */
-AVX512 float sl_avx512_dot_q5_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 QDOT_DECL(dot_q5_0_q8_0)
 {
     const size_t ys = 0;
     float out[1];
@@ -141,13 +184,13 @@ AVX512 float sl_avx512_dot_q5_0_q8_0(const void *restrict vw, const void *restri
 }
 
 /* Contract: out[v] = sl_qdot_q5_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
-AVX512 void sl_avx512_dot4_q5_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+AVX512 QDOT4_DECL(dot4_q5_0_q8_0)
 {
     BLOCKS32_DOT(sl_block_q5_0, q5_0_pair, 4)
 }
 
 /* Contract: as sl_qdot_iq4_nl_q8_0 (same bits). */
-AVX512 float sl_avx512_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 QDOT_DECL(dot_iq4_nl_q8_0)
 {
     const size_t ys = 0;
     float out[1];
@@ -156,7 +199,7 @@ AVX512 float sl_avx512_dot_iq4_nl_q8_0(const void *restrict vw, const void *rest
 }
 
 /* Contract: out[v] = sl_qdot_iq4_nl_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
-AVX512 void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+AVX512 QDOT4_DECL(dot4_iq4_nl_q8_0)
 {
     BLOCKS32_DOT(sl_block_iq4_nl, iq4_nl_pair, 4)
 }
@@ -183,6 +226,17 @@ AVX512 static inline __m512i shifts(int lo, int hi)
     return join256(_mm256_set1_epi16((short)lo), _mm256_set1_epi16((short)hi));
 }
 
+/* Bits [lo, lo + 2) of each byte in the low 256 bits, [hi, hi + 2) in the high ones, as 0..3. */
+AVX512 static inline __m512i field2(__m512i q, int lo, int hi)
+{
+#if SL_AVX512Q_GFNI
+    const long long l = field_matrix(lo, 2, 0), h = field_matrix(hi, 2, 0);
+    return _mm512_gf2p8affine_epi64_epi8(q, _mm512_setr_epi64(l, l, l, l, h, h, h, h), 0);
+#else
+    return _mm512_and_si512(_mm512_srlv_epi16(q, shifts(lo, hi)), _mm512_set1_epi8(3));
+#endif
+}
+
 /* The int32 partial sums of S for the activations q (unsigned weights, no sign masks). */
 AVX512 static inline __m512i kgroups_isum(const kgroups *g, const int8_t *q)
 {
@@ -195,15 +249,14 @@ AVX512 static inline __m512i kgroups_isum(const kgroups *g, const int8_t *q)
 /* Q2_K: q <= 3 (pairs <= 2*3*127, times sc <= 15); sc16 holds the mins. */
 AVX512 static inline void q2_k_unpack(const sl_block_q2_k *b, kgroups *g)
 {
-    const __m512i m3 = _mm512_set1_epi8(3);
     const __m128i raw = _mm_loadu_si128((const __m128i *)b->scales);
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0f))));
     g->sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0f)));
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         const __m512i q = _mm512_broadcast_i64x4(ld256(b->qs + 32 * h));
-        g->u[2 * h] = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(0, 2)), m3);
-        g->u[2 * h + 1] = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(4, 6)), m3);
+        g->u[2 * h] = field2(q, 0, 2);
+        g->u[2 * h + 1] = field2(q, 4, 6);
         g->sc[2 * h] = _mm512_permutexvar_epi16(scale_idx(8 * h), sc16);
         g->sc[2 * h + 1] = _mm512_permutexvar_epi16(scale_idx(8 * h + 4), sc16);
     }
@@ -219,14 +272,14 @@ AVX512 static inline void q2_k_kblock(const sl_block_q2_k *b, const sl_block_q8_
 }
 
 /* Contract: as sl_qdot_q2_k_q8_k (same bits). */
-AVX512 float sl_avx512_dot_q2_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 QDOT_DECL(dot_q2_k_q8_k)
 {
     SL_KDOT_SINGLE(sl_block_q2_k, q2_k_kblock, (int)offsetof(sl_block_q2_k, dmin))
 }
 
 /* Contract: out[v] = sl_qdot_q2_k_q8_k(w, y + v*ys, n) bit for bit, v < 4 (lane v of the float
  * steps does exactly the scalar operations of vector v). */
-AVX512 void sl_avx512_dot4_q2_k_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+AVX512 QDOT4_DECL(dot4_q2_k_q8_k)
 {
     const sl_block_q2_k *w = vw;
     __m128 acc = _mm_setzero_ps();
@@ -266,24 +319,38 @@ AVX512 static inline __m256i q3_k_scales16(const uint8_t *b)
     return _mm256_sub_epi16(_mm256_cvtepu8_epi16(sc), _mm256_set1_epi16(32));
 }
 
+#if SL_AVX512Q_GFNI
+/* Bit `lo` of each byte in the low 256 bits, `hi` in the high ones, moved to bit 2 (value 4). */
+AVX512 static inline __m512i bit_to4(__m512i x, int lo, int hi)
+{
+    const long long l = field_matrix(lo, 1, 2), h = field_matrix(hi, 1, 2);
+    return _mm512_gf2p8affine_epi64_epi8(x, _mm512_setr_epi64(l, l, l, l, h, h, h, h), 0);
+}
+#endif
+
 /* Q3_K: u = value + 4 <= 7 (pairs <= 2*7*127, times |sc - 32| <= 32); sc16 holds sc - 32 for the
  * -4 correction.  hmask bit k = 4h + j of byte l goes to bit 2 (value 4): (hm >> (k - 2)) & 4, or
  * for k < 2 from hm << 2 (16-bit shifts: the bits taken never cross a byte). */
 AVX512 static inline void q3_k_unpack(const sl_block_q3_k *b, kgroups *g)
 {
-    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
     g->sc16 = q3_k_scales16(b->scales);
     const __m512i sc512 = _mm512_castsi256_si512(g->sc16);
-    const __m512i hm = _mm512_broadcast_i64x4(ld256(b->hmask)), hm_l = _mm512_slli_epi16(hm, 2);
+    const __m512i hm = _mm512_broadcast_i64x4(ld256(b->hmask));
+#if !SL_AVX512Q_GFNI
+    const __m512i m4 = _mm512_set1_epi8(4), hm_l = _mm512_slli_epi16(hm, 2);
+#endif
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         const __m512i q = _mm512_broadcast_i64x4(ld256(b->qs + 32 * h));
-        const __m512i q01 = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(0, 2)), m3);
-        const __m512i q23 = _mm512_and_si512(_mm512_srlv_epi16(q, shifts(4, 6)), m3);
+        const __m512i q01 = field2(q, 0, 2), q23 = field2(q, 4, 6);
+#if SL_AVX512Q_GFNI
+        const __m512i h01 = bit_to4(hm, 4 * h, 4 * h + 1), h23 = bit_to4(hm, 4 * h + 2, 4 * h + 3);
+#else
         const __m512i h01 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm_l, shifts(0, 1)), m4)
                                    : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(2, 3)), m4);
         const __m512i h23 = h == 0 ? _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(0, 1)), m4)
                                    : _mm512_and_si512(_mm512_srlv_epi16(hm, shifts(4, 5)), m4);
+#endif
         g->u[2 * h] = _mm512_or_si512(q01, h01);
         g->u[2 * h + 1] = _mm512_or_si512(q23, h23);
         g->sc[2 * h] = _mm512_permutexvar_epi16(scale_idx(8 * h), sc512);
@@ -311,7 +378,7 @@ AVX512 static inline __m512i q3_k_isum(const kgroups *g, const sl_block_q8_k *y)
 K_KBLOCK(q3_k_kblock, sl_block_q3_k, q3_k_unpack, q3_k_isum)
 
 /* Contract: as sl_qdot_q3_k_q8_k (same bits). */
-AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 QDOT_DECL(dot_q3_k_q8_k)
 {
     SL_KDOT_SINGLE(sl_block_q3_k, q3_k_kblock, -1)
 }
@@ -321,10 +388,8 @@ AVX512 float sl_avx512_dot_q3_k_q8_k(const void *restrict vw, const void *restri
  * Group g = sub-blocks 2g, 2g + 1: bytes 0-15 / 32-47 their low nibbles, 16-31 / 48-63 the high. */
 AVX512 static inline void iq4_xs_unpack(const sl_block_iq4_xs *b, kgroups *g)
 {
-    const __m512i kabs = _mm512_abs_epi8(kvalues_table512()), x8 = _mm512_set1_epi8(8), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i kabs = _mm512_abs_epi8(kvalues_table512()), x8 = _mm512_set1_epi8(8);
     const __m512i dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
-    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
-                                            0x0004000400040004ll, 0x0004000400040004ll);
     uint32_t sl;
     memcpy(&sl, b->scales_l, 4);
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
@@ -337,7 +402,7 @@ AVX512 static inline void iq4_xs_unpack(const sl_block_iq4_xs *b, kgroups *g)
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
         const __m512i raw = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(ld256(b->qs + 32 * k)));
-        const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(raw, shift), m4);
+        const __m512i nib = nibbles_lo_hi(raw);
         g->u[k] = _mm512_shuffle_epi8(kabs, nib);
         g->neg[k] = _mm512_testn_epi8_mask(nib, x8);
         g->sc[k] = _mm512_permutexvar_epi32(_mm512_inserti64x4(_mm512_set1_epi32(2 * k), _mm256_set1_epi32(2 * k + 1), 1), l2);
@@ -359,7 +424,7 @@ AVX512 static inline __m512i iq4_xs_isum(const kgroups *g, const int8_t *q)
 #define IQ4_XS_ISUM(g, y) iq4_xs_isum(g, (y)->qs)
 K_KBLOCK(iq4_xs_kblock, sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
 /* Contract: as sl_qdot_iq4_xs_q8_k (same bits). */
-AVX512 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, int64_t n)
+AVX512 QDOT_DECL(dot_iq4_xs_q8_k)
 {
     SL_KDOT_SINGLE(sl_block_iq4_xs, iq4_xs_kblock, -1)
 }
@@ -388,14 +453,14 @@ AVX512 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict vw, const void *rest
     _mm_storeu_ps(out, acc);
 
 /* Contract: out[v] = sl_qdot_q3_k_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
-AVX512 void sl_avx512_dot4_q3_k_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+AVX512 QDOT4_DECL(dot4_q3_k_q8_k)
 {
     K_DOT4(sl_block_q3_k, q3_k_unpack, q3_k_isum)
 }
 
 #define IQ4_XS_ISUM(g, y) iq4_xs_isum(g, (y)->qs)
 /* Contract: out[v] = sl_qdot_iq4_xs_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
-AVX512 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+AVX512 QDOT4_DECL(dot4_iq4_xs_q8_k)
 {
     K_DOT4(sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
 }
@@ -403,4 +468,41 @@ AVX512 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict vw, const void *rest
 #undef K_DOT4
 #undef YV
 
+#if !SL_AVX512Q_GFNI
+/* The entry points (kernels/simd.h): the GFNI build where the CPU has GFNI (Sapphire Rapids,
+ * Zen 4, Zen 5; not Skylake-SP or Cascade Lake), else this one; the same bits either way. */
+#undef QEXPORT
+#define QEXPORT(name) sl_avx512gfni_##name
+QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
+QDOT_DECL(dot_iq4_xs_q8_k);
+QDOT4_DECL(dot4_q5_0_q8_0); QDOT4_DECL(dot4_iq4_nl_q8_0); QDOT4_DECL(dot4_q2_k_q8_k); QDOT4_DECL(dot4_q3_k_q8_k);
+QDOT4_DECL(dot4_iq4_xs_q8_k);
+
+static atomic_bool g_force_plain;
+void sl_avx512_quants_force_plain(bool on) { atomic_store_explicit(&g_force_plain, on, memory_order_relaxed); }
+bool sl_avx512_quants_has_gfni(void) { return __builtin_cpu_supports("gfni"); }
+static bool use_gfni(void) { return !atomic_load_explicit(&g_force_plain, memory_order_relaxed) && sl_avx512_quants_has_gfni(); }
+
+#define QDOT_ENTRY(name)                                                                              \
+    float sl_avx512_##name(const void *restrict w, const void *restrict y, int64_t n)                 \
+    {                                                                                                 \
+        return use_gfni() ? sl_avx512gfni_##name(w, y, n) : sl_avx512plain_##name(w, y, n);          \
+    }
+#define QDOT4_ENTRY(name)                                                                             \
+    void sl_avx512_##name(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) \
+    {                                                                                                 \
+        if (use_gfni()) sl_avx512gfni_##name(w, y, ys, n, out);                                       \
+        else sl_avx512plain_##name(w, y, ys, n, out);                                                 \
+    }
+QDOT_ENTRY(dot_q5_0_q8_0) QDOT_ENTRY(dot_iq4_nl_q8_0) QDOT_ENTRY(dot_q2_k_q8_k) QDOT_ENTRY(dot_q3_k_q8_k)
+QDOT_ENTRY(dot_iq4_xs_q8_k)
+QDOT4_ENTRY(dot4_q5_0_q8_0) QDOT4_ENTRY(dot4_iq4_nl_q8_0) QDOT4_ENTRY(dot4_q2_k_q8_k) QDOT4_ENTRY(dot4_q3_k_q8_k)
+QDOT4_ENTRY(dot4_iq4_xs_q8_k)
+#undef QDOT_ENTRY
+#undef QDOT4_ENTRY
+#endif
+
+#else   /* not x86: the AVX-512 set is never handed out */
+void sl_avx512_quants_force_plain(bool on) { (void)on; }
+bool sl_avx512_quants_has_gfni(void) { return false; }
 #endif

@@ -533,8 +533,21 @@ Test(quant_types, portable_integer_dots_against_float64)
 
 /* Every SIMD path this CPU has returns the portable bits, on random blocks with wide scales
  * (exponents -14..15) and moderate ones, over block counts covering odd tails. */
+/* The AVX-512 low-bit dots are built twice (kernels/simd_avx512_quants.c): with GFNI, which runs
+ * where the CPU has it, and without.  Tests that check them run once per build the CPU can run,
+ * the second time with the plain build forced. */
+static int avx512_builds(void) { return sl_avx512_quants_has_gfni() ? 2 : 1; }
+
+static void every_path_once(int build);
 Test(quant_types, every_path_bit_identical_to_portable)
 {
+    for (int b = 0; b < avx512_builds(); b++) every_path_once(b);
+    sl_avx512_quants_force_plain(false);
+}
+
+static void every_path_once(int build)
+{
+    sl_avx512_quants_force_plain(build == 1);
     tk_rng r = { 1604 };
     int checked = 0;
     for (int ti = 0; ti < N_NEW; ti++) {
@@ -570,7 +583,8 @@ Test(quant_types, every_path_bit_identical_to_portable)
                 free(w); free(x); free(y); free(y2);
             }
     }
-    fprintf(stderr, "quant_types: %d SIMD integer dots bit-identical to portable\n", checked);
+    fprintf(stderr, "quant_types: %d SIMD integer dots bit-identical to portable (%s AVX-512 build)\n", checked,
+            build ? "plain" : "default");
 }
 
 static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
@@ -587,8 +601,16 @@ static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
 
 /* Every path's 4-vector dot gives each vector exactly the portable single dot's bits (random
  * blocks, wide and moderate scales, block counts with odd tails, vectors at a padded stride). */
+static void dot4_once(int build);
 Test(quant_types, dot4_bit_identical_to_single_dots)
 {
+    for (int b = 0; b < avx512_builds(); b++) dot4_once(b);
+    sl_avx512_quants_force_plain(false);
+}
+
+static void dot4_once(int build)
+{
+    sl_avx512_quants_force_plain(build == 1);
     tk_rng r = { 1606 };
     int checked = 0, types_with_dot4 = 0;
     for (int ti = 0; ti < N_NEW; ti++) {
@@ -623,7 +645,8 @@ Test(quant_types, dot4_bit_identical_to_single_dots)
             }
         types_with_dot4 += any;
     }
-    fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots\n", checked, types_with_dot4);
+    fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots (%s AVX-512 build)\n",
+            checked, types_with_dot4, build ? "plain" : "default");
 }
 
 /* Every path's rows form (the matvec of a decode step) gives each row exactly the portable single
