@@ -25,9 +25,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-/* Built twice: here without GFNI (names sl_avx512plain_*), and by simd_avx512_quants_gfni.c with
- * it (sl_avx512gfni_*), where the 2-bit and 4-bit fields come out of one vgf2p8affineqb each
- * instead of a vpsrlvw and a vpand.  The sl_avx512_* entry points at the end pick one per call. */
+/* Built twice: here without GFNI (single dots named sl_avx512plain_*), and by
+ * simd_avx512_quants_gfni.c with it (sl_avx512gfni_*), where the 2-bit and 4-bit fields come out
+ * of one vgf2p8affineqb each instead of a vpsrlvw and a vpand.  The sl_avx512_* entry points at
+ * the end pick one per call. */
 #ifndef SL_AVX512Q_GFNI
 #define SL_AVX512Q_GFNI 0
 #endif
@@ -39,12 +40,14 @@
 #define QEXPORT(name) sl_avx512plain_##name
 #endif
 #define QDOT_DECL(name) float QEXPORT(name)(const void *restrict vw, const void *restrict vy, int64_t n)
+/* The 4-vector forms (batched prefill) are built only without GFNI: there the unpacking is shared
+ * by four vectors' products, and on Zen 4 vgf2p8affineqb shares a pipe with vpmaddubsw and
+ * vpdpwssd (Q3_K at nb = 64 ran 69-77 Gop/s with it against 82-88 without; docs/benchmarks.md,
+ * "Zen 4, session 17"), so they keep their names (kernels/simd.h) and need no entry point. */
 #define QDOT4_DECL(name) \
-    void QEXPORT(name)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+    void sl_avx512_##name(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
 QDOT_DECL(dot_iq4_xs_q8_k);
-QDOT4_DECL(dot4_q5_0_q8_0); QDOT4_DECL(dot4_iq4_nl_q8_0); QDOT4_DECL(dot4_q2_k_q8_k); QDOT4_DECL(dot4_q3_k_q8_k);
-QDOT4_DECL(dot4_iq4_xs_q8_k);
 
 AVX512 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 AVX512 static inline __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -183,11 +186,13 @@ AVX512 QDOT_DECL(dot_q5_0_q8_0)
     return out[0];
 }
 
+#if !SL_AVX512Q_GFNI
 /* Contract: out[v] = sl_qdot_q5_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
 AVX512 QDOT4_DECL(dot4_q5_0_q8_0)
 {
     BLOCKS32_DOT(sl_block_q5_0, q5_0_pair, 4)
 }
+#endif
 
 /* Contract: as sl_qdot_iq4_nl_q8_0 (same bits). */
 AVX512 QDOT_DECL(dot_iq4_nl_q8_0)
@@ -198,11 +203,13 @@ AVX512 QDOT_DECL(dot_iq4_nl_q8_0)
     return out[0];
 }
 
+#if !SL_AVX512Q_GFNI
 /* Contract: out[v] = sl_qdot_iq4_nl_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
 AVX512 QDOT4_DECL(dot4_iq4_nl_q8_0)
 {
     BLOCKS32_DOT(sl_block_iq4_nl, iq4_nl_pair, 4)
 }
+#endif
 #undef BLOCKS32_DOT
 
 /* ---- super-blocks with Q8_K: each super-block's weights unpacked once into 4 groups of 64
@@ -277,6 +284,7 @@ AVX512 QDOT_DECL(dot_q2_k_q8_k)
     SL_KDOT_SINGLE(sl_block_q2_k, q2_k_kblock, (int)offsetof(sl_block_q2_k, dmin))
 }
 
+#if !SL_AVX512Q_GFNI
 /* Contract: out[v] = sl_qdot_q2_k_q8_k(w, y + v*ys, n) bit for bit, v < 4 (lane v of the float
  * steps does exactly the scalar operations of vector v). */
 AVX512 QDOT4_DECL(dot4_q2_k_q8_k)
@@ -304,6 +312,7 @@ AVX512 QDOT4_DECL(dot4_q2_k_q8_k)
     }
     _mm_storeu_ps(out, acc);
 }
+#endif
 
 /* The 16 Q3_K scales minus 32 as int16 (the same values as sl_q3_k_scales - 32), unpacked in
  * registers: low nibbles from bytes 0-7 (scales 0-7 low, 8-15 high nibbles), top 2 bits from
@@ -452,31 +461,33 @@ AVX512 QDOT_DECL(dot_iq4_xs_q8_k)
     }                                                                                                \
     _mm_storeu_ps(out, acc);
 
+#if !SL_AVX512Q_GFNI
 /* Contract: out[v] = sl_qdot_q3_k_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
 AVX512 QDOT4_DECL(dot4_q3_k_q8_k)
 {
     K_DOT4(sl_block_q3_k, q3_k_unpack, q3_k_isum)
 }
+#endif
 
 #define IQ4_XS_ISUM(g, y) iq4_xs_isum(g, (y)->qs)
+#if !SL_AVX512Q_GFNI
 /* Contract: out[v] = sl_qdot_iq4_xs_q8_k(w, y + v*ys, n) bit for bit, v < 4. */
 AVX512 QDOT4_DECL(dot4_iq4_xs_q8_k)
 {
     K_DOT4(sl_block_iq4_xs, iq4_xs_unpack, IQ4_XS_ISUM)
 }
+#endif
 #undef IQ4_XS_ISUM
 #undef K_DOT4
 #undef YV
 
 #if !SL_AVX512Q_GFNI
-/* The entry points (kernels/simd.h): the GFNI build where the CPU has GFNI (Sapphire Rapids,
+/* The single dots' entry points (kernels/simd.h): the GFNI build where the CPU has GFNI (Sapphire Rapids,
  * Zen 4, Zen 5; not Skylake-SP or Cascade Lake), else this one; the same bits either way. */
 #undef QEXPORT
 #define QEXPORT(name) sl_avx512gfni_##name
 QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
 QDOT_DECL(dot_iq4_xs_q8_k);
-QDOT4_DECL(dot4_q5_0_q8_0); QDOT4_DECL(dot4_iq4_nl_q8_0); QDOT4_DECL(dot4_q2_k_q8_k); QDOT4_DECL(dot4_q3_k_q8_k);
-QDOT4_DECL(dot4_iq4_xs_q8_k);
 
 static atomic_bool g_force_plain;
 void sl_avx512_quants_force_plain(bool on) { atomic_store_explicit(&g_force_plain, on, memory_order_relaxed); }
@@ -488,18 +499,9 @@ static bool use_gfni(void) { return !atomic_load_explicit(&g_force_plain, memory
     {                                                                                                 \
         return use_gfni() ? sl_avx512gfni_##name(w, y, n) : sl_avx512plain_##name(w, y, n);          \
     }
-#define QDOT4_ENTRY(name)                                                                             \
-    void sl_avx512_##name(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out) \
-    {                                                                                                 \
-        if (use_gfni()) sl_avx512gfni_##name(w, y, ys, n, out);                                       \
-        else sl_avx512plain_##name(w, y, ys, n, out);                                                 \
-    }
 QDOT_ENTRY(dot_q5_0_q8_0) QDOT_ENTRY(dot_iq4_nl_q8_0) QDOT_ENTRY(dot_q2_k_q8_k) QDOT_ENTRY(dot_q3_k_q8_k)
 QDOT_ENTRY(dot_iq4_xs_q8_k)
-QDOT4_ENTRY(dot4_q5_0_q8_0) QDOT4_ENTRY(dot4_iq4_nl_q8_0) QDOT4_ENTRY(dot4_q2_k_q8_k) QDOT4_ENTRY(dot4_q3_k_q8_k)
-QDOT4_ENTRY(dot4_iq4_xs_q8_k)
 #undef QDOT_ENTRY
-#undef QDOT4_ENTRY
 #endif
 
 #else   /* not x86: the AVX-512 set is never handed out */

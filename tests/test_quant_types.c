@@ -533,8 +533,8 @@ Test(quant_types, portable_integer_dots_against_float64)
 
 /* Every SIMD path this CPU has returns the portable bits, on random blocks with wide scales
  * (exponents -14..15) and moderate ones, over block counts covering odd tails. */
-/* The AVX-512 low-bit dots are built twice (kernels/simd_avx512_quants.c): with GFNI, which runs
- * where the CPU has it, and without.  Tests that check them run once per build the CPU can run,
+/* The AVX-512 low-bit single dots are built twice (kernels/simd_avx512_quants.c): with GFNI, which
+ * runs where the CPU has it, and without.  The test of them runs once per build the CPU can run,
  * the second time with the plain build forced. */
 static int avx512_builds(void) { return sl_avx512_quants_has_gfni() ? 2 : 1; }
 
@@ -601,16 +601,8 @@ static sl_qdot4_fn qdot4_of(const sl_kernel_set *ks, int type)
 
 /* Every path's 4-vector dot gives each vector exactly the portable single dot's bits (random
  * blocks, wide and moderate scales, block counts with odd tails, vectors at a padded stride). */
-static void dot4_once(int build);
 Test(quant_types, dot4_bit_identical_to_single_dots)
 {
-    for (int b = 0; b < avx512_builds(); b++) dot4_once(b);
-    sl_avx512_quants_force_plain(false);
-}
-
-static void dot4_once(int build)
-{
-    sl_avx512_quants_force_plain(build == 1);
     tk_rng r = { 1606 };
     int checked = 0, types_with_dot4 = 0;
     for (int ti = 0; ti < N_NEW; ti++) {
@@ -645,8 +637,7 @@ static void dot4_once(int build)
             }
         types_with_dot4 += any;
     }
-    fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots (%s AVX-512 build)\n",
-            checked, types_with_dot4, build ? "plain" : "default");
+    fprintf(stderr, "quant_types: %d 4-vector dots (%d types) bit-identical to portable single dots\n", checked, types_with_dot4);
 }
 
 /* Every path's rows form (the matvec of a decode step) gives each row exactly the portable single
