@@ -504,7 +504,7 @@ QDOT_ENTRY(dot_iq4_xs_q8_k)
 #undef QDOT_ENTRY
 #endif
 
-#else   /* not x86: the AVX-512 set is never handed out */
+#elif !SL_AVX512Q_GFNI   /* not x86: the AVX-512 set is never handed out */
 void sl_avx512_quants_force_plain(bool on) { (void)on; }
 bool sl_avx512_quants_has_gfni(void) { return false; }
 #endif
