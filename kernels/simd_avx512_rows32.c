@@ -23,7 +23,7 @@
  * Rows go two at a time and share the activation loads; while two rows' dots run, the next two
  * rows are prefetched, so that their scales pass reads the cache (without it, that pass waited on
  * memory and the form streamed at ~50%; with the scales made in the loop and read back at once,
- * the same).  docs/benchmarks.md, "Zen 4, session 17", has the measurements.  n above SL_ROWS32_MAX_N elements, or an
+ * the same; docs/benchmarks.md, "Zen 4, session 17").  n above SL_ROWS32_MAX_N elements, or an
  * odd number of blocks: the single dot row by row (same bits).  Tested against the portable
  * single dots in tests/test_quant_types.c (dotr_bit_identical_to_single_dots). */
 #include "kernels/k_quants.h"
@@ -43,8 +43,9 @@ AVX512 static inline __m256 hi_ps(__m512 v) { return _mm256_castpd_ps(_mm512_ext
 #define SL_REDUCE_TARGET AVX512
 #include "kernels/simd_reduce.h"   /* lanes_reduce */
 
-/* Elements per call held in the prepared form (2 KiB of stack per 1024 elements); the largest
- * matrix inputs of the 7-14B models are 14336 (Llama 3 8B, Mistral Nemo ffn_down). */
+/* Elements per call held in the prepared form (~2.4 KiB of stack per 1024 elements: the pairs'
+ * activations and corrections, the activation scales, two rows' scales; 38 KiB at the limit); the
+ * largest matrix inputs of the 7-14B models are 14336 (Llama 3 8B, Mistral Nemo ffn_down). */
 #define SL_ROWS32_MAX_N 16384
 #define MAX_PAIRS (SL_ROWS32_MAX_N / 64)
 
