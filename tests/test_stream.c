@@ -222,7 +222,7 @@ Test(stream, interrupted_pass_recovers)
     sl_ctx_params p = { .n_ctx = 64, .n_batch = 64, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     inner = sl_stream_source(s);
-    sl_wsource wrap = { NULL, w_matmul, w_row, w_err, w_reset };
+    sl_wsource wrap = { NULL, w_matmul, w_row, w_err, w_reset, NULL };   /* dense: nothing to announce */
     c->src = &wrap;
     c->cancel = &cancel_flag;
     left = 10;   /* inside block 1 (7 matmuls per block): pieces of block 1 and 2 are in flight */

@@ -140,7 +140,7 @@ static int prog_matmul(void *self, const sl_weight *w, const float *x, int nb, f
 {
     prog_src *ps = self;
     int rc = ps->inner->matmul(ps->inner->self, w, x, nb, out, stride);
-    ps->done_bytes += w->nbytes;
+    if (!w->routed) ps->done_bytes += w->nbytes;   /* pass_bytes counts the schedule, not the experts */
     prog_report(ps);
     return rc;
 }
@@ -161,6 +161,12 @@ static void prog_reset(void *self)
 {
     prog_src *ps = self;
     if (ps->inner->reset) ps->inner->reset(ps->inner->self);
+}
+
+static int prog_want(void *self, sl_weight *const *ws, int n)
+{
+    prog_src *ps = self;
+    return ps->inner->want ? ps->inner->want(ps->inner->self, ws, n) : 0;
 }
 
 static int eval_checked(sluice_ctx *C, const int32_t *t, int n, bool progress);
@@ -207,7 +213,7 @@ static int eval_locked(sluice_ctx *C, const int32_t *t, int n, bool progress)
     bool show = progress && p->progress && n > 1;
     prog_src ps = { .inner = c->src, .p = p, .total = n };
     if (show && c->src) {
-        ps.base = (sl_wsource){ &ps, prog_matmul, prog_row, prog_errmsg, prog_reset };
+        ps.base = (sl_wsource){ &ps, prog_matmul, prog_row, prog_errmsg, prog_reset, prog_want };
         ps.pass_bytes = sl_stream_pass_bytes(C->M->stream);
         c->src = &ps.base;
     }

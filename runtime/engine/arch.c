@@ -11,6 +11,8 @@ static const sl_arch *const g_archs[] = {
     &sl_arch_qwen3,
     &sl_arch_phi3,
     &sl_arch_gemma2,
+    &sl_arch_qwen3moe,
+    &sl_arch_qwen2moe,
 };
 
 #define N_ARCHS (sizeof g_archs / sizeof *g_archs)
@@ -50,7 +52,7 @@ void sl_arch_features(const struct sl_model *m, char *buf, size_t len)
     if (m->rope_freqs) ADD(", rope_freqs factors");
     if (m->rope_long) ADD(", longrope factors (long past %d positions, attention factor %g)", c->rope_ctx_orig, c->rope_mscale);
     if (c->rope_scale != 1.0f) ADD(", linear rope scaling x%g", 1.0 / c->rope_scale);
-    ADD(", %s FFN", m->arch->act == SL_ACT_GELU_TANH ? "GELU(tanh)" : "SwiGLU");
+    ADD(", %s %s", m->arch->act == SL_ACT_GELU_TANH ? "GELU(tanh)" : "SwiGLU", c->n_expert ? "experts" : "FFN");
     for (int i = 0; i < m->arch->n_mats; i++)
         if (m->arch->mats[i].fused) ADD(", fused %s", m->arch->mats[i].fused == SL_FUSED_QKV ? "qkv" : "gate|up");
     if (L && L->vec[SL_VEC_Q_BIAS]) ADD(", q/k/v biases");
@@ -60,6 +62,10 @@ void sl_arch_features(const struct sl_model *m, char *buf, size_t len)
     if (c->n_swa && c->swa_layers != SL_SWA_NONE)
         ADD(", sliding window %d (%s)", c->n_swa, c->swa_layers == SL_SWA_ALL ? "every block" : "even blocks");
     if (c->attn_softcap) ADD(", attention softcap %g", c->attn_softcap);
+    if (c->n_expert)
+        ADD(", %d routed experts (%d per token, %s)%s", c->n_expert, c->n_expert_used,
+            m->arch->gating == SL_GATE_SOFTMAX_NORM ? "weights renormalised" : "softmax weights",
+            L && L->vec[SL_VEC_SHEXP_GATE] ? " + gated shared expert" : "");
     if (c->final_softcap) ADD(", final softcap %g", c->final_softcap);
 #undef ADD
 }

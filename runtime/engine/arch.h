@@ -36,8 +36,32 @@ enum sl_block_mat {
     SL_MAT_GATE,     /* (dim -> ffn_dim) */
     SL_MAT_UP,       /* (dim -> ffn_dim) */
     SL_MAT_DOWN,     /* (ffn_dim -> dim) */
+    /* A MoE block's shared expert (qwen2moe): a SwiGLU FFN every token takes beside its routed
+     * experts.  After the routed experts in forward order: the router's choice is known before the
+     * dense pieces around it are needed, so the expert reads start first. */
+    SL_MAT_SH_GATE,  /* (dim -> shexp_ffn) */
+    SL_MAT_SH_UP,    /* (dim -> shexp_ffn) */
+    SL_MAT_SH_DOWN,  /* (shexp_ffn -> dim) */
     SL_BLOCK_MATS
 };
+
+/* The matrices of one routed expert.  In the file each is a 3-D stack (ne = cols, rows, n_expert);
+ * expert e's matrix is the contiguous slice at offset + e * rows * row_bytes, bound as an ordinary
+ * 2-D weight (a view, like the fused tensors' parts), so the stream, the planner and the kernels see
+ * experts as weights.  Forward order: gate, up, down. */
+enum sl_expert_mat { SL_EXP_GATE, SL_EXP_UP, SL_EXP_DOWN, SL_EXPERT_MATS };
+
+/* How a MoE block turns its router logits into the k experts a token takes and their weights
+ * (../shared/README.md "Set 5", llama.cpp build_moe_ffn). */
+enum sl_gating {
+    SL_GATE_SOFTMAX_NORM,   /* softmax over all experts, top-k, weights renormalised to sum 1
+                             * (qwen3moe, mixtral: equivalently a softmax over the k logits) */
+    SL_GATE_SOFTMAX         /* softmax over all experts, top-k, weights as they are (qwen2moe) */
+};
+
+/* When a tensor row of a description applies: always, or only to a dense or a MoE model of an
+ * architecture that has both (a llama file is MoE iff llama.expert_count > 0: Mixtral). */
+enum sl_when { SL_WHEN_ALWAYS, SL_WHEN_DENSE, SL_WHEN_MOE };
 
 /* How one file tensor fills the matrix slots (sl_arch_tensor.fused). */
 enum sl_fused {
@@ -54,6 +78,7 @@ enum sl_block_vec {
     SL_VEC_POST_ATTN_NORM,
     SL_VEC_FFN_NORM,
     SL_VEC_POST_FFN_NORM,
+    SL_VEC_SHEXP_GATE,                       /* (dim): the shared expert's scalar gate sigmoid(w . x) */
     SL_BLOCK_VECS
 };
 
@@ -66,7 +91,10 @@ enum sl_dim {
     SL_DIM_QKV,      /* q_dim + 2 kv_dim */
     SL_DIM_FFN,      /* feed_forward_length */
     SL_DIM_FFN2,     /* 2 * feed_forward_length */
-    SL_DIM_HEAD      /* head_dim */
+    SL_DIM_HEAD,     /* head_dim */
+    SL_DIM_EXP_FFN,  /* a routed expert's hidden width (expert_feed_forward_length) */
+    SL_DIM_SHEXP_FFN,/* the shared expert's hidden width */
+    SL_DIM_N_EXPERT  /* expert_count (the router's rows) */
 };
 
 /* How q and k are rotated: adjacent pairs (GGML "normal", llama) or the two halves of a head
@@ -82,6 +110,7 @@ typedef struct sl_arch_tensor {
     int  cols, rows;         /* enum sl_dim: ne[0], ne[1] (a fused tensor: all its rows) */
     bool required;
     int  fused;              /* enum sl_fused (matrices only; slot is then ignored) */
+    int  when;               /* enum sl_when */
 } sl_arch_tensor;
 
 /* Whether the LM head is its own tensor (output.weight) or the embedding table. */
@@ -112,6 +141,14 @@ typedef struct sl_arch {
     bool rope_long_short;    /* may carry rope_factors_long/short.weight (longrope: Phi-3-128k, Phi-3.5) */
     bool rope_full;          /* rope.dimension_count must equal head_dim (llama.cpp asserts it) */
     int output;              /* enum sl_output_kind */
+    /* Mixture of experts: the routed experts' stacks (slot = enum sl_expert_mat, extents of one
+     * expert), the router's name (ffn_gate_inp: n_expert rows of dim, held as f32) and the gating.
+     * moe: expert_count is required; moe_optional: the file decides (expert_count > 0). */
+    const sl_arch_tensor *experts;
+    int n_experts;
+    const char *router;
+    int gating;              /* enum sl_gating */
+    bool moe, moe_optional;
     /* The architecture's own hyperparameters, read after the common ones (NULL: none).  0 or
      * -errno with one line in err. */
     int (*read_hparams)(const sl_gguf *g, struct sl_config *c, char *err, size_t errlen);
@@ -128,6 +165,8 @@ extern const sl_arch sl_arch_qwen2;
 extern const sl_arch sl_arch_qwen3;
 extern const sl_arch sl_arch_phi3;
 extern const sl_arch sl_arch_gemma2;
+extern const sl_arch sl_arch_qwen3moe;
+extern const sl_arch sl_arch_qwen2moe;
 
 /* One line naming what model m's forward pass adds to plain llama ("neox rope, q/k/v biases, ..."). */
 struct sl_model;

@@ -16,20 +16,20 @@
 #include "runtime/engine/model.h"
 
 static const sl_arch_tensor gemma2_mats[] = {
-    { "blk.%d.attn_q.weight",      SL_MAT_Q,    SL_DIM_EMBD, SL_DIM_Q,    true, 0 },
-    { "blk.%d.attn_k.weight",      SL_MAT_K,    SL_DIM_EMBD, SL_DIM_KV,   true, 0 },
-    { "blk.%d.attn_v.weight",      SL_MAT_V,    SL_DIM_EMBD, SL_DIM_KV,   true, 0 },
-    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0 },
-    { "blk.%d.ffn_gate.weight",    SL_MAT_GATE, SL_DIM_EMBD, SL_DIM_FFN,  true, 0 },
-    { "blk.%d.ffn_up.weight",      SL_MAT_UP,   SL_DIM_EMBD, SL_DIM_FFN,  true, 0 },
-    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0 },
+    { "blk.%d.attn_q.weight",      SL_MAT_Q,    SL_DIM_EMBD, SL_DIM_Q,    true, 0, 0 },
+    { "blk.%d.attn_k.weight",      SL_MAT_K,    SL_DIM_EMBD, SL_DIM_KV,   true, 0, 0 },
+    { "blk.%d.attn_v.weight",      SL_MAT_V,    SL_DIM_EMBD, SL_DIM_KV,   true, 0, 0 },
+    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0, 0 },
+    { "blk.%d.ffn_gate.weight",    SL_MAT_GATE, SL_DIM_EMBD, SL_DIM_FFN,  true, 0, 0 },
+    { "blk.%d.ffn_up.weight",      SL_MAT_UP,   SL_DIM_EMBD, SL_DIM_FFN,  true, 0, 0 },
+    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0, 0 },
 };
 
 static const sl_arch_tensor gemma2_vecs[] = {
-    { "blk.%d.attn_norm.weight",           SL_VEC_ATTN_NORM,      SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.post_attention_norm.weight", SL_VEC_POST_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.ffn_norm.weight",            SL_VEC_FFN_NORM,       SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.post_ffw_norm.weight",       SL_VEC_POST_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
+    { "blk.%d.attn_norm.weight",           SL_VEC_ATTN_NORM,      SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.post_attention_norm.weight", SL_VEC_POST_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.ffn_norm.weight",            SL_VEC_FFN_NORM,       SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.post_ffw_norm.weight",       SL_VEC_POST_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
 };
 
 /* A soft cap "<key>" (default dflt): finite and > 0. */

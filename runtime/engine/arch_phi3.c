@@ -13,15 +13,15 @@
 #include "runtime/engine/model.h"
 
 static const sl_arch_tensor phi3_mats[] = {
-    { "blk.%d.attn_qkv.weight",    0,           SL_DIM_EMBD, SL_DIM_QKV,  true, SL_FUSED_QKV },
-    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0 },
-    { "blk.%d.ffn_up.weight",      0,           SL_DIM_EMBD, SL_DIM_FFN2, true, SL_FUSED_GATE_UP },
-    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0 },
+    { "blk.%d.attn_qkv.weight",    0,           SL_DIM_EMBD, SL_DIM_QKV,  true, SL_FUSED_QKV, 0 },
+    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0, 0 },
+    { "blk.%d.ffn_up.weight",      0,           SL_DIM_EMBD, SL_DIM_FFN2, true, SL_FUSED_GATE_UP, 0 },
+    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0, 0 },
 };
 
 static const sl_arch_tensor phi3_vecs[] = {
-    { "blk.%d.attn_norm.weight", SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.ffn_norm.weight",  SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
+    { "blk.%d.attn_norm.weight", SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.ffn_norm.weight",  SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
 };
 
 static int phi3_hparams(const sl_gguf *g, sl_config *c, char *err, size_t errlen)

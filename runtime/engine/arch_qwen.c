@@ -12,29 +12,29 @@
 #include "runtime/engine/arch.h"
 
 #define LLAMA_MATS                                                                          \
-    { "blk.%d.attn_q.weight",      SL_MAT_Q,    SL_DIM_EMBD, SL_DIM_Q,    true, 0 },        \
-    { "blk.%d.attn_k.weight",      SL_MAT_K,    SL_DIM_EMBD, SL_DIM_KV,   true, 0 },        \
-    { "blk.%d.attn_v.weight",      SL_MAT_V,    SL_DIM_EMBD, SL_DIM_KV,   true, 0 },        \
-    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0 },        \
-    { "blk.%d.ffn_gate.weight",    SL_MAT_GATE, SL_DIM_EMBD, SL_DIM_FFN,  true, 0 },        \
-    { "blk.%d.ffn_up.weight",      SL_MAT_UP,   SL_DIM_EMBD, SL_DIM_FFN,  true, 0 },        \
-    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0 }
+    { "blk.%d.attn_q.weight",      SL_MAT_Q,    SL_DIM_EMBD, SL_DIM_Q,    true, 0, 0 },        \
+    { "blk.%d.attn_k.weight",      SL_MAT_K,    SL_DIM_EMBD, SL_DIM_KV,   true, 0, 0 },        \
+    { "blk.%d.attn_v.weight",      SL_MAT_V,    SL_DIM_EMBD, SL_DIM_KV,   true, 0, 0 },        \
+    { "blk.%d.attn_output.weight", SL_MAT_O,    SL_DIM_Q,    SL_DIM_EMBD, true, 0, 0 },        \
+    { "blk.%d.ffn_gate.weight",    SL_MAT_GATE, SL_DIM_EMBD, SL_DIM_FFN,  true, 0, 0 },        \
+    { "blk.%d.ffn_up.weight",      SL_MAT_UP,   SL_DIM_EMBD, SL_DIM_FFN,  true, 0, 0 },        \
+    { "blk.%d.ffn_down.weight",    SL_MAT_DOWN, SL_DIM_FFN,  SL_DIM_EMBD, true, 0, 0 }
 
 static const sl_arch_tensor qwen_mats[] = { LLAMA_MATS };
 
 static const sl_arch_tensor qwen2_vecs[] = {
-    { "blk.%d.attn_norm.weight", SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.attn_q.bias",      SL_VEC_Q_BIAS,    SL_DIM_Q,    SL_DIM_ONE, true, 0 },
-    { "blk.%d.attn_k.bias",      SL_VEC_K_BIAS,    SL_DIM_KV,   SL_DIM_ONE, true, 0 },
-    { "blk.%d.attn_v.bias",      SL_VEC_V_BIAS,    SL_DIM_KV,   SL_DIM_ONE, true, 0 },
-    { "blk.%d.ffn_norm.weight",  SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
+    { "blk.%d.attn_norm.weight", SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.attn_q.bias",      SL_VEC_Q_BIAS,    SL_DIM_Q,    SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.attn_k.bias",      SL_VEC_K_BIAS,    SL_DIM_KV,   SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.attn_v.bias",      SL_VEC_V_BIAS,    SL_DIM_KV,   SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.ffn_norm.weight",  SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
 };
 
 static const sl_arch_tensor qwen3_vecs[] = {
-    { "blk.%d.attn_norm.weight",   SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.attn_q_norm.weight", SL_VEC_Q_NORM,    SL_DIM_HEAD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.attn_k_norm.weight", SL_VEC_K_NORM,    SL_DIM_HEAD, SL_DIM_ONE, true, 0 },
-    { "blk.%d.ffn_norm.weight",    SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0 },
+    { "blk.%d.attn_norm.weight",   SL_VEC_ATTN_NORM, SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.attn_q_norm.weight", SL_VEC_Q_NORM,    SL_DIM_HEAD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.attn_k_norm.weight", SL_VEC_K_NORM,    SL_DIM_HEAD, SL_DIM_ONE, true, 0, 0 },
+    { "blk.%d.ffn_norm.weight",    SL_VEC_FFN_NORM,  SL_DIM_EMBD, SL_DIM_ONE, true, 0, 0 },
 };
 
 const sl_arch sl_arch_qwen2 = {

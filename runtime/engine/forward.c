@@ -23,6 +23,7 @@
 #include "kernels/f16.h"
 #include "kernels/ops.h"
 #include "kernels/types.h"
+#include "runtime/engine/forward_internal.h"
 
 /* Per-thread attention scratch: scores of one GQA group over the context, plus one head row
  * decoded from q8_0.  sl_ctx_bytes and the planner's act_bytes count the same. */
@@ -36,14 +37,30 @@ static size_t logits_rows(const sl_ctx_params *p, int n_batch)
     return p->n_logits > 0 ? (size_t)p->n_logits : p->logits_all ? (size_t)n_batch : 1;
 }
 
+/* The widest FFN hidden layer: the dense FFN's, a routed expert's or the shared expert's. */
+static size_t ffn_width(const sl_config *c)
+{
+    int w = c->ffn_dim > c->expert_ffn ? c->ffn_dim : c->expert_ffn;
+    return (size_t)(w > c->shexp_ffn ? w : c->shexp_ffn);
+}
+
+/* Bytes of the MoE scratch for B positions (moe_* of sl_ctx; 0 for a dense model). */
+static size_t moe_bytes(const sl_config *c, size_t B)
+{
+    if (!c->n_expert) return 0;
+    const size_t E = (size_t)c->n_expert, k = (size_t)c->n_expert_used;
+    return B * E * sizeof(float) + B * k * (sizeof(int) + sizeof(float)) + (B * k + E + 1) * sizeof(int) +
+           3 * B * (size_t)c->dim * sizeof(float) + E * SL_EXPERT_MATS * sizeof(sl_weight *);
+}
+
 size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
 {
     size_t B = (size_t)(p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx);
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
-    size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * (size_t)c->ffn_dim) +
+    size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * ffn_width(c)) +
                (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + logits_rows(p, (int)B) * (size_t)c->vocab;
     size_t kv = p->no_kv ? 0 : sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL);
-    return kv + f * sizeof(float) + B * sizeof(sl_batch_pos);
+    return kv + f * sizeof(float) + B * sizeof(sl_batch_pos) + moe_bytes(c, B);
 }
 
 void sl_ctx_free(sl_ctx *c)
@@ -52,6 +69,8 @@ void sl_ctx_free(sl_ctx *c)
     sl_kv_free(c->kv);
     free(c->x); free(c->xb); free(c->q); free(c->k); free(c->v); free(c->att_out);
     free(c->hb); free(c->hb2); free(c->att); free(c->logits); free(c->bpos);
+    free(c->moe_logits); free(c->moe_ids); free(c->moe_w); free(c->moe_list); free(c->moe_x); free(c->moe_y);
+    free(c->moe_acc); free(c->moe_want);
     free(c);
 }
 
@@ -87,14 +106,27 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     c->att_out = malloc(B * qd * sizeof(float));
     c->k = malloc(B * kvd * sizeof(float));
     c->v = malloc(B * kvd * sizeof(float));
-    c->hb = malloc(B * cf->ffn_dim * sizeof(float));
-    c->hb2 = malloc(B * cf->ffn_dim * sizeof(float));
+    c->hb = malloc(B * ffn_width(cf) * sizeof(float));
+    c->hb2 = malloc(B * ffn_width(cf) * sizeof(float));
     c->att = malloc((size_t)nt * att_scratch_floats(cf, c->n_ctx) * sizeof(float));
     c->logits_cap = (int)logits_rows(p, c->n_batch);
     c->logits = calloc((size_t)c->logits_cap * (size_t)cf->vocab, sizeof(float));
     c->bpos = malloc(B * sizeof *c->bpos);
+    bool moe_ok = true;
+    if (cf->n_expert) {
+        const size_t E = (size_t)cf->n_expert, k = (size_t)cf->n_expert_used;
+        c->moe_logits = malloc(B * E * sizeof(float));
+        c->moe_ids = malloc(B * k * sizeof(int));
+        c->moe_w = malloc(B * k * sizeof(float));
+        c->moe_list = malloc((B * k + E + 1) * sizeof(int));
+        c->moe_x = malloc(B * cf->dim * sizeof(float));
+        c->moe_y = malloc(B * cf->dim * sizeof(float));
+        c->moe_acc = malloc(B * cf->dim * sizeof(float));
+        c->moe_want = malloc(E * SL_EXPERT_MATS * sizeof(sl_weight *));
+        moe_ok = c->moe_logits && c->moe_ids && c->moe_w && c->moe_list && c->moe_x && c->moe_y && c->moe_acc && c->moe_want;
+    }
     if (!c->x || !c->xb || !c->q || !c->att_out || !c->k || !c->v || !c->hb || !c->hb2 || !c->att || !c->logits ||
-        !c->bpos) {
+        !c->bpos || !moe_ok) {
         snprintf(err, errlen, "context: out of memory allocating %zu MiB of scratch for -b %d",
                  sl_ctx_bytes(cf, p, nt) >> 20, c->n_batch);
         sl_ctx_free(c);
@@ -109,7 +141,7 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
 
 /* ---- weights ---------------------------------------------------------------------------------- */
 
-static int wmat(sl_ctx *c, const sl_weight *w, const float *x, int nb, float *out, int64_t stride)
+int sl_fwd_matmul(sl_ctx *c, const sl_weight *w, const float *x, int nb, float *out, int64_t stride)
 {
     if (w->data) {
         sl_matmul(c->pool, w->type, w->data, w->rows, w->cols, w->row_bytes, x, nb, out, stride);
@@ -159,7 +191,7 @@ static void attention_worker(void *arg, int ith, int nth)
     const att_job *j = arg;
     sl_ctx *c = j->c;
     const sl_config *cf = &c->m->cfg;
-    const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads, window = sl_config_window(cf, j->layer);
+    const int hd = cf->head_dim, grp = cf->n_heads / cf->n_kv_heads, window = c->m->layers[j->layer].window;
     const float scale = cf->attn_scale;
     float *att = c->att + (size_t)ith * att_scratch_floats(cf, c->n_ctx);
     float *tmp = att + (size_t)grp * c->n_ctx;
@@ -206,8 +238,8 @@ static int for_each_seq(sl_ctx *c, int nb, int l, int (*f)(sl_kv *, int, int, in
 
 static int kv_begin(sl_kv *kv, int l, int p0, int n) { (void)n; return sl_kv_layer_begin(kv, l, p0); }
 
-/* xb[b] = rmsnorm(x[b]) * w for every position of the batch. */
-static void norm_batch(sl_ctx *c, const float *w, int nb)
+/* Contract (forward_internal.h): xb[b] = rmsnorm(x[b]) * w for every position of the batch. */
+void sl_fwd_norm(sl_ctx *c, const float *w, int nb)
 {
     const sl_config *cf = &c->m->cfg;
     for (int b = 0; b < nb; b++)
@@ -219,7 +251,7 @@ static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int n
 {
     const sl_config *cf = &c->m->cfg;
     const int dim = cf->dim;
-    int rc = wmat(c, w, in, nb, c->xb, dim);
+    int rc = sl_fwd_matmul(c, w, in, nb, c->xb, dim);
     if (rc) return rc;
     if (post_norm)
         for (int b = 0; b < nb; b++) sl_rmsnorm(c->xb + (size_t)b * dim, c->xb + (size_t)b * dim, post_norm, dim, cf->rms_eps);
@@ -251,9 +283,9 @@ static int attention_block(sl_ctx *c, int l, int nb)
     const int qd = cf->n_heads * cf->head_dim, kvd = cf->n_kv_heads * cf->head_dim;
     int rc;
     if ((rc = for_each_seq(c, nb, l, kv_begin))) return rc;
-    norm_batch(c, L->vec[SL_VEC_ATTN_NORM], nb);
-    if ((rc = wmat(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = wmat(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
-        (rc = wmat(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
+    sl_fwd_norm(c, L->vec[SL_VEC_ATTN_NORM], nb);
+    if ((rc = sl_fwd_matmul(c, &L->mat[SL_MAT_Q], c->xb, nb, c->q, qd)) || (rc = sl_fwd_matmul(c, &L->mat[SL_MAT_K], c->xb, nb, c->k, kvd)) ||
+        (rc = sl_fwd_matmul(c, &L->mat[SL_MAT_V], c->xb, nb, c->v, kvd)))
         return rc;
     add_bias(c->q, L->vec[SL_VEC_Q_BIAS], nb, qd);
     add_bias(c->k, L->vec[SL_VEC_K_BIAS], nb, kvd);
@@ -275,15 +307,17 @@ static int attention_block(sl_ctx *c, int l, int nb)
     return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb, L->vec[SL_VEC_POST_ATTN_NORM]);
 }
 
-/* FFN sub-block of block l: x += W_down (act(W_gate xb) * W_up xb). */
+/* FFN sub-block of block l: x += W_down (act(W_gate xb) * W_up xb), or the routed experts of a MoE
+ * block (runtime/engine/moe.c). */
 static int ffn_block(sl_ctx *c, int l, int nb)
 {
     const sl_config *cf = &c->m->cfg;
     sl_layer *L = &c->m->layers[l];
     int rc;
-    norm_batch(c, L->vec[SL_VEC_FFN_NORM], nb);
-    if ((rc = wmat(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
-        (rc = wmat(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
+    if (L->moe) return sl_moe_ffn(c, l, nb);
+    sl_fwd_norm(c, L->vec[SL_VEC_FFN_NORM], nb);
+    if ((rc = sl_fwd_matmul(c, &L->mat[SL_MAT_GATE], c->xb, nb, c->hb, cf->ffn_dim)) ||
+        (rc = sl_fwd_matmul(c, &L->mat[SL_MAT_UP], c->xb, nb, c->hb2, cf->ffn_dim)))
         return rc;
     if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
     else sl_swiglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
@@ -301,7 +335,7 @@ static int lm_head(sl_ctx *c, int nb)
     for (int b = 0; b < nb; b++)
         if (c->bpos[b].logits)
             sl_rmsnorm(c->xb + (size_t)n_out++ * cf->dim, c->x + (size_t)b * cf->dim, m->output_norm, cf->dim, cf->rms_eps);
-    int rc = wmat(c, &m->output, c->xb, n_out, c->logits, cf->vocab);
+    int rc = sl_fwd_matmul(c, &m->output, c->xb, n_out, c->logits, cf->vocab);
     if (rc) return rc;
     c->n_logits = n_out;
     /* NaN/Inf in weights (or an overflow) would otherwise sample garbage silently: stop instead.

@@ -26,6 +26,11 @@ typedef struct sl_wsource {
     int (*row)(void *self, const sl_weight *w, int64_t row, float *out);
     const char *(*errmsg)(void *self);   /* what the last failure was */
     void (*reset)(void *self);           /* drop reads in flight: the next pass starts at block 0 */
+    /* The routed experts' matrices the forward pass will multiply next, in the order it will: the
+     * source starts reading them now (all of an expert's matrices in one batch of reads, as many
+     * experts ahead as its reader holds).  Resident weights in the list are skipped.  The next
+     * matmul calls on routed weights must follow this order.  0 or -errno. */
+    int (*want)(void *self, sl_weight *const *ws, int n);
 } sl_wsource;
 
 typedef struct sl_ctx_params {
@@ -61,7 +66,15 @@ typedef struct sl_ctx {
     float *q;               /* (n_batch, n_heads*head_dim) */
     float *k, *v;           /* (n_batch, kv_dim) */
     float *att_out;         /* (n_batch, n_heads*head_dim) */
-    float *hb, *hb2;        /* (n_batch, ffn_dim) */
+    float *hb, *hb2;        /* (n_batch, widest FFN: ffn_dim, expert_ffn or shexp_ffn) */
+    /* mixture of experts (NULL for a dense model): runtime/engine/moe.c */
+    float *moe_logits;      /* (n_batch, n_expert) router logits, then probabilities */
+    int   *moe_ids;         /* (n_batch, n_expert_used) the experts each position takes */
+    float *moe_w;           /* (n_batch, n_expert_used) their weights */
+    int   *moe_list;        /* (n_batch * n_expert_used + n_expert + 1): positions grouped by expert */
+    float *moe_x, *moe_y;   /* (n_batch, dim) one expert's gathered inputs and outputs */
+    float *moe_acc;         /* (n_batch, dim) the FFN's output per position */
+    sl_weight **moe_want;   /* (n_expert * SL_EXPERT_MATS) the pass's expert reads, in order */
     float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
     const float *rope_div;  /* per-pair angle divisors for this context's length (model-owned), or NULL */
     float *logits;          /* (n_logits, vocab): the last evaluated position, or with logits_all every

@@ -41,10 +41,11 @@ static int get_hp(const sl_gguf *g, const char *arch, const char *key, int *out,
     return 0;
 }
 
-/* Find tensor `name`, check its shape is (cols, rows) and its type computable; fill w and mark the
- * tensor used (used[i] for the file's tensor i; NULL: not tracked).  1 when optional and absent. */
-static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, int64_t rows, bool required,
-                bool *used, char *err, size_t errlen)
+/* Find tensor `name`, check its shape is (cols, rows, depth) and its type computable; fill w (rows:
+ * one slice's rows; nbytes: the whole tensor) and mark the tensor used (used[i] for the file's
+ * tensor i; NULL: not tracked).  1 when optional and absent. */
+static int bind3(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, int64_t rows, int64_t depth,
+                 bool required, bool *used, char *err, size_t errlen)
 {
     const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
     memset(w, 0, sizeof *w);
@@ -53,9 +54,12 @@ static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, 
         return required ? -EINVAL : 1;
     }
     if (used) used[t - sl_gguf_tensor_at(g, 0)] = true;
-    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != depth || t->ne[3] != 1) {
+        char want[64];
+        if (depth == 1) snprintf(want, sizeof want, "[%" PRId64 ", %" PRId64 "]", cols, rows);
+        else snprintf(want, sizeof want, "[%" PRId64 ", %" PRId64 ", %" PRId64 "] (expert_count experts)", cols, rows, depth);
         snprintf(err, errlen, "model: tensor %s has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                 "], expected [%" PRId64 ", %" PRId64 "]", name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], cols, rows);
+                 "], expected %s", name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], want);
         return -EINVAL;
     }
     if (!sl_type_supported(t->type)) {
@@ -74,11 +78,18 @@ static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, 
     return 0;
 }
 
+static int bind(const sl_gguf *g, sl_weight *w, const char *name, int64_t cols, int64_t rows, bool required,
+                bool *used, char *err, size_t errlen)
+{
+    return bind3(g, w, name, cols, rows, 1, required, used, err, errlen);
+}
+
 /* Read a vector weight into a fresh f32 array (norms are always held as f32). */
 static int load_vec(int fd, const sl_weight *w, float **out, char *err, size_t errlen)
 {
+    const int64_t n = w->cols * w->rows;   /* a vector, or a small matrix held as f32 (a router) */
     void *raw = malloc(w->nbytes);
-    float *f = malloc((size_t)w->cols * sizeof *f);
+    float *f = malloc((size_t)n * sizeof *f);
     int rc = raw && f ? sl_pread_full(fd, raw, w->nbytes, w->offset) : -ENOMEM;
     if (rc) {
         snprintf(err, errlen, "model: reading %s at byte offset %" PRIu64 ": %s", w->name, w->offset, strerror(-rc));
@@ -86,9 +97,9 @@ static int load_vec(int fd, const sl_weight *w, float **out, char *err, size_t e
         free(f);
         return rc;
     }
-    sl_type_get(w->type)->dequant(raw, f, w->cols);
+    sl_type_get(w->type)->dequant(raw, f, n);
     free(raw);
-    for (int64_t i = 0; i < w->cols; i++)
+    for (int64_t i = 0; i < n; i++)
         if (!isfinite(f[i])) {
             snprintf(err, errlen, "model: non-finite value (%g) in %s at element %lld", f[i], w->name, (long long)i);
             free(f);
@@ -114,16 +125,46 @@ uint64_t sl_layer_bytes(const sl_model *m, int l)
     return s;
 }
 
+uint64_t sl_layer_expert_bytes(const sl_model *m, int l)
+{
+    const sl_layer *L = &m->layers[l];
+    uint64_t s = 0;
+    if (L->moe)
+        for (int k = 0; k < SL_EXPERT_MATS; k++) s += sl_expert_weight(L, 0, k)->nbytes;
+    return s;
+}
+
+void sl_model_for_each_weight(sl_model *m, void (*f)(sl_weight *w, void *arg), void *arg)
+{
+    f(&m->tok_embd, arg);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sl_layer *L = &m->layers[l];
+        sl_weight *w[SL_BLOCK_MATS];
+        for (int i = 0, n = sl_layer_weights(L, w); i < n; i++) f(w[i], arg);
+        if (L->moe)
+            for (int i = 0; i < m->cfg.n_expert * SL_EXPERT_MATS; i++) f(&L->experts[i], arg);
+    }
+    if (!m->tied) f(&m->output, arg);
+}
+
 static void free_weight(sl_weight *w) { free((void *)w->name); }
+
+static void free_layer(sl_layer *L, int n_expert)
+{
+    for (int i = 0; i < SL_BLOCK_MATS; i++) free_weight(&L->mat[i]);
+    for (int i = 0; i < SL_BLOCK_VECS; i++) free(L->vec[i]);
+    free_weight(&L->router);
+    free((void *)L->router.data);
+    if (L->experts)
+        for (int i = 0; i < n_expert * SL_EXPERT_MATS; i++) free_weight(&L->experts[i]);
+    free(L->experts);
+}
 
 void sl_model_free(sl_model *m)
 {
     if (!m) return;
     if (m->layers) {
-        for (int l = 0; l < m->cfg.n_layers; l++) {
-            for (int i = 0; i < SL_BLOCK_MATS; i++) free_weight(&m->layers[l].mat[i]);
-            for (int i = 0; i < SL_BLOCK_VECS; i++) free(m->layers[l].vec[i]);
-        }
+        for (int l = 0; l < m->cfg.n_layers; l++) free_layer(&m->layers[l], m->cfg.n_expert);
         free(m->layers);
     }
     free_weight(&m->tok_embd);
@@ -304,20 +345,54 @@ static int read_rope_norm(const sl_gguf *g, const sl_arch *arch, sl_config *c, c
                  a, c->rope_dim, c->head_dim, a);
         return -EINVAL;
     }
-    uint32_t experts = 0;
-    if ((rc = sl_arch_get_u32(g, a, "expert_count", &experts, err, errlen))) return rc;
-    if (experts > 0) {
-        snprintf(err, errlen, "model: %s.expert_count = %u: mixture-of-experts models are not supported", a, experts);
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    return 0;
+}
+
+/* Mixture-of-experts hyperparameters as llama.cpp reads them (llama_model::load_hparams and the
+ * architectures' tensor creation): expert_count, expert_used_count (1..expert_count); the expert
+ * width expert_feed_forward_length, which Mixtral files lack (llama: feed_forward_length is the
+ * expert width; qwen*moe: feed_forward_length / expert_used_count when the key is absent); the
+ * shared expert's width expert_shared_feed_forward_length (default feed_forward_length). */
+static int read_moe(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
+{
+    const char *a = arch->name;
+    uint32_t n = 0;
+    int rc = sl_arch_get_u32(g, a, "expert_count", &n, err, errlen);
+    if (rc) return rc;
+    if (n == 0) {
+        if (!arch->moe) return 0;
+        snprintf(err, errlen, "model: %s.expert_count is missing or 0 (a %s block routes to experts)", a, a);
+        return -EINVAL;
+    }
+    if (!arch->moe && !arch->moe_optional) {
+        snprintf(err, errlen, "model: %s.expert_count = %u: sluice runs no mixture-of-experts variant of %s "
+                 "(mixture-of-experts architectures: llama (Mixtral), qwen3moe, qwen2moe)", a, n, a);
         return -ENOTSUP;
     }
-    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    if (n > 4096) {
+        snprintf(err, errlen, "model: %s.expert_count = %u is out of range [1, 4096]", a, n);
+        return -EINVAL;
+    }
+    c->n_expert = (int)n;
+    if ((rc = get_hp(g, a, "expert_used_count", &c->n_expert_used, 1 << 30, true, 0, err, errlen))) return rc;
+    if (c->n_expert_used > c->n_expert) {
+        snprintf(err, errlen, "model: %s.expert_used_count = %d must be in [1, expert_count = %d]", a,
+                 c->n_expert_used, c->n_expert);
+        return -EINVAL;
+    }
+    int dflt = arch->moe_optional ? c->ffn_dim : c->ffn_dim / c->n_expert_used;
+    if ((rc = get_hp(g, a, "expert_feed_forward_length", &c->expert_ffn, 1 << 18, false, dflt > 0 ? dflt : 1, err, errlen)) ||
+        (rc = get_hp(g, a, "expert_shared_feed_forward_length", &c->shexp_ffn, 1 << 18, false, c->ffn_dim, err, errlen)))
+        return rc;
     return 0;
 }
 
 static int read_config(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch, c, err, errlen)))
+    if ((rc = read_shape(g, arch->name, c, err, errlen)) || (rc = read_rope_norm(g, arch, c, err, errlen)) ||
+        (rc = read_moe(g, arch, c, err, errlen)))
         return rc;
     return arch->read_hparams ? arch->read_hparams(g, c, err, errlen) : 0;
 }
@@ -334,6 +409,9 @@ static int64_t dim_of(const sl_config *c, int d)
     case SL_DIM_FFN:  return c->ffn_dim;
     case SL_DIM_FFN2: return 2 * (int64_t)c->ffn_dim;
     case SL_DIM_HEAD: return c->head_dim;
+    case SL_DIM_EXP_FFN:   return c->expert_ffn;
+    case SL_DIM_SHEXP_FFN: return c->shexp_ffn;
+    case SL_DIM_N_EXPERT:  return c->n_expert;
     default:          return 1;
     }
 }
@@ -371,7 +449,59 @@ static int bind_fused(sl_model *m, sl_layer *L, const sl_arch_tensor *t, const c
     return rc;
 }
 
-/* Bind every block tensor the description lists; load the vectors.  fd is the open model file. */
+/* Whether a description row applies to this file (arch.h enum sl_when). */
+static bool row_applies(const sl_config *c, const sl_arch_tensor *t)
+{
+    return t->when == SL_WHEN_ALWAYS || (t->when == SL_WHEN_MOE) == (c->n_expert > 0);
+}
+
+/* A MoE block's router (held as f32, always resident) and its routed experts: each 3-D stack bound
+ * as one view per expert (arch.h enum sl_expert_mat). */
+static int bind_experts(sl_model *m, sl_layer *L, int l, int fd, bool *used, char *err, size_t errlen)
+{
+    const sl_config *c = &m->cfg;
+    const sl_arch *a = m->arch;
+    char name[96];
+    snprintf(name, sizeof name, a->router, l);
+    int rc = bind(m->gguf, &L->router, name, c->dim, c->n_expert, true, used, err, errlen);
+    if (rc) return rc;
+    float *f;
+    if ((rc = load_vec(fd, &L->router, &f, err, errlen))) return rc;
+    L->router.data = f;
+    L->router.type = SL_TYPE_F32;
+    L->router.row_bytes = (size_t)c->dim * sizeof(float);
+    L->router.nbytes = (uint64_t)c->dim * (uint64_t)c->n_expert * sizeof(float);
+    m->norm_bytes += (size_t)L->router.nbytes;
+    L->experts = calloc((size_t)c->n_expert * SL_EXPERT_MATS, sizeof *L->experts);
+    if (!L->experts) return -ENOMEM;
+    for (int i = 0; i < a->n_experts; i++) {
+        const sl_arch_tensor *t = &a->experts[i];
+        sl_weight whole;
+        snprintf(name, sizeof name, t->name, l);
+        if ((rc = bind3(m->gguf, &whole, name, dim_of(c, t->cols), dim_of(c, t->rows), c->n_expert, true, used, err,
+                        errlen)))
+            return rc;
+        const uint64_t slice = (uint64_t)whole.rows * whole.row_bytes;
+        for (int e = 0; e < c->n_expert && !rc; e++) {
+            sl_weight *w = sl_expert_weight(L, e, t->slot);
+            *w = whole;
+            size_t n = strlen(whole.name) + 16;
+            char *vn = malloc(n);
+            if (!vn) { w->name = NULL; rc = -ENOMEM; break; }
+            snprintf(vn, n, "%s[expert %d]", whole.name, e);
+            w->name = vn;
+            w->offset = whole.offset + (uint64_t)e * slice;
+            w->nbytes = slice;
+            w->routed = true;
+        }
+        free_weight(&whole);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Bind every block tensor the description lists; load the vectors; fill the per-block settings.
+ * fd is the open model file. */
 static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen)
 {
     const sl_arch *a = m->arch;
@@ -380,8 +510,11 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
     int rc;
     for (int l = 0; l < c->n_layers; l++) {
         sl_layer *L = &m->layers[l];
+        L->window = sl_config_window(c, l);
+        L->moe = c->n_expert > 0;
         for (int i = 0; i < a->n_mats; i++) {
             const sl_arch_tensor *t = &a->mats[i];
+            if (!row_applies(c, t)) continue;
             snprintf(name, sizeof name, t->name, l);
             rc = t->fused ? bind_fused(m, L, t, name, used, err, errlen)
                           : bind(m->gguf, &L->mat[t->slot], name, dim_of(c, t->cols), dim_of(c, t->rows), t->required,
@@ -390,6 +523,7 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
         }
         for (int i = 0; i < a->n_vecs; i++) {
             const sl_arch_tensor *t = &a->vecs[i];
+            if (!row_applies(c, t)) continue;
             sl_weight tmp;
             snprintf(name, sizeof name, t->name, l);
             rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), 1, t->required, used, err, errlen);
@@ -400,6 +534,7 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
             free_weight(&tmp);
             if (rc) return rc;
         }
+        if (L->moe && (rc = bind_experts(m, L, l, fd, used, err, errlen))) return rc;
     }
     return 0;
 }
@@ -523,31 +658,31 @@ fail:
     return rc;
 }
 
+static void mark_stream(sl_weight *w, void *arg) { (void)arg; w->stream = true; }
+
 void sl_model_set_streaming(sl_model *m, bool all, bool lm_head)
 {
-    if (all) {
-        for (int l = 0; l < m->cfg.n_layers; l++) {
-            sl_weight *w[SL_BLOCK_MATS];
-            for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) w[i]->stream = true;
-        }
-        m->tok_embd.stream = true;
-    }
+    if (all) sl_model_for_each_weight(m, mark_stream, NULL);
     if (all || lm_head) {
         m->output.stream = true;
         if (m->tied) m->tok_embd.stream = true;
     }
 }
 
+typedef struct weight_list { sl_weight **w; size_t n; } weight_list;
+static void list_weight(sl_weight *w, void *arg) { weight_list *l = arg; l->w[l->n++] = w; }
+
 int sl_model_load_resident(sl_model *m, char *err, size_t errlen)
 {
-    /* every matrix of the model: heap, not stack (SL_MAX_LAYERS blocks of SL_BLOCK_MATS would be 72 KiB) */
-    sl_weight **all = malloc(((size_t)m->cfg.n_layers * SL_BLOCK_MATS + 2) * sizeof *all);
+    /* every matrix of the model (dense, routed experts, embedding, LM head): heap, not stack */
+    size_t cap = 2;
+    for (int l = 0; l < m->cfg.n_layers; l++) cap += SL_BLOCK_MATS + (size_t)m->cfg.n_expert * SL_EXPERT_MATS;
+    weight_list wl = { malloc(cap * sizeof *wl.w), 0 };
+    sl_weight **all = wl.w;
     if (!all) return -ENOMEM;
-    int n = 0;
-    all[n++] = &m->tok_embd;
-    for (int l = 0; l < m->cfg.n_layers; l++) n += sl_layer_weights(&m->layers[l], all + n);
-    if (!m->tied) all[n++] = &m->output;
     if (m->tied) m->tok_embd.stream = m->tok_embd.stream || m->output.stream;
+    sl_model_for_each_weight(m, list_weight, &wl);
+    int n = (int)wl.n;
     int k = 0;
     for (int i = 0; i < n; i++) if (!all[i]->stream) all[k++] = all[i];
     n = k;

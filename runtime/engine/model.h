@@ -37,9 +37,15 @@ typedef struct sl_config {
     float embd_scale;   /* embedding rows are multiplied by it (gemma2: sqrt(dim)) */
     int   n_swa;        /* sliding window: a block in swa_layers sees the last n_swa positions */
     int   swa_layers;   /* enum sl_swa_layers */
+    /* mixture of experts (0 experts: a dense model) */
+    int   n_expert;     /* <arch>.expert_count: routed experts per MoE block */
+    int   n_expert_used;/* <arch>.expert_used_count: experts each token takes (top-k) */
+    int   expert_ffn;   /* a routed expert's hidden width */
+    int   shexp_ffn;    /* the shared expert's hidden width (0: none) */
 } sl_config;
 
-/* The sliding window block l attends through, or 0 for plain causal attention. */
+/* The sliding window block l attends through, or 0 for plain causal attention, as the file-wide
+ * hyperparameters say (the default of sl_layer.window). */
 static inline int sl_config_window(const sl_config *c, int l)
 {
     if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE) return 0;
@@ -57,6 +63,7 @@ typedef struct sl_weight {
     uint64_t nbytes;
     const void *data;     /* resident copy, or NULL when the weight streams */
     bool     stream;      /* set before sl_model_load_resident: leave this weight on disk */
+    bool     routed;      /* a routed expert's matrix: read when the router picks it, not every token */
 } sl_weight;
 
 /* A block's tensors by slot (runtime/engine/arch.h): a matrix with rows == 0 or a NULL vector is one
@@ -64,7 +71,17 @@ typedef struct sl_weight {
 typedef struct sl_layer {
     sl_weight mat[SL_BLOCK_MATS];   /* see enum sl_block_mat for each one's shape */
     float    *vec[SL_BLOCK_VECS];   /* f32, always resident */
+    /* per-block settings, filled at binding from the hyperparameters (one place for what varies by
+     * block, instead of a rule per field of sl_config) */
+    int   window;       /* sliding window in positions; 0: causal over the whole context */
+    bool  moe;          /* the FFN is routed experts (+ shared expert), not mat[GATE/UP/DOWN] */
+    /* mixture of experts (moe only) */
+    sl_weight router;   /* ffn_gate_inp: (n_expert rows, dim), held as f32, always resident */
+    sl_weight *experts; /* n_expert * SL_EXPERT_MATS views: expert e's matrix k is [e * SL_EXPERT_MATS + k] */
 } sl_layer;
+
+/* Routed expert e's matrix k (enum sl_expert_mat) of a MoE block. */
+static inline sl_weight *sl_expert_weight(const sl_layer *L, int e, int k) { return &L->experts[e * SL_EXPERT_MATS + k]; }
 
 static inline bool sl_weight_present(const sl_weight *w) { return w->rows > 0; }
 
@@ -102,7 +119,13 @@ void sl_model_set_streaming(sl_model *m, bool all, bool lm_head);
  * many. */
 int  sl_layer_weights(sl_layer *L, sl_weight **out);
 
-/* Bytes of the matrices of block l. */
+/* Bytes of the matrices of block l (its dense matrices; a MoE block's routed experts are counted by
+ * sl_layer_expert_bytes). */
 uint64_t sl_layer_bytes(const sl_model *m, int l);
+/* Bytes of one routed expert of block l (its SL_EXPERT_MATS matrices); 0 for a dense block. */
+uint64_t sl_layer_expert_bytes(const sl_model *m, int l);
+/* Every matrix of the model that is not resident-only (dense block matrices, routed experts,
+ * embedding table, untied LM head), in file-independent order; calls f(w, arg) for each. */
+void sl_model_for_each_weight(sl_model *m, void (*f)(sl_weight *w, void *arg), void *arg);
 
 #endif

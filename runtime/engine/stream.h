@@ -1,11 +1,18 @@
 /* runtime/engine/stream.h — the streaming layer loader: weights that are not resident are read piece by
- * piece, in forward order, a few pieces ahead of the compute, and let go after use.
+ * piece as the forward pass asks for them, ahead of the compute where the order is known, and let
+ * go after use.
  *
- * The schedule is the list of pieces one forward pass consumes: for each block its streamed
- * matrices (wq wk wv wo w_gate w_up w_down), then the LM head; each matrix is one piece (unit
- * "tensor") or row-chunks of at most `chunk_bytes` (unit CHUNK), the LM head always in chunks of
- * `lm_head_rows` rows.  Every token walks the same schedule, so the reader simply keeps `prefetch`
- * pieces in flight ahead of the one being computed, wrapping from the LM head to block 0.
+ * Two kinds of request, each with its own reader (loader/io.h):
+ *  - Dense weights: the schedule is the list of pieces every forward pass consumes: for each block
+ *    its streamed matrices in slot order (arch.h enum sl_block_mat), then the LM head; each matrix
+ *    is one piece (unit "tensor") or row-chunks of at most `chunk_bytes`, the LM head in chunks of
+ *    `lm_head_rows` rows.  Their order does not depend on the token, so the reader keeps `prefetch`
+ *    pieces in flight ahead of the one being computed, wrapping from the LM head to block 0.
+ *  - Routed experts (weights with `routed` set): which ones a pass needs is known only once the
+ *    block's router has run.  The forward pass then announces them (sl_wsource.want: every expert
+ *    the batch takes, each once, its matrices together) and the expert reader starts on them at
+ *    once, up to sl_stream_expert_slots pieces ahead, while the dense read-ahead continues on its
+ *    own reader.  Nothing of an expert is read unless a token picked it.
  * Token embeddings are read one row at a time, synchronously.
  */
 #ifndef SL_RUNTIME_STREAM_H
@@ -31,6 +38,14 @@ static inline uint64_t sl_stream_read_chunk(uint64_t max_piece)
     return max_piece < lo ? lo : max_piece > hi ? hi : max_piece;
 }
 
+/* Pieces the expert reader keeps in flight or held: every matrix of the experts one token takes
+ * (3 x expert_used_count), at least 3 and at most 24.  The planner charges exactly this. */
+static inline int sl_stream_expert_slots(const sl_config *c)
+{
+    int n = 3 * c->n_expert_used;
+    return n < 3 ? 3 : n > 24 ? 24 : n;
+}
+
 typedef struct sl_stream_opts {
     sl_io_backend backend;
     uint64_t chunk_bytes;   /* 0: one piece per tensor; else row-chunks of at most this many bytes */
@@ -41,7 +56,10 @@ typedef struct sl_stream_opts {
 
 typedef struct sl_stream_stats {
     uint64_t pieces;        /* pieces consumed */
-    uint64_t bytes;         /* bytes of weights consumed (excluding alignment padding) */
+    uint64_t bytes;         /* bytes of weights consumed (excluding alignment padding), experts included */
+    uint64_t expert_pieces; /* of those: pieces of routed experts */
+    uint64_t expert_bytes;  /*   and their bytes */
+    uint64_t expert_wants;  /* announcements of a batch's experts (one per MoE block per pass) */
     uint64_t embd_rows;     /* embedding rows read */
     uint64_t wait_ns;       /* time blocked waiting for pieces */
     uint64_t compute_ns;    /* time computing on streamed pieces */
@@ -58,7 +76,8 @@ sl_wsource *sl_stream_source(sl_stream *s);
 /* Drop everything in flight and restart the schedule at its beginning (after an error or interrupt). */
 void sl_stream_reset(sl_stream *s);
 void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *st);
-/* Largest piece, pieces per pass, bytes per pass, RAM held by buffers. */
+/* Largest piece, pieces per pass and bytes per pass of the dense schedule (routed experts come on
+ * top, as the router picks them), RAM held by buffers (both readers). */
 uint64_t sl_stream_max_piece(const sl_stream *s);
 int64_t  sl_stream_n_pieces(const sl_stream *s);
 uint64_t sl_stream_pass_bytes(const sl_stream *s);
