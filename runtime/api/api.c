@@ -251,6 +251,11 @@ static void fill_plan_info(const sluice_model *M, sluice_plan_info *o)
         for (int i = 0; i < n; i++) {
             if (w[i]->stream) { res = 0; o->stream_bytes_per_token += w[i]->nbytes; }
         }
+        const sl_layer *L = &M->m->layers[l];
+        if (L->moe && L->experts[0].stream) {   /* a token reads the experts it takes */
+            res = 0;
+            o->stream_bytes_per_token += (uint64_t)M->m->cfg.n_expert_used * sl_layer_expert_bytes(M->m, l);
+        }
         full += res;
     }
     o->n_layers_resident = full;
@@ -307,6 +312,8 @@ static uint64_t resident_load_bytes(sl_model *m)
     for (int l = 0; l < m->cfg.n_layers; l++) {
         sl_weight *w[SL_BLOCK_MATS];
         for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++) if (!w[i]->stream) t += w[i]->nbytes;
+        if (m->layers[l].moe && !m->layers[l].experts[0].stream)
+            t += (uint64_t)m->cfg.n_expert * sl_layer_expert_bytes(m, l);
     }
     bool embd_stream = m->tok_embd.stream || (m->tied && m->output.stream);
     if (!embd_stream) t += m->tok_embd.nbytes;

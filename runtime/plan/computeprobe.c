@@ -309,6 +309,10 @@ void sl_compute_bytes_by_type(const sl_model *m, uint64_t bytes[SL_TYPE_COUNT])
         sl_weight *w[SL_BLOCK_MATS];
         for (int i = 0, n = sl_layer_weights(&m->layers[l], w); i < n; i++)
             if (w[i]->type >= 0 && w[i]->type < SL_TYPE_COUNT) bytes[w[i]->type] += w[i]->nbytes;
+        for (int k = 0; m->layers[l].moe && k < SL_EXPERT_MATS; k++) {   /* what a token multiplies with */
+            const sl_weight *e = sl_expert_weight(&m->layers[l], 0, k);
+            if (e->type >= 0 && e->type < SL_TYPE_COUNT) bytes[e->type] += (uint64_t)m->cfg.n_expert_used * e->nbytes;
+        }
     }
     if (m->output.type >= 0 && m->output.type < SL_TYPE_COUNT) bytes[m->output.type] += m->output.nbytes;
 }

@@ -45,6 +45,9 @@ bool sl_plan_model_as(const sl_plan_model *pm, int ftype, sl_plan_model *out)
 {
     const sl_config *c = &pm->cfg;
     if (!sl_ftype_get(ftype) || c->n_layers < 1 || c->n_layers > SL_PLAN_MAX_LAYERS || !pm->embd_row_bytes) return false;
+    /* the file-type mixes of loader/ftype.c have no rows for routed experts or shared experts yet:
+     * a mixture-of-experts model gets no smaller-file alternatives rather than wrong sizes */
+    if (c->n_expert) return false;
     *out = *pm;
     const sl_ftype_model fm = { c->n_layers, c->n_heads, c->n_kv_heads, pm->tied };
     uint64_t was = pm->embd_bytes + (pm->tied ? 0 : pm->lm_head_bytes), now = 0;

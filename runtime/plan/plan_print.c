@@ -20,8 +20,10 @@ static const char *kv_name(int kv)
 static double compute_weight_bytes(const sl_plan_model *pm)
 {
     double b = (double)pm->lm_head_bytes;
-    for (int l = 0; l < pm->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++)
+    for (int l = 0; l < pm->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
         for (int i = 0; i < SL_BLOCK_MATS; i++) b += (double)pm->tensor_bytes[l][i];
+        for (int k = 0; k < SL_EXPERT_MATS; k++) b += (double)pm->cfg.n_expert_used * (double)pm->expert_bytes[l][k];
+    }
     return b;
 }
 
@@ -115,6 +117,16 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
                 partial ? ", plus single tensors of later blocks" : "", "", p->lm_head_resident ? "resident" : "streams");
         fprintf(f, "streams:  %.1f MiB of weights per token in pieces of <= %.1f MiB (LM head: %d rows per piece), "
                 "embedding rows on demand\n", p->stream_bytes / MiB, p->chunk_bytes / MiB, p->lm_head_rows);
+        if (c->n_expert) {
+            int er = 0;
+            uint64_t one = 0;
+            for (int l = 0; l < c->n_layers; l++) er += p->experts_resident[l];
+            for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];
+            fprintf(f, "experts:  %d routed experts per block, %d per token, %.2f MiB each; all of them resident in %d "
+                    "of %d blocks, elsewhere read when picked: %.1f MiB of the %.1f MiB per token (no expert cache yet)\n",
+                    c->n_expert, c->n_expert_used, one / MiB, er, c->n_layers, p->expert_stream_bytes / MiB,
+                    p->stream_bytes / MiB);
+        }
         if (p->kv == SL_PLAN_KV_SPILL)
             fprintf(f, "KV file:  %.1f MiB at full context, read and appended per layer\n", p->kv_file_bytes / MiB);
     }

@@ -43,6 +43,15 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
             pm->tensor_type[l][i] = w->type;
         }
     }
+    for (int l = 0; l < m->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
+        if (!m->layers[l].moe) continue;
+        for (int k = 0; k < SL_EXPERT_MATS; k++) {
+            const sl_weight *w = sl_expert_weight(&m->layers[l], 0, k);
+            pm->expert_bytes[l][k] = w->nbytes;
+            pm->expert_row_bytes[l][k] = w->row_bytes;
+            pm->expert_type[l][k] = w->type;
+        }
+    }
     pm->lm_head_bytes = m->output.nbytes;
     pm->lm_head_row_bytes = m->output.row_bytes;
     pm->lm_head_type = m->output.type;
@@ -108,20 +117,48 @@ static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv, int n_par)
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* Largest piece when streamed tensors are cut into chunks of at most `chunk` bytes (a chunk holds at
- * least one row) and the LM head into `head_rows` rows. */
+/* One routed expert's bytes in block l (0: a dense block). */
+static uint64_t expert_size(const sl_plan_model *pm, int l)
+{
+    uint64_t s = 0;
+    for (int k = 0; k < SL_EXPERT_MATS; k++) s += pm->expert_bytes[l][k];
+    return s;
+}
+
+/* All of block l's routed experts, and what a token reads of them when they stream. */
+static uint64_t experts_all(const sl_plan_model *pm, int l) { return (uint64_t)pm->cfg.n_expert * expert_size(pm, l); }
+static uint64_t experts_per_token(const sl_plan_model *pm, int l) { return (uint64_t)pm->cfg.n_expert_used * expert_size(pm, l); }
+
+/* The largest piece of a matrix of `bytes` in rows of `rb` cut into chunks of at most `chunk` bytes
+ * (a chunk holds at least one row; chunk 0: the whole matrix). */
+static uint64_t piece_of(uint64_t bytes, uint64_t rb, uint64_t chunk)
+{
+    uint64_t piece = chunk ? max_u64(rb, chunk / rb * rb) : bytes;
+    return piece > bytes ? bytes : piece;
+}
+
+/* Largest piece of the dense schedule when streamed tensors are cut into chunks of at most `chunk`
+ * bytes and the LM head into `head_rows` rows. */
 static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk)
 {
     uint64_t mx = 0;
     for (int l = 0; l < pm->cfg.n_layers; l++)
         for (int i = 0; i < SL_BLOCK_MATS; i++) {
             if (p->layer_resident[l][i] || !pm->tensor_bytes[l][i]) continue;
-            uint64_t piece = chunk ? max_u64(pm->tensor_row_bytes[l][i], chunk / pm->tensor_row_bytes[l][i] * pm->tensor_row_bytes[l][i])
-                                   : pm->tensor_bytes[l][i];
-            if (piece > pm->tensor_bytes[l][i]) piece = pm->tensor_bytes[l][i];
-            mx = max_u64(mx, piece);
+            mx = max_u64(mx, piece_of(pm->tensor_bytes[l][i], pm->tensor_row_bytes[l][i], chunk));
         }
     if (!p->lm_head_resident) mx = max_u64(mx, (uint64_t)p->lm_head_rows * pm->lm_head_row_bytes);
+    return mx;
+}
+
+/* Largest piece of the routed experts that stream (runtime/engine/stream.c cuts them like the dense
+ * matrices); 0 when none does. */
+static uint64_t largest_expert_piece(const sl_plan_model *pm, const sl_plan *p, uint64_t chunk)
+{
+    uint64_t mx = 0;
+    for (int l = 0; l < pm->cfg.n_layers; l++)
+        for (int k = 0; k < SL_EXPERT_MATS && !p->experts_resident[l]; k++)
+            if (pm->expert_bytes[l][k]) mx = max_u64(mx, piece_of(pm->expert_bytes[l][k], pm->expert_row_bytes[l][k], chunk));
     return mx;
 }
 
@@ -130,18 +167,28 @@ static uint64_t largest_piece(const sl_plan_model *pm, const sl_plan *p, uint64_
  * [256 KiB, 4 MiB], see runtime/engine/stream.c), and one embedding row.  Buffered reads (no O_DIRECT)
  * also hold each requested piece in the page cache until it is released (and dropped): counted once
  * more, with the two pages a range can straddle. */
-static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, uint64_t chunk,
-                           int prefetch)
+static uint64_t reader_buf(const sl_plan_req *req, uint64_t piece, int slots)
 {
-    uint64_t piece = largest_piece(pm, p, chunk);
-    if (!piece) return 0;
     uint64_t bounce = sl_stream_read_chunk(piece);
     /* loader/io.c's slot: the piece in whole pages plus one page of O_DIRECT slack (its alignment is
      * at least a page), at the run-time page size */
     const uint64_t pg = sl_page_size(), whole = (piece + pg - 1) / pg * pg;
     uint64_t slot = whole + pg;
     if (req->buffered) slot += whole + 2 * pg;
-    return (uint64_t)(prefetch + 1) * slot + bounce + pm->embd_row_bytes;
+    return (uint64_t)slots * slot + bounce;
+}
+
+/* Both readers of runtime/engine/stream.c: the dense schedule's prefetch + 1 slots (sized 4 KiB when
+ * only experts stream: the reader is still opened, for the embedding rows), and the expert reader's
+ * sl_stream_expert_slots when routed experts stream. */
+static uint64_t stream_buf(const sl_plan_model *pm, const sl_plan_req *req, const sl_plan *p, uint64_t chunk,
+                           int prefetch)
+{
+    uint64_t piece = largest_piece(pm, p, chunk), epiece = largest_expert_piece(pm, p, chunk);
+    if (!piece && !epiece) return 0;
+    uint64_t b = reader_buf(req, piece ? piece : 4096, prefetch + 1) + pm->embd_row_bytes;
+    if (epiece) b += reader_buf(req, epiece, sl_stream_expert_slots(&pm->cfg));
+    return b;
 }
 
 
@@ -218,6 +265,19 @@ static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t b
     }
 }
 
+/* Contract: the experts a token takes in block l (expert_used_count of them; the pass's tokens are
+ * assumed to share them, an upper bound on the overlap: distinct experts would each be read once
+ * more), computed from memory or read as pieces like the dense matrices. */
+static void sim_experts(sim *s, const sl_plan_req *req, const sl_plan_model *pm, const sl_plan *p, int l)
+{
+    for (int e = 0; e < pm->cfg.n_expert_used && expert_size(pm, l); e++)
+        for (int k = 0; k < SL_EXPERT_MATS; k++) {
+            uint64_t rb = pm->expert_row_bytes[l][k];
+            sim_matrix(s, req, p->experts_resident[l], pm->expert_bytes[l][k], rb, pm->expert_type[l][k],
+                       p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->expert_bytes[l][k] / rb : 1));
+        }
+}
+
 /* Contract: seconds of one pass over the weights that computes `scale` tokens (their matrix products
  * counted scale times one token's) and synchronously reads `spill_layer` bytes of spilled KV per
  * block; the plan's resident flags, pieces and KV mode set. */
@@ -234,6 +294,12 @@ static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl
                 uint64_t rpp = p->chunk_bytes ? p->chunk_bytes / pm->tensor_row_bytes[l][i] : rows;
                 if (rpp < 1) rpp = 1;
                 pieces += (int64_t)((rows + rpp - 1) / rpp);
+            }
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < SL_EXPERT_MATS && !p->experts_resident[l]; k++)
+            if (pm->expert_row_bytes[l][k]) {
+                uint64_t piece = piece_of(pm->expert_bytes[l][k], pm->expert_row_bytes[l][k], p->chunk_bytes);
+                pieces += (int64_t)pm->cfg.n_expert_used * (int64_t)((pm->expert_bytes[l][k] + piece - 1) / piece);
             }
     if (!p->lm_head_resident && pm->lm_head_row_bytes) {
         uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
@@ -253,6 +319,7 @@ static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl
         for (int l = 0; l < L; l++) {
             if (spill_layer) sim_sync_read(&s, spill_layer);
             for (int i = 0; i < SL_BLOCK_MATS; i++) {
+                if (i == SL_MAT_GATE) sim_experts(&s, &r, pm, p, l);   /* the routed experts sit after attention */
                 uint64_t rb = pm->tensor_row_bytes[l][i];
                 sim_matrix(&s, &r, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
                            p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
@@ -270,8 +337,11 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
 {
     const int L = pm->cfg.n_layers, NP = p->n_parallel > 1 ? p->n_parallel : 1;
     double comp = compute_s(req, pm->lm_head_type, pm->lm_head_bytes);
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++) {
         for (int i = 0; i < SL_BLOCK_MATS; i++) comp += compute_s(req, pm->tensor_type[l][i], pm->tensor_bytes[l][i]);
+        for (int k = 0; k < SL_EXPERT_MATS; k++)
+            comp += pm->cfg.n_expert_used * compute_s(req, pm->expert_type[l][k], pm->expert_bytes[l][k]);
+    }
     p->pred_compute_s = comp;
     p->pred_io_s = req->disk_bw > 0 ? p->read_per_token / req->disk_bw : 0;
     /* spilled KV: each sequence reads its own layer of K and V per block, at full context (the worst case) */
@@ -297,7 +367,10 @@ static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, u
     p->act_bytes = act_bytes(pm, B, req);
     p->kv = SL_PLAN_KV_F16;
     p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
-    for (int l = 0; l < L; l++) for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
+    for (int l = 0; l < L; l++) {
+        for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
+        p->experts_resident[l] = true;
+    }
     p->lm_head_resident = true;
     p->n_layers_resident = L;
     p->resident_bytes = weights;
@@ -398,9 +471,11 @@ static void grow_pieces(const sl_plan_model *pm, const sl_plan_req *req, bool ba
     p->stream_buf_bytes = buf;   /* sized with nothing pinned: pinning only shrinks the largest piece */
 }
 
-/* Stage 6: weights, first fit over (LM head, block 0's tensors, block 1's, ...): each unit is pinned
- * if it fits in what is left.  Returns the bytes pinned. */
-static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
+/* Stage 6: weights, first fit over (LM head, block 0's tensors, block 1's, ..., then block 0's routed
+ * experts, block 1's, ...): each unit is pinned if it fits in what is left.  A dense byte pinned saves
+ * a byte of reading per token, an expert byte only expert_used_count / expert_count of one: the
+ * experts come last.  Returns the bytes pinned; *expert_res the routed experts' share. */
+static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p, uint64_t *expert_res)
 {
     uint64_t res = 0;
     if (!pm->tied && pm->lm_head_bytes <= avail) {
@@ -418,9 +493,20 @@ static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
                 pinned++;
             }
         }
-        if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;
+        if (pinned == SL_BLOCK_MATS && !expert_size(pm, l)) p->n_layers_resident++;
     }
-    return res;
+    *expert_res = 0;
+    for (int l = 0; l < pm->cfg.n_layers; l++) {
+        uint64_t u = experts_all(pm, l);
+        if (!u || u > avail) continue;
+        p->experts_resident[l] = true;
+        avail -= u;
+        *expert_res += u;
+        bool dense = true;
+        for (int i = 0; i < SL_BLOCK_MATS; i++) dense = dense && p->layer_resident[l][i];
+        p->n_layers_resident += dense;
+    }
+    return res + *expert_res;
 }
 
 /* Stages, in the order the budget reaches them:
@@ -442,13 +528,17 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
         snprintf(p->why, sizeof p->why, "bad request (layers %d, context %d, batch %d)", c->n_layers, req->n_ctx, req->n_batch);
         return -EINVAL;
     }
-    for (int l = 0; l < c->n_layers; l++)   /* a matrix the block lacks costs nothing */
+    for (int l = 0; l < c->n_layers; l++) {   /* a matrix the block lacks costs nothing */
         for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = !pm->tensor_bytes[l][i];
+        p->experts_resident[l] = !expert_size(pm, l);
+    }
     const int L = c->n_layers, NP = n_par(req);
     p->n_parallel = NP;
-    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes;
-    for (int l = 0; l < L; l++)
+    uint64_t weights = pm->lm_head_bytes * !pm->tied + pm->embd_bytes, experts = 0;
+    for (int l = 0; l < L; l++) {
         for (int i = 0; i < SL_BLOCK_MATS; i++) weights += pm->tensor_bytes[l][i];
+        experts += experts_all(pm, l);
+    }
 
     p->base_bytes = BASE_BYTES;
     p->meta_bytes = pm->meta_bytes;
@@ -471,7 +561,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
 
     /* 1. */
-    if (plan_all_resident(pm, req, fixed, weights, want_B, p)) return 0;
+    if (plan_all_resident(pm, req, fixed, weights + experts, want_B, p)) return 0;
     if (p->min_budget > req->budget) {
         explain_minimum(pm, req, fixed, kv_min, min_B, min_stream, min_chunk, min_act, p);
         return -ENOSPC;
@@ -483,10 +573,15 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     grow_batch(pm, req, min_B, want_B, &spare, p);
     grow_pieces(pm, req, p->n_batch == want_B, min_chunk, min_stream, &spare, p);
     const bool stages_done = p->n_batch == want_B && p->chunk_bytes == (8u << 20);
-    const uint64_t res = stages_done ? pin_weights(pm, spare, p) : 0;
+    uint64_t expert_res = 0;
+    const uint64_t res = stages_done ? pin_weights(pm, spare, p, &expert_res) : 0;
     p->resident_bytes = res;
-    /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply) */
-    p->stream_bytes = weights - pm->embd_bytes - res + (pm->tied ? pm->lm_head_bytes : 0);
+    /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply); a block's
+     * streamed experts cost what a token takes of them */
+    for (int l = 0; l < L; l++)
+        if (!p->experts_resident[l]) p->expert_stream_bytes += experts_per_token(pm, l);
+    p->stream_bytes = weights - pm->embd_bytes - (res - expert_res) + (pm->tied ? pm->lm_head_bytes : 0) +
+                      p->expert_stream_bytes;
     p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;
     p->feasible = p->total_bytes <= req->budget;
     if (!p->feasible) {   /* cannot happen by construction; refuse rather than overrun */
@@ -509,7 +604,9 @@ void sl_plan_predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p
 void sl_plan_apply(const sl_plan *p, sl_model *m)
 {
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        for (int i = 0; i < SL_BLOCK_MATS; i++) m->layers[l].mat[i].stream = !p->layer_resident[l][i];
+        sl_layer *L = &m->layers[l];
+        for (int i = 0; i < SL_BLOCK_MATS; i++) L->mat[i].stream = !p->layer_resident[l][i];
+        for (int i = 0; L->moe && i < m->cfg.n_expert * SL_EXPERT_MATS; i++) L->experts[i].stream = !p->experts_resident[l];
     }
     m->tok_embd.stream = !p->all_resident;
     m->output.stream = !p->lm_head_resident;

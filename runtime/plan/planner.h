@@ -24,6 +24,12 @@ typedef struct sl_plan_model {
     uint64_t tensor_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
     uint64_t tensor_row_bytes[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];
     int      tensor_type[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* enum sl_type: picks the compute rate */
+    /* routed experts of each MoE block (all 0 in a dense block): one expert's matrices (enum
+     * sl_expert_mat), the same for every expert of the block; cfg.n_expert experts, of which a token
+     * reads cfg.n_expert_used */
+    uint64_t expert_bytes[SL_PLAN_MAX_LAYERS][SL_EXPERT_MATS];
+    uint64_t expert_row_bytes[SL_PLAN_MAX_LAYERS][SL_EXPERT_MATS];
+    int      expert_type[SL_PLAN_MAX_LAYERS][SL_EXPERT_MATS];
     uint64_t lm_head_bytes, lm_head_row_bytes;
     int      lm_head_type;
     uint64_t embd_bytes, embd_row_bytes;
@@ -78,15 +84,21 @@ typedef struct sl_plan {
     /* weights */
     bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
     bool     lm_head_resident;
-    int      n_layers_resident;   /* blocks entirely resident */
+    /* a MoE block's routed experts are one unit: all resident, or each read when a token picks it
+     * (the expert cache that holds the hot ones is not built yet) */
+    bool     experts_resident[SL_PLAN_MAX_LAYERS];   /* dense blocks: true */
+    int      n_layers_resident;   /* blocks entirely resident (experts included) */
     uint64_t resident_bytes;  /* weights held in memory */
-    uint64_t stream_bytes;    /* weights read per token (one pass) */
+    uint64_t stream_bytes;    /* weights read per token (one pass): dense streamed matrices, the LM head if
+                               * streamed, and the routed experts a token takes (expert_used_count of each
+                               * block whose experts stream) */
+    uint64_t expert_stream_bytes;   /* of stream_bytes: the routed experts' share */
 
     /* streaming */
     uint64_t chunk_bytes;     /* row-chunk size (0: whole tensors) */
     int      prefetch;
     int      lm_head_rows;
-    uint64_t stream_buf_bytes;/* slots x (largest piece + O_DIRECT slack) */
+    uint64_t stream_buf_bytes;/* slots x (largest piece + O_DIRECT slack), both readers */
 
     uint64_t total_bytes;     /* everything above: <= budget when feasible */
     uint64_t read_per_token;  /* weights + embedding row + KV spill traffic */
