@@ -55,6 +55,39 @@ static void print_file_type(const sl_gguf *g, bool json)
     else printf("file type    %u (a number sluice has no name for)\n", ft);
 }
 
+/* Parameters of the model (every tensor's elements) and those one token uses: all of them but the
+ * routed experts its router does not pick (expert_count - expert_used_count per MoE block). */
+static void count_params(const sl_model *m, double *total, double *active)
+{
+    const sl_gguf *g = m->gguf;
+    *total = 0;
+    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) {
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+        *total += (double)t->ne[0] * (double)t->ne[1] * (double)t->ne[2] * (double)t->ne[3];
+    }
+    *active = *total;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int k = 0; m->layers[l].moe && k < SL_EXPERT_MATS; k++) {
+            const sl_weight *w = sl_expert_weight(&m->layers[l], 0, k);
+            *active -= (double)(m->cfg.n_expert - m->cfg.n_expert_used) * (double)w->cols * (double)w->rows;
+        }
+}
+
+/* The routed experts of a MoE model: how many, how wide, what one costs and what a token reads. */
+static void print_experts_text(const sl_model *m)
+{
+    const sl_config *c = &m->cfg;
+    if (!c->n_expert) return;
+    double total, active;
+    count_params(m, &total, &active);
+    const uint64_t one = sl_layer_expert_bytes(m, 0);
+    printf("experts      %d per block, %d used per token, expert FFN %d", c->n_expert, c->n_expert_used, c->expert_ffn);
+    if (sl_weight_present(&m->layers[0].mat[SL_MAT_SH_GATE])) printf(", shared expert FFN %d", c->shexp_ffn);
+    printf("\n             %.2f MiB per expert (block 0), %.2f MiB of experts per block; a token reads %.2f MiB of "
+           "them per block\n", mib(one), mib((uint64_t)c->n_expert * one), mib((uint64_t)c->n_expert_used * one));
+    printf("             parameters %.3g, active per token %.3g (%.1f%%)\n", total, active, 100 * active / total);
+}
+
 /* The hyperparameters and sizes of a model sluice can run. */
 static void print_model_text(const sl_model *m)
 {
@@ -73,6 +106,7 @@ static void print_model_text(const sl_model *m)
            mib(m->output.nbytes), m->tied ? " (same tensor)" : "");
     printf("             KV cache f16: %.2f MiB per 1024 positions\n",
            mib(2ull * c->n_layers * 1024 * c->n_kv_heads * c->head_dim * 2));
+    print_experts_text(m);
 }
 
 /* Every metadata key and its value (arrays summarised), escaped. */
@@ -190,6 +224,14 @@ static void print_json(const inspected *in)
                m->tied ? "true" : "false");
         for (int l = 0; l < c->n_layers; l++) printf("%s%" PRIu64, l ? "," : "", sl_layer_bytes(m, l));
         printf("]");
+        if (c->n_expert) {
+            double total, active;
+            count_params(m, &total, &active);
+            printf(",\"experts\":{\"count\":%d,\"used\":%d,\"ffn\":%d,\"shared_ffn\":%d,\"bytes_per_expert\":%" PRIu64
+                   ",\"params\":%.0f,\"active_params\":%.0f}", c->n_expert, c->n_expert_used, c->expert_ffn,
+                   sl_weight_present(&m->layers[0].mat[SL_MAT_SH_GATE]) ? c->shexp_ffn : 0, sl_layer_expert_bytes(m, 0),
+                   total, active);
+        }
     }
     if (in->v)
         printf(",\"tokenizer\":{\"family\":\"%s\",\"pre\":\"%s\",\"n_tokens\":%d,\"bos\":%d,\"eos\":%d,\"mem_bytes\":%zu}",
