@@ -378,6 +378,9 @@ typedef struct sluice_stats {
     int64_t  stream_pieces_per_pass;
     uint64_t stream_max_piece, stream_pass_bytes, stream_buffer_bytes;
     uint64_t stream_embd_rows;    /* token-embedding rows read on demand */
+    /* mixture of experts: routed experts read when a router picked them (counted in
+     * stream_bytes_read too); one announcement per MoE block per pass */
+    uint64_t stream_expert_bytes, stream_expert_pieces, stream_expert_wants;
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);

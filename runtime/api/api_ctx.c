@@ -637,6 +637,9 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->stream_compute_s = st.compute_ns / 1e9;
         o->backend = sl_stream_backend(M->stream);
         o->stream_embd_rows = st.embd_rows;
+        o->stream_expert_bytes = st.expert_bytes;
+        o->stream_expert_pieces = st.expert_pieces;
+        o->stream_expert_wants = st.expert_wants;
         o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
         o->stream_max_piece = sl_stream_max_piece(M->stream);
         o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);

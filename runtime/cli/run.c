@@ -192,6 +192,11 @@ static void print_stream_stats(run_state *r)
                 "compute on streamed pieces %.3f s, blocked on I/O %.3f s, %" PRIu64 " embedding rows\n",
                 st.stream_bytes_read / 1048576.0, st.stream_reads, io_s > 0 ? st.stream_bytes_read / io_s / 1e9 : 0,
                 st.stream_compute_s, st.stream_wait_s, st.stream_embd_rows);
+        if (st.stream_expert_wants)
+            fprintf(stderr, "sluice: experts: %.1f MiB of routed experts read when picked, in %" PRIu64 " pieces over %"
+                    PRIu64 " block passes (%.2f MiB per block pass)\n", st.stream_expert_bytes / 1048576.0,
+                    st.stream_expert_pieces, st.stream_expert_wants,
+                    st.stream_expert_bytes / 1048576.0 / (double)st.stream_expert_wants);
     }
     uint64_t res, fsz;
     if (sluice_page_cache(r->M, &res, &fsz) == 0)
@@ -249,7 +254,10 @@ static bool write_stats_json(run_state *r, int status)
                 ",\"wait_s\":%.6f,\"compute_s\":%.6f,\"read_gbs\":%.4f",
                 st.backend, st.stream_bytes_read, st.stream_reads, st.stream_pass_bytes, st.stream_wait_s,
                 st.stream_compute_s, run_ns ? st.stream_bytes_read / (run_ns / 1e9) / 1e9 : 0);
-    else
+    if (strcmp(st.backend, "resident") && st.stream_expert_wants)
+        fprintf(f, ",\"expert_bytes\":%" PRIu64 ",\"expert_pieces\":%" PRIu64 ",\"expert_block_passes\":%" PRIu64,
+                st.stream_expert_bytes, st.stream_expert_pieces, st.stream_expert_wants);
+    if (!strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"resident\",\"bytes_read\":0");
     fprintf(f, "}\n");
     bool ok = !ferror(f);
