@@ -242,6 +242,9 @@ static void b_rope_type_yarn(gc_file *f)
 }
 static void b_rope_dims_short(gc_file *f) { base(f); set_u32(K(f, "llama.rope.dimension_count"), 8); }
 static void b_expert_count(gc_file *f) { base(f); gc_kv_u32(f, "llama.expert_count", 8); }
+static void b_expert_used_zero(gc_file *f) { b_expert_count(f); gc_kv_u32(f, "llama.expert_used_count", 0); }
+static void b_expert_used_over(gc_file *f) { b_expert_count(f); gc_kv_u32(f, "llama.expert_used_count", 9); }
+static void b_expert_no_router(gc_file *f) { b_expert_count(f); gc_kv_u32(f, "llama.expert_used_count", 2); }
 static void b_extra_block(gc_file *f)
 {
     base(f);   /* block 1's attention norm in a file whose block_count is 1 */
@@ -386,7 +389,10 @@ static const hcase g_cases[] = {
     { "rope_type_u32",       "rope.scaling.type is a u32", b_rope_type_u32, NULL, H_MODEL, E(EINVAL), "must be a string", NULL },
     { "rope_type_yarn",      "rope.scaling.type yarn (not implemented)", b_rope_type_yarn, NULL, H_MODEL, E(ENOTSUP), "supported: none, linear", NULL },
     { "rope_dims_short",     "rope.dimension_count 8 with head_dim 16 (llama rotates whole heads)", b_rope_dims_short, NULL, H_MODEL, E(EINVAL), "differs from the head size", NULL },
-    { "expert_count",        "llama.expert_count 8 (a mixture of experts)", b_expert_count, NULL, H_MODEL, E(ENOTSUP), "mixture-of-experts", NULL },
+    { "expert_count",        "llama.expert_count 8 (a mixture of experts) without expert_used_count", b_expert_count, NULL, H_MODEL, E(EINVAL), "expert_used_count", NULL },
+    { "expert_used_zero",    "llama.expert_count 8, expert_used_count 0", b_expert_used_zero, NULL, H_MODEL, E(EINVAL), "expert_used_count = 0", NULL },
+    { "expert_used_over",    "llama.expert_count 8, expert_used_count 9", b_expert_used_over, NULL, H_MODEL, E(EINVAL), "must be in [1, expert_count = 8]", NULL },
+    { "expert_no_router",    "a llama with 8 experts of 2 that holds a dense FFN and no router or expert stacks", b_expert_no_router, NULL, H_MODEL, E(EINVAL), "ffn_gate_inp.weight is missing", NULL },
     { "extra_block",         "a blk.1 tensor with block_count 1", b_extra_block, NULL, H_MODEL, E(ENOTSUP), "block_count is 1", NULL },
     { "unused_tensor",       "blk.0.attn_q.bias in a llama file (a tensor nothing uses)", b_unused_bias, NULL, H_MODEL, E(ENOTSUP), "not part of a llama model", NULL },
     { "rope_freqs_zero",     "rope_freqs.weight with a 0 factor", b_rope_freqs_zero, NULL, H_MODEL, E(EINVAL), "rope factors must be finite and > 0", NULL },

@@ -375,7 +375,7 @@ static int read_moe(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *e
         return -EINVAL;
     }
     c->n_expert = (int)n;
-    if ((rc = get_hp(g, a, "expert_used_count", &c->n_expert_used, 1 << 30, true, 0, err, errlen))) return rc;
+    if ((rc = get_hp(g, a, "expert_used_count", &c->n_expert_used, 4096, true, 0, err, errlen))) return rc;
     if (c->n_expert_used > c->n_expert) {
         snprintf(err, errlen, "model: %s.expert_used_count = %d must be in [1, expert_count = %d]", a,
                  c->n_expert_used, c->n_expert);
