@@ -34,6 +34,7 @@
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 #include "runtime/engine/sampler.h"
+#include "runtime/engine/expert_cache.h"
 #include "runtime/engine/stream.h"
 #include "qemu_testutil.h"
 #include "util/golden.h"
@@ -61,6 +62,7 @@ typedef struct run_opts {
     sl_io_backend backend;
     uint64_t chunk;
     int prefetch;
+    uint64_t cache;      /* expert cache bytes */
 } run_opts;
 
 typedef struct runner {
@@ -79,7 +81,7 @@ static void runner_open(runner *r, const char *path, const run_opts *o)
     r->pool = sl_pool_create(2);
     r->s = NULL;
     if (o->stream) {
-        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, false };
+        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, false, o->cache };
         cr_assert_eq(sl_stream_create(r->m, r->pool, &so, &r->s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx_params p = { .n_ctx = 256, .n_batch = o->n_batch, .kv_type = o->kv_type };
@@ -471,4 +473,97 @@ Test(moe_hostile, bad_expert_hyperparameters)
     snprintf(src, sizeof src, "%s", shared_path("models/micro-mixtral.Q8_0.gguf"));
     gv_key d = { "llama.expert_count", SL_GGUF_U32, .u32 = 0 };
     expect_refused(src, &d, 1, "ffn_gate.weight is missing");
+}
+
+/* ---- the expert cache ------------------------------------------------------------------------- */
+
+/* Streamed with an expert cache of 1, 5, 16 and all 32 experts: the resident bits at every size,
+ * and what the counters say a cache does: a cache holding every expert reads each once, then none;
+ * hits + misses = the experts the batches asked for. */
+static void cache_sizes(const char *type)
+{
+    sl_kernels_set_exact(false);
+    golden_run g;
+    cr_assert_eq(golden_read_txt(shared_path("golden/micro-qwen3moe/%s.p5_long.txt", type), &g), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s", shared_path("models/micro-qwen3moe.%s.gguf", type));
+    const int steps = 8;
+    int V;
+    run_opts res = { .kv_type = SL_KV_F16, .n_batch = 16 };
+    float *ref = run_model(path, &g, steps, &res, &V);
+    sl_model *m;
+    char err[256];
+    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
+    const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+    const int all = m->cfg.n_layers * m->cfg.n_expert;
+    sl_model_free(m);
+    const int sizes[] = { 1, 5, 16, 32 };
+    for (int k = 0; k < 4; k++) {
+        run_opts o = { .kv_type = SL_KV_F16, .n_batch = 16, .stream = true, .backend = SL_IO_URING, .prefetch = 2,
+                       .chunk = k == 2 ? 20 << 10 : 0, .cache = (uint64_t)sizes[k] * entry };
+        runner r;
+        runner_open(&r, path, &o);
+        cr_assert_eq(sl_eval(r.c, g.prompt, g.n_prompt), 0, "%s", r.c->err);
+        float *got = malloc((size_t)steps * V * sizeof *got);
+        for (int st = 0; st < steps; st++) {
+            memcpy(got + (size_t)st * V, r.c->logits, (size_t)V * sizeof *got);
+            if (st + 1 < steps) cr_assert_eq(sl_eval(r.c, &g.steps[st].token, 1), 0, "%s", r.c->err);
+        }
+        cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "cache of %d experts: logits differ", sizes[k]);
+        sl_stream_stats st;
+        sl_stream_get_stats(r.s, &st);
+        const uint64_t asked = st.cache.hits + st.cache.misses;
+        cr_assert_eq(st.cache.entries, sizes[k]);
+        if (sl_layer_expert_bytes(r.m, 0) == sl_layer_expert_bytes(r.m, 1))   /* Q4_K_M: down Q5_0 / Q8_0 */
+            cr_assert_eq(st.expert_bytes, st.cache.misses * sl_layer_expert_bytes(r.m, 0), "read = misses x expert bytes");
+        if (sizes[k] == all) {
+            cr_assert_eq(st.cache.misses, (uint64_t)all, "a cache of every expert reads each once (%llu misses)",
+                         (unsigned long long)st.cache.misses);
+            cr_assert_eq(st.cache.evictions, 0);
+        }
+        if (sizes[k] == 1) cr_assert_gt(st.cache.bypass, 0, "a 110-token batch needs more than one entry");
+        fprintf(stderr, "moe cache: %s %2d of %d experts: %llu hits / %llu asked (%.0f%%), %llu evictions, %llu read "
+                "through: bit-identical to resident\n", type, sizes[k], all, (unsigned long long)st.cache.hits,
+                (unsigned long long)asked, asked ? 100.0 * st.cache.hits / asked : 0, (unsigned long long)st.cache.evictions,
+                (unsigned long long)st.cache.bypass);
+        free(got);
+        runner_close(&r);
+    }
+    free(ref);
+}
+
+Test(moe_cache, bit_identical_at_every_size_q8_0) { cache_sizes("Q8_0"); }
+Test(moe_cache, bit_identical_at_every_size_q4_k_m) { cache_sizes("Q4_K_M"); }
+
+/* An I/O error inside an expert's bytes: the pass fails naming the expert, and the entry that was
+ * filling never serves — the next pass fails again instead of computing from a partly read expert. */
+Test(moe_cache, read_error_never_serves_a_partial_expert)
+{
+    sl_kernels_set_exact(false);
+    golden_run g;
+    cr_assert_eq(golden_read_txt(shared_path("golden/micro-qwen3moe/Q8_0.p5_long.txt"), &g), 0);
+    const char *path = shared_path("models/micro-qwen3moe.Q8_0.gguf");
+    sl_model *m;
+    char err[256], fault[96];
+    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
+    const sl_weight *w = sl_expert_weight(&m->layers[1], 3, SL_EXP_DOWN);
+    snprintf(fault, sizeof fault, "eio_at=%llu", (unsigned long long)(w->offset + w->nbytes / 2));
+    const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+    sl_model_free(m);
+    cr_assert_eq(sl_io_set_default_fault(fault, err, sizeof err), 0, "%s", err);
+    const sl_io_backend backends[] = { SL_IO_PREAD, SL_IO_URING };
+    for (int b = 0; b < 2; b++) {
+        run_opts o = { .kv_type = SL_KV_F16, .n_batch = 512, .stream = true, .backend = backends[b], .prefetch = 2,
+                       .chunk = 4096, .cache = 32 * entry };
+        runner r;
+        runner_open(&r, path, &o);
+        for (int attempt = 0; attempt < 2; attempt++) {
+            sl_ctx_reset(r.c);
+            int rc = sl_eval(r.c, g.prompt, g.n_prompt);   /* the prompt takes every expert (moe_stream test) */
+            cr_assert_lt(rc, 0, "%s attempt %d: a pass over a failing expert succeeded", sl_io_backend_name(backends[b]), attempt);
+            cr_assert(strstr(r.c->err, "ffn_down_exps.weight[expert 3]"), "error does not name the expert: %s", r.c->err);
+        }
+        runner_close(&r);
+    }
+    sl_io_set_default_fault(NULL, err, sizeof err);
 }

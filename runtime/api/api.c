@@ -432,7 +432,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
     M->n_parallel = p->n_parallel > 0 ? p->n_parallel : 1;
     int kv = p->kv_type;
-    uint64_t chunk = p->chunk_bytes;
+    uint64_t chunk = p->chunk_bytes, expert_cache = 0;
     int prefetch = p->prefetch > 0 ? p->prefetch : 2, head_rows = p->lm_head_rows > 0 ? p->lm_head_rows : 1024;
     const char *spill = NULL;
     bool forced = p->stream_all || p->stream_lm_head, streaming = forced;
@@ -460,6 +460,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
             chunk = pl->chunk_bytes;
             prefetch = pl->prefetch;
             head_rows = pl->lm_head_rows;
+            expert_cache = pl->expert_cache_bytes;
             M->n_batch = pl->n_batch;
             if (kv == SLUICE_KV_AUTO) kv = pl->kv == SL_PLAN_KV_Q8_0 ? SL_KV_Q8_0 : SL_KV_F16;
             if (pl->kv == SL_PLAN_KV_SPILL) {
@@ -487,7 +488,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     if (streaming && (!M->planned || M->plan->all_resident || M->plan->pred_io_s > M->plan->pred_compute_s))
         sl_pool_set_spin(M->pool, 0);   /* (a forced --stream run: its plan may say resident) */
     if (streaming) {
-        sl_stream_opts so = { (sl_io_backend)p->io, chunk, prefetch, head_rows, p->no_direct };
+        sl_stream_opts so = { (sl_io_backend)p->io, chunk, prefetch, head_rows, p->no_direct, expert_cache };
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }

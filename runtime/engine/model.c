@@ -493,10 +493,14 @@ static int bind_experts(sl_model *m, sl_layer *L, int l, int fd, bool *used, cha
             w->offset = whole.offset + (uint64_t)e * slice;
             w->nbytes = slice;
             w->routed = true;
+            w->unit = l * c->n_expert + e;
         }
         free_weight(&whole);
         if (rc) return rc;
     }
+    for (int e = 0; e < c->n_expert; e++)   /* each matrix's place in its unit: the slots in order */
+        for (int k = 1; k < SL_EXPERT_MATS; k++)
+            sl_expert_weight(L, e, k)->unit_off = sl_expert_weight(L, e, k - 1)->unit_off + sl_expert_weight(L, e, k - 1)->nbytes;
     return 0;
 }
 

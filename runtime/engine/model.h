@@ -64,6 +64,9 @@ typedef struct sl_weight {
     const void *data;     /* resident copy, or NULL when the weight streams */
     bool     stream;      /* set before sl_model_load_resident: leave this weight on disk */
     bool     routed;      /* a routed expert's matrix: read when the router picks it, not every token */
+    int      unit;        /* routed: the expert's unit, block * expert_count + expert (expert_cache.h) */
+    uint64_t unit_off;    /* routed: this matrix's first byte within its unit (the experts' matrices in
+                           * enum sl_expert_mat order, back to back) */
 } sl_weight;
 
 /* A block's tensors by slot (runtime/engine/arch.h): a matrix with rows == 0 or a NULL vector is one

@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 #include "kernels/clock.h"
+#include "runtime/engine/expert_cache.h"
 
 typedef struct piece {
     const sl_weight *w;
@@ -39,6 +40,7 @@ struct sl_stream {
     sl_pool *pool;
     queue dense;           /* the schedule: streamed dense matrices in forward order, then the LM head */
     queue experts;         /* routed experts, on demand (NULL io: every routed weight is resident) */
+    sl_xcache *cache;      /* routed experts kept between passes (NULL: none) */
     uint64_t chunk_bytes, pass_bytes;
     void   *rowbuf;        /* one embedding row in its file encoding */
     sl_stream_stats st;
@@ -107,6 +109,7 @@ void sl_stream_reset(sl_stream *s)
 {
     queue_reset(&s->dense);
     if (s->experts.io) queue_reset(&s->experts);
+    sl_xcache_abort(s->cache);   /* entries that were filling would never complete */
 }
 
 /* Take the next piece of queue q, which must belong to w. */
@@ -150,6 +153,13 @@ static void release(sl_stream *s, queue *q)
 static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb, float *out, int64_t out_stride)
 {
     sl_stream *s = self;
+    const void *cached = sl_xcache_data(s->cache, w);
+    if (cached) {   /* a hit: the unit's bytes are in memory, computed as a resident weight is */
+        uint64_t t0 = sl_now_ns();
+        sl_matmul(s->pool, w->type, cached, w->rows, w->cols, w->row_bytes, x, nb, out, out_stride);
+        s->st.compute_ns += sl_now_ns() - t0;
+        return 0;
+    }
     queue *q = w->routed && s->experts.io ? &s->experts : &s->dense;
     int64_t done = 0;
     /* quantize the activations once for the whole matrix, not once per piece */
@@ -177,7 +187,11 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
         }
         s->st.pieces++;
         s->st.bytes += p->len;
-        if (w->routed) { s->st.expert_pieces++; s->st.expert_bytes += p->len; }
+        if (w->routed) {
+            s->st.expert_pieces++;
+            s->st.expert_bytes += p->len;
+            sl_xcache_fill(s->cache, w, p->row0, p->nrows, data);   /* before release: data dies there */
+        }
         done += p->nrows;
         release(s, q);
     }
@@ -198,8 +212,15 @@ static int stream_want(void *self, sl_weight *const *ws, int n)
         return -EPROTO;
     }
     queue_reset(q);
+    if (s->cache) sl_xcache_begin(s->cache);
+    int claim = SL_XCACHE_BYPASS, unit = -1;
     for (int i = 0; i < n; i++) {
         if (ws[i]->data) continue;
+        if (s->cache && ws[i]->unit != unit) {   /* an expert's matrices come together: one claim */
+            unit = ws[i]->unit;
+            claim = sl_xcache_claim(s->cache, unit);
+        }
+        if (s->cache && claim == SL_XCACHE_HIT) continue;
         int rc = add_pieces(q, ws[i], rows_for(ws[i], s->chunk_bytes));
         if (rc) { queue_reset(q); return rc; }
     }
@@ -239,6 +260,7 @@ static void queues_free(sl_stream *s)
 {
     sl_io_close(s->dense.io);
     sl_io_close(s->experts.io);
+    sl_xcache_free(s->cache);
     free(s->dense.p);
     free(s->experts.p);
     free(s->rowbuf);
@@ -286,6 +308,9 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
     rc = queue_open(m, &s->dense, o, depth, err, errlen);
     if (!rc) scan_experts(s, m);
     if (!rc && s->experts.max_piece) rc = queue_open(m, &s->experts, o, sl_stream_expert_slots(&m->cfg), err, errlen);
+    if (!rc && s->experts.max_piece && o->expert_cache_bytes && (rc = sl_xcache_create(m, o->expert_cache_bytes, &s->cache)))
+        snprintf(err, errlen, "stream: cannot allocate %llu MiB for the expert cache",
+                 (unsigned long long)(o->expert_cache_bytes >> 20));
     if (rc) { queues_free(s); return rc; }
     s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg, stream_reset, stream_want };
     *out = s;
@@ -304,6 +329,7 @@ sl_wsource *sl_stream_source(sl_stream *s) { return &s->src; }
 void sl_stream_get_stats(const sl_stream *s, sl_stream_stats *st)
 {
     *st = s->st;
+    sl_xcache_get_stats(s->cache, &st->cache);
     sl_io_get_stats(s->dense.io, &st->io);
     if (s->experts.io) {
         sl_io_stats e;
@@ -327,7 +353,8 @@ int64_t sl_stream_n_pieces(const sl_stream *s) { return s->dense.n; }
 uint64_t sl_stream_pass_bytes(const sl_stream *s) { return s->pass_bytes; }
 size_t sl_stream_mem_bytes(const sl_stream *s)
 {
-    return sl_io_mem_bytes(s->dense.io) + (s->experts.io ? sl_io_mem_bytes(s->experts.io) : 0) + s->m->tok_embd.row_bytes;
+    return sl_io_mem_bytes(s->dense.io) + (s->experts.io ? sl_io_mem_bytes(s->experts.io) : 0) + s->m->tok_embd.row_bytes +
+           sl_xcache_mem_bytes(s->cache);
 }
 const char *sl_stream_notice(const sl_stream *s) { return sl_io_notice(s->dense.io); }
 const char *sl_stream_backend(const sl_stream *s) { return sl_io_backend_name(sl_io_backend_active(s->dense.io)); }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "loader/io.h"
+#include "runtime/engine/expert_cache.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/model.h"
 
@@ -52,6 +53,7 @@ typedef struct sl_stream_opts {
     int      prefetch;      /* pieces in flight ahead of the one computing (>= 1) */
     int      lm_head_rows;  /* rows per LM-head chunk (default 1024) */
     bool     no_direct;     /* buffered reads instead of O_DIRECT */
+    uint64_t expert_cache_bytes;   /* memory for routed experts kept between passes (expert_cache.h); 0: none */
 } sl_stream_opts;
 
 typedef struct sl_stream_stats {
@@ -60,6 +62,7 @@ typedef struct sl_stream_stats {
     uint64_t expert_pieces; /* of those: pieces of routed experts */
     uint64_t expert_bytes;  /*   and their bytes */
     uint64_t expert_wants;  /* announcements of a batch's experts (one per MoE block per pass) */
+    sl_xcache_stats cache;  /* the expert cache's hits, misses, fills (zero without one) */
     uint64_t embd_rows;     /* embedding rows read */
     uint64_t wait_ns;       /* time blocked waiting for pieces */
     uint64_t compute_ns;    /* time computing on streamed pieces */

@@ -104,7 +104,11 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         fprintf(f, "%-34s %12.2f\n", line, p->stream_buf_bytes / MiB);
     }
     snprintf(line, sizeof line, "resident weights");
-    fprintf(f, "%-34s %12.2f\n", line, p->resident_bytes / MiB);
+    fprintf(f, "%-34s %12.2f\n", line, (p->resident_bytes - (p->expert_cache_bytes ? p->expert_cache_bytes : 0)) / MiB);
+    if (p->expert_cache_entries) {
+        snprintf(line, sizeof line, "expert cache (%lld experts)", (long long)p->expert_cache_entries);
+        fprintf(f, "%-34s %12.2f\n", line, p->expert_cache_bytes / MiB);
+    }
     fprintf(f, "%-34s %12.2f  (%.1f%% of the budget)\n\n", "total", p->total_bytes / MiB,
             req->budget ? 100.0 * p->total_bytes / req->budget : 0);
     if (p->all_resident) {
@@ -118,14 +122,14 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         fprintf(f, "streams:  %.1f MiB of weights per token in pieces of <= %.1f MiB (LM head: %d rows per piece), "
                 "embedding rows on demand\n", p->stream_bytes / MiB, p->chunk_bytes / MiB, p->lm_head_rows);
         if (c->n_expert) {
-            int er = 0;
             uint64_t one = 0;
-            for (int l = 0; l < c->n_layers; l++) er += p->experts_resident[l];
             for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];
-            fprintf(f, "experts:  %d routed experts per block, %d per token, %.2f MiB each; all of them resident in %d "
-                    "of %d blocks, elsewhere read when picked: %.1f MiB of the %.1f MiB per token (no expert cache yet)\n",
-                    c->n_expert, c->n_expert_used, one / MiB, er, c->n_layers, p->expert_stream_bytes / MiB,
-                    p->stream_bytes / MiB);
+            fprintf(f, "experts:  %d routed experts per block, %d per token, %.2f MiB each, read when picked; expert "
+                    "cache %.1f MiB (%lld of %lld experts, %.1f%%): %.1f MiB of the %.1f MiB per token at a hit rate of "
+                    "%.1f%% (the cache's share of the experts: uniform, independent routing; trained models hit more)\n",
+                    c->n_expert, c->n_expert_used, one / MiB, p->expert_cache_bytes / MiB,
+                    (long long)p->expert_cache_entries, (long long)c->n_layers * c->n_expert,
+                    100.0 * p->expert_hit_rate, p->expert_stream_bytes / MiB, p->stream_bytes / MiB, 100.0 * p->expert_hit_rate);
         }
         if (p->kv == SL_PLAN_KV_SPILL)
             fprintf(f, "KV file:  %.1f MiB at full context, read and appended per layer\n", p->kv_file_bytes / MiB);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/engine/expert_cache.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/stream.h"
 
@@ -270,12 +271,14 @@ static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t b
  * more), computed from memory or read as pieces like the dense matrices. */
 static void sim_experts(sim *s, const sl_plan_req *req, const sl_plan_model *pm, const sl_plan *p, int l)
 {
-    for (int e = 0; e < pm->cfg.n_expert_used && expert_size(pm, l); e++)
-        for (int k = 0; k < SL_EXPERT_MATS; k++) {
-            uint64_t rb = pm->expert_row_bytes[l][k];
-            sim_matrix(s, req, p->experts_resident[l], pm->expert_bytes[l][k], rb, pm->expert_type[l][k],
-                       p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->expert_bytes[l][k] / rb : 1));
-        }
+    const double miss = p->experts_resident[l] ? 0 : 1 - p->expert_hit_rate;
+    for (int k = 0; k < SL_EXPERT_MATS && expert_size(pm, l); k++) {
+        const uint64_t rb = pm->expert_row_bytes[l][k], all = (uint64_t)pm->cfg.n_expert_used * pm->expert_bytes[l][k];
+        const uint64_t read = rb ? (uint64_t)(miss * (double)(all / rb) + 0.5) * rb : 0;
+        s->t += compute_s(req, pm->expert_type[l][k], all - read);   /* hits compute from memory */
+        sim_matrix(s, req, !read, read, rb, pm->expert_type[l][k],
+                   p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->expert_bytes[l][k] / rb : 1));
+    }
 }
 
 /* Contract: seconds of one pass over the weights that computes `scale` tokens (their matrix products
@@ -471,6 +474,29 @@ static void grow_pieces(const sl_plan_model *pm, const sl_plan_req *req, bool ba
     p->stream_buf_bytes = buf;   /* sized with nothing pinned: pinning only shrinks the largest piece */
 }
 
+/* The expert cache of a plan with `avail` bytes left after the dense weights: as many entries (the
+ * largest expert, 64-byte aligned, plus the cache's tables) as fit, at most one per expert.  Returns
+ * its bytes. */
+static uint64_t expert_cache(const sl_plan_model *pm, uint64_t avail, sl_plan *p)
+{
+    uint64_t eb = 0;
+    int64_t units = 0;
+    for (int l = 0; l < pm->cfg.n_layers; l++) {
+        eb = max_u64(eb, expert_size(pm, l));
+        units += expert_size(pm, l) ? pm->cfg.n_expert : 0;
+    }
+    if (!eb || !units) return 0;
+    eb = (eb + 63) & ~(uint64_t)63;
+    const uint64_t tables = (uint64_t)pm->cfg.n_layers * pm->cfg.n_expert * 12, per = eb + 48;
+    if (avail <= tables + per) return 0;
+    int64_t n = (int64_t)((avail - tables) / per);
+    if (n > units) n = units;
+    p->expert_cache_entries = n;
+    p->expert_cache_bytes = (uint64_t)n * eb;
+    p->expert_hit_rate = (double)n / (double)units;
+    return (uint64_t)n * per + tables;
+}
+
 /* Stage 6: weights, first fit over (LM head, block 0's tensors, block 1's, ..., then block 0's routed
  * experts, block 1's, ...): each unit is pinned if it fits in what is left.  A dense byte pinned saves
  * a byte of reading per token, an expert byte only expert_used_count / expert_count of one: the
@@ -495,17 +521,7 @@ static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p,
         }
         if (pinned == SL_BLOCK_MATS && !expert_size(pm, l)) p->n_layers_resident++;
     }
-    *expert_res = 0;
-    for (int l = 0; l < pm->cfg.n_layers; l++) {
-        uint64_t u = experts_all(pm, l);
-        if (!u || u > avail) continue;
-        p->experts_resident[l] = true;
-        avail -= u;
-        *expert_res += u;
-        bool dense = true;
-        for (int i = 0; i < SL_BLOCK_MATS; i++) dense = dense && p->layer_resident[l][i];
-        p->n_layers_resident += dense;
-    }
+    *expert_res = expert_cache(pm, avail, p);
     return res + *expert_res;
 }
 
@@ -579,7 +595,8 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     /* a tied LM head is the embedding table, which streams whole here (sl_plan_apply); a block's
      * streamed experts cost what a token takes of them */
     for (int l = 0; l < L; l++)
-        if (!p->experts_resident[l]) p->expert_stream_bytes += experts_per_token(pm, l);
+        if (!p->experts_resident[l])
+            p->expert_stream_bytes += (uint64_t)((1 - p->expert_hit_rate) * (double)experts_per_token(pm, l));
     p->stream_bytes = weights - pm->embd_bytes - (res - expert_res) + (pm->tied ? pm->lm_head_bytes : 0) +
                       p->expert_stream_bytes;
     p->total_bytes = fixed + p->act_bytes + p->kv_bytes + p->stream_buf_bytes + res;

@@ -84,9 +84,14 @@ typedef struct sl_plan {
     /* weights */
     bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
     bool     lm_head_resident;
-    /* a MoE block's routed experts are one unit: all resident, or each read when a token picks it
-     * (the expert cache that holds the hot ones is not built yet) */
+    /* routed experts: all resident (an all-resident plan), or read when a token picks one and kept in
+     * the expert cache (runtime/engine/expert_cache.h), which takes every byte the dense weights leave */
     bool     experts_resident[SL_PLAN_MAX_LAYERS];   /* dense blocks: true */
+    uint64_t expert_cache_bytes;    /* memory given to the expert cache (0: none) */
+    int64_t  expert_cache_entries;  /* experts it holds (of n_layers * expert_count) */
+    double   expert_hit_rate;       /* the hit rate the prediction assumes: entries / experts (uniform,
+                                     * independent routing: what an LRU cache of that share hits; trained
+                                     * models route with locality and hit more) */
     int      n_layers_resident;   /* blocks entirely resident (experts included) */
     uint64_t resident_bytes;  /* weights held in memory */
     uint64_t stream_bytes;    /* weights read per token (one pass): dense streamed matrices, the LM head if

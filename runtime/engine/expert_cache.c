@@ -1,0 +1,174 @@
+/* runtime/engine/expert_cache.c — see expert_cache.h.  Entries in a doubly linked LRU list; a table
+ * from unit (block * expert_count + expert) to entry. */
+#include "runtime/engine/expert_cache.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+    int unit;              /* -1: free */
+    uint64_t filled;       /* bytes copied in while filling */
+    uint64_t need;         /* the unit's bytes: whole when filled == need */
+    bool whole;
+    uint64_t batch;        /* the batch that last claimed it: not evicted during that batch */
+    int prev, next;        /* LRU list: head = most recent */
+} entry;
+
+struct sl_xcache {
+    unsigned char *mem;    /* n entries of entry_bytes */
+    entry *e;
+    int n, head, tail;
+    int *of_unit;          /* (n_units): entry index or -1 */
+    int n_units;
+    uint64_t *unit_bytes;  /* (n_units) */
+    uint64_t entry_bytes, batch;
+    sl_xcache_stats st;
+};
+
+uint64_t sl_xcache_unit_bytes(const sl_model *m)
+{
+    uint64_t mx = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        uint64_t b = sl_layer_expert_bytes(m, l);
+        if (b > mx) mx = b;
+    }
+    return mx;
+}
+
+static void unlink_entry(sl_xcache *c, int i)
+{
+    entry *x = &c->e[i];
+    if (x->prev >= 0) c->e[x->prev].next = x->next; else c->head = x->next;
+    if (x->next >= 0) c->e[x->next].prev = x->prev; else c->tail = x->prev;
+    x->prev = x->next = -1;
+}
+
+static void push_front(sl_xcache *c, int i)
+{
+    c->e[i].prev = -1;
+    c->e[i].next = c->head;
+    if (c->head >= 0) c->e[c->head].prev = i;
+    c->head = i;
+    if (c->tail < 0) c->tail = i;
+}
+
+int sl_xcache_create(const sl_model *m, uint64_t bytes, sl_xcache **out)
+{
+    *out = NULL;
+    const uint64_t eb = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+    const int units = m->cfg.n_layers * m->cfg.n_expert;
+    if (!eb || bytes < eb) return 0;
+    int64_t n = (int64_t)(bytes / eb);
+    if (n > units) n = units;
+    sl_xcache *c = calloc(1, sizeof *c);
+    if (!c) return -ENOMEM;
+    c->n = (int)n;
+    c->n_units = units;
+    c->entry_bytes = eb;
+    c->e = calloc((size_t)n, sizeof *c->e);
+    c->of_unit = malloc((size_t)units * sizeof *c->of_unit);
+    c->unit_bytes = calloc((size_t)units, sizeof *c->unit_bytes);
+    if (!c->e || !c->of_unit || !c->unit_bytes || posix_memalign((void **)&c->mem, 64, (size_t)(n * (int64_t)eb))) {
+        sl_xcache_free(c);
+        return -ENOMEM;
+    }
+    for (int u = 0; u < units; u++) {
+        c->of_unit[u] = -1;
+        c->unit_bytes[u] = sl_layer_expert_bytes(m, u / m->cfg.n_expert);
+    }
+    c->head = c->tail = -1;
+    for (int i = 0; i < c->n; i++) {
+        c->e[i] = (entry){ .unit = -1, .prev = -1, .next = -1 };
+        push_front(c, i);
+    }
+    c->st.entries = c->n;
+    c->st.entry_bytes = eb;
+    *out = c;
+    return 0;
+}
+
+void sl_xcache_free(sl_xcache *c)
+{
+    if (!c) return;
+    free(c->mem);
+    free(c->e);
+    free(c->of_unit);
+    free(c->unit_bytes);
+    free(c);
+}
+
+void sl_xcache_begin(sl_xcache *c) { c->batch++; }
+
+int sl_xcache_claim(sl_xcache *c, int unit)
+{
+    if (unit < 0 || unit >= c->n_units) return SL_XCACHE_BYPASS;
+    int i = c->of_unit[unit];
+    if (i >= 0 && c->e[i].whole) {
+        c->st.hits++;
+        c->e[i].batch = c->batch;
+        unlink_entry(c, i);
+        push_front(c, i);
+        return SL_XCACHE_HIT;
+    }
+    c->st.misses++;
+    if (i < 0) {
+        /* the least recently used entry this batch does not hold */
+        for (i = c->tail; i >= 0 && c->e[i].batch == c->batch && c->e[i].unit >= 0; i = c->e[i].prev) {}
+        if (i < 0) { c->st.bypass++; return SL_XCACHE_BYPASS; }
+        if (c->e[i].unit >= 0) {
+            c->of_unit[c->e[i].unit] = -1;
+            c->st.evictions++;
+        }
+        c->of_unit[unit] = i;
+    }
+    c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .batch = c->batch, .prev = c->e[i].prev,
+                       .next = c->e[i].next };
+    unlink_entry(c, i);
+    push_front(c, i);
+    return SL_XCACHE_FILL;
+}
+
+const void *sl_xcache_data(const sl_xcache *c, const sl_weight *w)
+{
+    if (!c || !w->routed || w->unit < 0 || w->unit >= c->n_units) return NULL;
+    int i = c->of_unit[w->unit];
+    return i >= 0 && c->e[i].whole ? c->mem + (size_t)i * c->entry_bytes + w->unit_off : NULL;
+}
+
+void sl_xcache_fill(sl_xcache *c, const sl_weight *w, int64_t row0, int64_t nrows, const void *data)
+{
+    if (!c || !w->routed || w->unit < 0 || w->unit >= c->n_units) return;
+    int i = c->of_unit[w->unit];
+    if (i < 0 || c->e[i].whole) return;
+    const uint64_t off = w->unit_off + (uint64_t)row0 * w->row_bytes, len = (uint64_t)nrows * w->row_bytes;
+    memcpy(c->mem + (size_t)i * c->entry_bytes + off, data, len);
+    c->e[i].filled += len;
+    if (c->e[i].filled == c->e[i].need) {
+        c->e[i].whole = true;
+        c->st.fills++;
+    }
+}
+
+void sl_xcache_abort(sl_xcache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].unit >= 0 && !c->e[i].whole) {
+            c->of_unit[c->e[i].unit] = -1;
+            c->e[i].unit = -1;
+            c->e[i].filled = 0;
+        }
+}
+
+void sl_xcache_get_stats(const sl_xcache *c, sl_xcache_stats *st)
+{
+    if (c) *st = c->st;
+    else memset(st, 0, sizeof *st);
+}
+
+size_t sl_xcache_mem_bytes(const sl_xcache *c)
+{
+    return c ? (size_t)c->n * (c->entry_bytes + sizeof(entry)) + (size_t)c->n_units * (sizeof(int) + sizeof(uint64_t)) : 0;
+}
