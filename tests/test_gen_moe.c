@@ -361,3 +361,41 @@ Test(gen_moe, narrowed_shapes_keys_weights_inspect, .timeout = 300)
         unlink(out);
     }
 }
+
+/* MoE options that make no sense are usage errors (exit 2, one line saying why), not files. */
+Test(gen_moe, option_errors)
+{
+    static const struct { const char *args, *why; } bad[] = {
+        { "--shape qwen3-8b --experts 4", "only llama (Mixtral) and the MoE shapes have experts" },
+        { "--shape mixtral-8x7b --experts-used 9", "more than --experts" },
+        { "--shape qwen3-30b-a3b --shexp-ffn 512", "only qwen2moe has a shared expert" },
+        { "--shape mixtral-8x7b --expert-ffn 512", "a Mixtral's experts are --ffn wide" },
+        { "--shape llama3-8b --experts-used 2", "need --experts" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char args[512], p[300], line[512] = "";
+        snprintf(args, sizeof args, "%s --type Q4_K_M --out '%s/bad.gguf' --dry-run", bad[i].args, tdir);
+        cr_assert_eq(run("sluice-gen", args), 2, "%s", args);
+        snprintf(p, sizeof p, "%s/err.txt", tdir);
+        FILE *f = fopen(p, "r");
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(line, sizeof line, f));
+        fclose(f);
+        cr_assert(strstr(line, bad[i].why), "%s: %s", args, line);
+    }
+    char args[512];   /* a llama with experts is a Mixtral: 8 experts, the 8-expert rules */
+    snprintf(args, sizeof args, "--shape custom --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 256 --experts 8 --type Q4_K_M "
+             "--out '%s/c.gguf' --dry-run", tdir);
+    cr_assert_eq(run("sluice-gen", args), 0, "%s", args);
+    char p[300], line[256];
+    snprintf(p, sizeof p, "%s/out.txt", tdir);
+    FILE *f = fopen(p, "r");
+    cr_assert_not_null(f);
+    int q8 = 0, stacks = 0;
+    while (fgets(line, sizeof line, f)) {
+        q8 += strstr(line, "\tQ8_0\t") != NULL;
+        stacks += strstr(line, "_exps.weight\t") && strstr(line, "x8\t");
+    }
+    fclose(f);
+    cr_assert(q8 == 4 && stacks == 6, "custom llama with 8 experts: %d Q8_0 (attn_k, attn_v), %d stacks", q8, stacks);
+}
