@@ -238,8 +238,9 @@ static void parse_args(int argc, char **argv, opts *o)
     if (s->dim % s->heads) bad_args("dim %d is not a multiple of heads %d", s->dim, s->heads);
     if (gen_head_dim(s) % 2) bad_args("head dim %d must be even (RoPE rotates pairs)", gen_head_dim(s));
     if (s->heads % s->kv_heads) bad_args("heads %d is not a multiple of kv-heads %d", s->heads, s->kv_heads);
-    /* Row lengths are dim and ffn: each must split into whole blocks of every type used.  llama.cpp
-     * would fall back to Q5_0/Q5_1/Q8_0 for odd shapes; sluice-gen generates no such fallbacks. */
+    /* Row lengths dim, ffn and heads x head_dim must split into the main type's blocks (so the dense
+     * shapes need no fallback).  An MoE expert width need not: llama.cpp's fallbacks for it (Q5_0,
+     * Q5_1, Q8_0, Q4_0, IQ4_NL) are synthesized, and main() refuses any type that is not. */
     int need = sl_type_get(fi->base_type)->blck;
     if (s->dim % need || s->ffn % need || (gen_head_dim(s) * s->heads) % need)
         bad_args("--type %s needs dim, ffn and heads x head_dim to be multiples of %d (got %d, %d, %d)", t, need, s->dim,
@@ -298,7 +299,8 @@ static double rms_uniform_int(int lo, int hi)
 static void plan_units(tplan *t)
 {
     const sl_type_info *ti = sl_type_get(t->type);
-    int64_t rows = (t->n_dims >= 2 ? t->ne[1] : 1) * (t->n_dims == 3 ? t->ne[2] : 1);   /* experts: rows of rows */
+    /* a 3-D expert stack is ne1 rows for each of its ne2 experts, generated as one run of blocks */
+    int64_t rows = (t->n_dims >= 2 ? t->ne[1] : 1) * (t->n_dims == 3 ? t->ne[2] : 1);
     t->nbytes = (uint64_t)sl_row_bytes(t->type, t->ne[0]) * (uint64_t)rows;
     if (t->type == SL_TYPE_F16 || t->type == SL_TYPE_F32) t->unit_bytes = sl_row_bytes(t->type, t->ne[0]);
     else t->unit_bytes = (uint64_t)ti->bytes;
@@ -572,8 +574,9 @@ out:
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* Contract: true when gen_units() synthesizes every tensor's type (the mix falls back to Q5_0 and
- * others for odd row lengths, which parse_args rules out); else says which tensor and false. */
+/* Contract: true when gen_units() synthesizes every tensor's type; else says which tensor and false.
+ * Every type the mixes and their fallbacks give is synthesized today: this keeps a new file type or
+ * rule from writing zero blocks silently. */
 static bool types_synthesized(const tplan *plan, int n, const char *ftype_name)
 {
     for (int i = 0; i < n; i++) {
