@@ -4,8 +4,8 @@
  * read as facts: the same choices, written from their description.  One deliberate difference: a
  * fused attn_qkv (phi3) follows llama.cpp's own attn_qkv rule (Q3_K_M: Q4_K, Q4_K_M: Q5_K, Q5_K_M:
  * Q6_K), as the public Phi-3 files have it, where newer llama.cpp versions send it down the attn_v
- * branch.  The micro-llama files llama-quantize made (../shared/models) check the table in
- * tests/test_gen.c.
+ * branch.  The micro-llama files and the micro MoE files (qwen3moe, Mixtral, qwen2moe) llama-quantize
+ * made (../shared/models) check the table in tests/test_gen.c.
  */
 #include "loader/ftype.h"
 
@@ -84,9 +84,11 @@ static int fallback(int type, int64_t ne0)
     return ne0 % blck(r) == 0 ? r : SL_TYPE_F16;
 }
 
-/* The attn_v rule: GQA models keep more bits in the (smaller) V projection. */
-static int attn_v_type(int ftype, int t, int layer, int n, int gqa)
+/* The attn_v rule: GQA models keep more bits in the (smaller) V projection; 8-expert models
+ * (Mixtral) Q8_0 whatever the file type ("trades just ~128MB", llama.cpp says). */
+static int attn_v_type(int ftype, int t, int layer, int n, int gqa, int n_expert)
 {
+    if (n_expert == 8) return SL_TYPE_Q8_0;
     switch (ftype) {
     case SL_FTYPE_Q2_K: return gqa >= 4 ? SL_TYPE_Q4_K : SL_TYPE_Q3_K;
     case SL_FTYPE_Q3_K_M: return layer < 2 ? SL_TYPE_Q5_K : SL_TYPE_Q4_K;
@@ -112,6 +114,14 @@ static int ffn_down_type(int ftype, int t, int layer, int n)
 /* Contract: see ftype.h. */
 int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer, int64_t ne0)
 {
+    return sl_ftype_tensor_type_moe(ftype, m, 0, role, layer, ne0);
+}
+
+/* Contract: see ftype.h.  Expert stacks and shared experts need no rule of their own: llama.cpp
+ * tells tensors apart by name substrings ("ffn_down" matches ffn_down_exps), and its MoE layer index
+ * is the block number, as for dense models; only 8-expert models get extra rules. */
+int sl_ftype_tensor_type_moe(int ftype, const sl_ftype_model *m, int n_expert, int role, int layer, int64_t ne0)
+{
     const sl_ftype_info *fi = sl_ftype_get(ftype);
     if (!fi) return -1;
     if (role == SL_ROLE_OTHER) return SL_TYPE_F32;
@@ -125,7 +135,8 @@ int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer
         return fallback(t, ne0);
     }
     switch (role) {
-    case SL_ROLE_ATTN_V: t = attn_v_type(ftype, t, layer, n, gqa); break;
+    case SL_ROLE_ATTN_V: t = attn_v_type(ftype, t, layer, n, gqa, n_expert); break;
+    case SL_ROLE_ATTN_K: if (n_expert == 8) t = SL_TYPE_Q8_0; break;
     case SL_ROLE_FFN_DOWN: t = ffn_down_type(ftype, t, layer, n); break;
     case SL_ROLE_ATTN_QKV:
         if (ftype == SL_FTYPE_Q3_K_M) t = SL_TYPE_Q4_K;
@@ -133,7 +144,10 @@ int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer
         else if (ftype == SL_FTYPE_Q5_K_M) t = SL_TYPE_Q6_K;
         break;
     case SL_ROLE_ATTN_OUTPUT:
-        if (ftype == SL_FTYPE_Q2_K) t = SL_TYPE_Q3_K;
+        if (n_expert == 8) {   /* the 8-expert rule replaces the dense one for these file types */
+            if (ftype == SL_FTYPE_Q2_K || ftype == SL_FTYPE_Q3_K_M || ftype == SL_FTYPE_Q4_K_M || ftype == SL_FTYPE_IQ4_XS)
+                t = SL_TYPE_Q5_K;
+        } else if (ftype == SL_FTYPE_Q2_K) t = SL_TYPE_Q3_K;
         else if (ftype == SL_FTYPE_Q3_K_M) t = SL_TYPE_Q4_K;
         break;
     default: break;

@@ -3,10 +3,11 @@
  *
  * One table serves the model generator (tools/sluice-gen writes files of these mixes) and the
  * planner (`sluice plan` estimates how a smaller file of the same model would stream), so both
- * agree on what a "Q3_K_M file" holds.  The rules are llama.cpp's llama_tensor_get_type for dense
- * (non-MoE) models, without an importance matrix except for IQ4_XS (whose files are made with one),
- * with its fallback for rows that do not split into the chosen type's blocks.  Not modelled: MoE expert counts, Falcon, the 70B attn_v bump, and the
- * IQ1/IQ2/IQ3 file types (which need an importance matrix).
+ * agree on what a "Q3_K_M file" holds.  The rules are llama.cpp's llama_tensor_get_type, without an
+ * importance matrix except for IQ4_XS (whose files are made with one), with its fallback for rows
+ * that do not split into the chosen type's blocks, and its 8-expert rules (Mixtral: attn_k and
+ * attn_v Q8_0, attn_output Q5_K).  Not modelled: Falcon, the 70B attn_v bump, and the IQ1/IQ2/IQ3
+ * file types (which need an importance matrix).
  */
 #ifndef SL_LOADER_FTYPE_H
 #define SL_LOADER_FTYPE_H
@@ -27,6 +28,9 @@ enum sl_tensor_role {
     SL_ROLE_ATTN_Q, SL_ROLE_ATTN_K, SL_ROLE_ATTN_V, SL_ROLE_ATTN_QKV, SL_ROLE_ATTN_OUTPUT,
     SL_ROLE_FFN_GATE, SL_ROLE_FFN_UP, SL_ROLE_FFN_DOWN   /* a fused gate+up (phi3's ffn_up) is FFN_UP */
 };
+/* MoE tensors take the roles llama.cpp's name matching gives them: the expert stacks and the shared
+ * expert (ffn_{gate,up,down}_exps / _shexp) are FFN_GATE/UP/DOWN, the routers (ffn_gate_inp,
+ * ffn_gate_inp_shexp) are never quantized (OTHER: F32). */
 
 /* The facts about a model the mix depends on. */
 typedef struct sl_ftype_model {
@@ -58,5 +62,8 @@ const char *sl_ftype_names(void);
  * outside the blocks) with rows of ne0 elements, in a file of type `ftype` of model m.  1-D tensors
  * (SL_ROLE_OTHER) stay F32.  -1 for an ftype the table does not know. */
 int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer, int64_t ne0);
+/* The same for a Mixture-of-Experts model of n_expert routed experts a block (expert_count; 0 or 1:
+ * dense, as sl_ftype_tensor_type). */
+int sl_ftype_tensor_type_moe(int ftype, const sl_ftype_model *m, int n_expert, int role, int layer, int64_t ne0);
 
 #endif

@@ -95,14 +95,18 @@ static void usage(FILE *f)
 "  Writes a synthetic llama GGUF: real shapes, tensor order, llama.cpp type mix and file size,\n"
 "  the real tokenizer, random weights (no language ability).\n"
 "shapes: tinyllama-1.1b llama2-7b llama3-8b mistral-7b llama2-13b llama3.1-8b qwen2.5-7b qwen3-8b\n"
-"  gemma2-9b phi3-medium-14b mistral-nemo-12b (their architectures' tensor sets; vocabularies\n"
-"  without a file here are a real one padded to the real size), or custom (a llama; needs --dim\n"
-"  --layers --heads --ffn); the options below override a named shape's values.\n"
+"  gemma2-9b phi3-medium-14b mistral-nemo-12b, Mixture-of-Experts qwen3-30b-a3b mixtral-8x7b\n"
+"  qwen1.5-moe-a2.7b (their architectures' tensor sets; vocabularies without a file here are a\n"
+"  real one padded to the real size), or custom (a llama; needs --dim --layers --heads --ffn); the\n"
+"  options below override a named shape's values.\n"
 "  --seed N          weights are a pure function of (seed, tensor, block)      [1]\n"
 "  --vocab FILE      GGUF whose tokenizer.* keys are copied; the model's vocab size is its token\n"
 "                    count [ggml-vocab-llama-bpe.rebuilt.gguf for llama3-8b, otherwise\n"
 "                    ggml-vocab-llama-spm.gguf, in %s]\n"
-"  --dim D --layers L --heads H --kv-heads K --ffn F --ctx C --rope-theta T\n"
+"  --dim D --layers L --heads H --kv-heads K --ffn F --ctx C --rope-theta T --head-dim H\n"
+"  --experts E --experts-used K   routed experts a block, used a token (a llama with experts is a\n"
+"                    Mixtral: its experts are --ffn wide)\n"
+"  --expert-ffn F --shexp-ffn S   qwen3moe/qwen2moe expert width, qwen2moe shared-expert width\n"
 "  --vocab-size V    only checked against the vocabulary's token count\n"
 "  --tied            no output.weight (the output reuses token_embd)\n"
 "  --threads N       generator threads (1..%d)                                  [2]\n"
@@ -124,7 +128,10 @@ static void usage(FILE *f)
 "  ffn_down and attn_output Q3_K; IQ4_XS: IQ4_XS, attn_v Q5_K when heads/kv-heads >= 4 (as\n"
 "  llama-quantize makes it with an importance matrix); every quantized type but Q8_0:\n"
 "  output (and a tied token_embd) Q6_K; Q8_0: all Q8_0; F16: all F16;\n"
-"  1-D tensors (norms, biases, rope factors) always F32.\n",
+"  1-D tensors (norms, biases, rope factors) and MoE routers always F32.  MoE: expert stacks and\n"
+"  shared experts take their FFN role's type; 8 experts (Mixtral): attn_k, attn_v Q8_0, attn_output\n"
+"  Q5_K (Q2_K Q3_K_M Q4_K_M IQ4_XS); rows not a multiple of 256 fall back as llama-quantize does\n"
+"  (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, Q2_K/Q3_K->Q4_0, IQ4_XS->IQ4_NL).\n",
             vocab_dir(), MAX_THREADS, sl_ftype_names());
 }
 
@@ -155,7 +162,8 @@ static long long parse_int(const char *opt, const char *v, long long lo, long lo
 static void parse_args(int argc, char **argv, opts *o)
 {
     const char *shape_name = NULL;
-    int dim = -1, layers = -1, heads = -1, kv = -1, ffn = -1, ctx = -1;
+    int dim = -1, layers = -1, heads = -1, kv = -1, ffn = -1, ctx = -1, hd = -1;
+    int experts = 0, used = 0, eff = 0, sff = 0;   /* MoE options (shapes_moe.c) */
     double theta = -1;
     memset(o, 0, sizeof *o);
     o->seed = 1;
@@ -182,6 +190,11 @@ static void parse_args(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--ffn")) ffn = (int)parse_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--vocab-size")) o->vocab_size_arg = (int)parse_int(a, v, 1, 1 << 24);
         else if (!strcmp(a, "--ctx")) ctx = (int)parse_int(a, v, 1, 1 << 24);
+        else if (!strcmp(a, "--head-dim")) hd = (int)parse_int(a, v, 2, 4096);
+        else if (!strcmp(a, "--experts")) experts = (int)parse_int(a, v, 1, 4096);
+        else if (!strcmp(a, "--experts-used")) used = (int)parse_int(a, v, 1, 4096);
+        else if (!strcmp(a, "--expert-ffn")) eff = (int)parse_int(a, v, 1, 1 << 20);
+        else if (!strcmp(a, "--shexp-ffn")) sff = (int)parse_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--rope-theta")) {
             char *end;
             theta = strtod(v, &end);
@@ -202,7 +215,8 @@ static void parse_args(int argc, char **argv, opts *o)
         if (k == GEN_N_SHAPES) bad_args("unknown shape '%s'", shape_name);
         o->s = GEN_SHAPES[k];
         o->tied = o->tied || o->s.tied;
-        if (dim > 0 || layers > 0 || heads > 0 || kv > 0 || ffn > 0) o->custom = true;   /* no size reference */
+        if (dim > 0 || layers > 0 || heads > 0 || kv > 0 || ffn > 0 || hd > 0 || experts || used || eff || sff)
+            o->custom = true;   /* no size reference */
     }
     if (dim > 0) o->s.dim = dim;
     if (layers > 0) o->s.layers = layers;
@@ -211,6 +225,9 @@ static void parse_args(int argc, char **argv, opts *o)
     if (ffn > 0) o->s.ffn = ffn;
     if (ctx > 0) o->s.ctx = ctx;
     if (theta > 0) o->s.theta = (float)theta;
+    if (hd > 0) o->s.head_dim = hd;
+    const char *moe_err = gen_moe_apply(&o->s, experts, used, eff, sff);
+    if (moe_err) bad_args("%s", moe_err);
 
     const char *t = o->ftype_name;
     const sl_ftype_info *fi = sl_ftype_by_name(t);
@@ -221,8 +238,9 @@ static void parse_args(int argc, char **argv, opts *o)
     if (s->dim % s->heads) bad_args("dim %d is not a multiple of heads %d", s->dim, s->heads);
     if (gen_head_dim(s) % 2) bad_args("head dim %d must be even (RoPE rotates pairs)", gen_head_dim(s));
     if (s->heads % s->kv_heads) bad_args("heads %d is not a multiple of kv-heads %d", s->heads, s->kv_heads);
-    /* Row lengths are dim and ffn: each must split into whole blocks of every type used.  llama.cpp
-     * would fall back to Q5_0/Q5_1/Q8_0 for odd shapes; sluice-gen generates no such fallbacks. */
+    /* Row lengths dim, ffn and heads x head_dim must split into the main type's blocks (so the dense
+     * shapes need no fallback).  An MoE expert width need not: llama.cpp's fallbacks for it (Q5_0,
+     * Q5_1, Q8_0, Q4_0, IQ4_NL) are synthesized, and main() refuses any type that is not. */
     int need = sl_type_get(fi->base_type)->blck;
     if (s->dim % need || s->ffn % need || (gen_head_dim(s) * s->heads) % need)
         bad_args("--type %s needs dim, ffn and heads x head_dim to be multiples of %d (got %d, %d, %d)", t, need, s->dim,
@@ -281,7 +299,8 @@ static double rms_uniform_int(int lo, int hi)
 static void plan_units(tplan *t)
 {
     const sl_type_info *ti = sl_type_get(t->type);
-    int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
+    /* a 3-D expert stack is ne1 rows for each of its ne2 experts, generated as one run of blocks */
+    int64_t rows = (t->n_dims >= 2 ? t->ne[1] : 1) * (t->n_dims == 3 ? t->ne[2] : 1);
     t->nbytes = (uint64_t)sl_row_bytes(t->type, t->ne[0]) * (uint64_t)rows;
     if (t->type == SL_TYPE_F16 || t->type == SL_TYPE_F32) t->unit_bytes = sl_row_bytes(t->type, t->ne[0]);
     else t->unit_bytes = (uint64_t)ti->bytes;
@@ -555,8 +574,9 @@ out:
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* Contract: true when gen_units() synthesizes every tensor's type (the mix falls back to Q5_0 and
- * others for odd row lengths, which parse_args rules out); else says which tensor and false. */
+/* Contract: true when gen_units() synthesizes every tensor's type; else says which tensor and false.
+ * Every type the mixes and their fallbacks give is synthesized today: this keeps a new file type or
+ * rule from writing zero blocks silently. */
 static bool types_synthesized(const tplan *plan, int n, const char *ftype_name)
 {
     for (int i = 0; i < n; i++) {
@@ -631,7 +651,8 @@ int main(int argc, char **argv)
     /* gen_units() writes ggml's block layouts byte by byte: make sure the kernels agree on them. */
     static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 }, { SL_TYPE_Q5_K, 256, 176 },
                                      { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 }, { SL_TYPE_Q2_K, 256, 84 },
-                                     { SL_TYPE_Q3_K, 256, 110 }, { SL_TYPE_IQ4_XS, 256, 136 } };
+                                     { SL_TYPE_Q3_K, 256, 110 }, { SL_TYPE_IQ4_XS, 256, 136 }, { SL_TYPE_Q5_0, 32, 22 },
+                                     { SL_TYPE_Q5_1, 32, 24 }, { SL_TYPE_IQ4_NL, 32, 18 } };
     for (int i = 0; i < (int)(sizeof layout / sizeof layout[0]); i++) {
         const sl_type_info *ti = sl_type_get(layout[i][0]);
         if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {
@@ -671,9 +692,12 @@ int main(int argc, char **argv)
     if (o.dry_run) {   /* the metadata went to the temp file only to measure it */
         g_tmp = NULL;
         sl_gguf_writer_abort(w);
-        for (int i = 0; i < n; i++)
-            printf("%s\t%s\t%" PRId64 "x%" PRId64 "\t%" PRIu64 "\n", plan[i].name, sl_type_name(plan[i].type),
-                   plan[i].ne[0], plan[i].n_dims == 2 ? plan[i].ne[1] : 1, plan[i].nbytes);
+        for (int i = 0; i < n; i++) {
+            printf("%s\t%s\t%" PRId64 "x%" PRId64, plan[i].name, sl_type_name(plan[i].type), plan[i].ne[0],
+                   plan[i].n_dims >= 2 ? plan[i].ne[1] : 1);
+            if (plan[i].n_dims == 3) printf("x%" PRId64, plan[i].ne[2]);
+            printf("\t%" PRIu64 "\n", plan[i].nbytes);
+        }
         printf("total\t%" PRIu64 "\n", size);
         free(plan);
         return 0;

@@ -9,8 +9,9 @@
 #include "loader/gguf.h"
 #include "loader/gguf_write.h"
 
-/* The architectures sluice-gen writes (general.architecture = gen_arch_name()). */
-typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2 } gen_arch;
+/* The architectures sluice-gen writes (general.architecture = gen_arch_name()).  Mixtral is GA_LLAMA
+ * with experts (llama.expert_count), as llama.cpp's converter writes it. */
+typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2, GA_QWEN3MOE, GA_QWEN2MOE } gen_arch;
 
 typedef struct shape {
     const char *name;
@@ -24,6 +25,11 @@ typedef struct shape {
     bool tied;               /* no output.weight */
     bool rope_freqs;         /* Llama 3.1 rope_freqs.weight (factor 8, low 1, high 4, original context 8192) */
     int swa;                 /* attention.sliding_window (phi3, gemma2) */
+    /* Mixture-of-Experts (shapes_moe.c): routed experts a block (0: dense), experts used a token,
+     * one expert's FFN width (expert_feed_forward_length; Mixtral's is `ffn`), the shared expert's
+     * width (qwen2moe; 0: none).  `ffn` stays the config's intermediate_size, written as
+     * feed_forward_length. */
+    int n_expert, n_expert_used, expert_ffn, shexp_ffn;
 } shape;
 
 extern const shape GEN_SHAPES[];
@@ -51,8 +57,9 @@ static inline uint64_t mix64(uint64_t z)
 /* splitmix64 stream: state advances by the golden gamma, output is the mixed state. */
 static inline uint64_t next64(uint64_t *s) { return mix64(*s += 0x9e3779b97f4a7c15ull); }
 
-/* The blocks of Q2_K, Q3_K and IQ4_XS (lowbit.c), synthesized like the others (sluice-gen.c's
- * header): init once with the inverse-CDF table; denom is the element rms for a block scale d = 1;
+/* The blocks of Q2_K, Q3_K, IQ4_XS and of the fallbacks for rows that do not split into 256-blocks
+ * (Q5_0, Q5_1, IQ4_NL: e.g. qwen1.5-moe's 1408-wide expert down rows) (lowbit.c), synthesized like
+ * the others (sluice-gen.c's header): init once with the inverse-CDF table; denom is the element rms for a block scale d = 1;
  * block writes one block from the stream s. */
 void gen_lowbit_init(const float gauss_tab[65536]);
 bool gen_lowbit_has(int type);
@@ -64,14 +71,16 @@ static inline int gen_head_dim(const shape *s) { return s->head_dim ? s->head_di
 enum kind {
     K_EMBD, K_OUT_NORM, K_OUTPUT, K_ATTN_NORM, K_Q, K_K, K_V, K_O, K_FFN_NORM, K_GATE, K_UP, K_DOWN,
     K_QKV, K_GATE_UP, K_Q_BIAS, K_K_BIAS, K_V_BIAS, K_Q_NORM, K_K_NORM, K_POST_ATTN_NORM, K_POST_FFN_NORM,
-    K_ROPE_FREQS
+    K_ROPE_FREQS,
+    /* MoE: the router, the 3-D expert stacks, the shared expert and its scalar gate */
+    K_GATE_INP, K_GATE_EXPS, K_UP_EXPS, K_DOWN_EXPS, K_GATE_INP_SHEXP, K_GATE_SHEXP, K_UP_SHEXP, K_DOWN_SHEXP
 };
 
 typedef struct tplan {
     char name[64];
     enum kind kind;
     int type, layer;
-    int64_t ne[2];
+    int64_t ne[3];           /* ggml order; ne[2] = experts of a 3-D stack (expert e = rows [e ne1, (e+1) ne1)) */
     int n_dims;
     float center, sigma;     /* F32 vectors: center + sigma z (norms 1 + 0.1 z, biases 0.5 z); else target std */
     uint64_t nbytes, unit_bytes, n_units, key;
@@ -85,6 +94,19 @@ int gen_build_plan(const opts *o, int64_t vocab, tplan *p);
 /* Key/values; the vocabulary's tokenizer.* keys copied, its token arrays padded to vocab entries
  * ("[PAD<id>]", unused) when the vocabulary file has fewer.  The writer's status. */
 int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t vocab);
+/* Append a tensor to the table p (count *n): its name "blk.<layer>.<name>.weight" (".bias" for the
+ * bias kinds; "<name>.weight" for layer -1), its type under o's file type, its shape (ne1 0: 1-D;
+ * ne2 0: 2-D) and weight distribution. */
+void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1,
+                  int64_t ne2);
+/* One MoE block's tensors (shapes_moe.c), in the order of ../shared's micro MoE files (the
+ * converter's); and the architecture's expert keys (<arch>.expert_count, ...).  Writer status. */
+void gen_add_layer_moe(tplan *p, int *n, const opts *o, int l);
+int gen_write_meta_moe(sl_gguf_writer *w, const opts *o);
+/* Apply the MoE options (each 0 when not given) to s, after its dim/ffn overrides; fill the derived
+ * values (Mixtral's expert width is its ffn; experts used default 2).  NULL, or what is wrong. */
+const char *gen_moe_apply(shape *s, int experts, int used, int expert_ffn, int shexp_ffn);
+
 /* Llama 3.1's rope_freqs.weight for head size n_rot and base theta (n_rot / 2 factors). */
 void gen_rope_freqs(int n_rot, float theta, float *out);
 const char *gen_arch_name(gen_arch a);

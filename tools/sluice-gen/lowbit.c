@@ -1,5 +1,6 @@
 /* tools/sluice-gen/lowbit.c — sluice-gen's Q2_K, Q3_K and IQ4_XS blocks (the Q3_K_M, Q2_K and
- * IQ4_XS file types), synthesized the way sluice-gen.c synthesizes the others: each element's quant
+ * IQ4_XS file types) and the 32-element fallbacks llama-quantize picks for rows that do not split
+ * into 256-blocks (Q5_0, Q5_1, IQ4_NL: qwen1.5-moe's 1408-wide expert down rows), synthesized the way sluice-gen.c synthesizes the others: each element's quant
  * is a discretized Gaussian placed around the type's zero point, sub-block scales are uniform, and
  * the caller's f16 super-block scale d sets the std.  Layouts are ggml's (kernels/k_quants.h holds
  * the same structs; the byte offsets below are checked against kernels/types.c's block sizes by
@@ -12,6 +13,9 @@
  *          mean is 0), sc − 32 uniform in 16..31.
  *   IQ4_XS x = d·(ls − 32)·kvalues[q], q the level nearest 40 z; the levels are not symmetric, so
  *          each sub-block's scale gets a random sign (|ls − 32| uniform in 16..31) and the mean is 0.
+ *   Q5_0   x = d·(q − 16), q = 16 + rint(7.2 z) clipped to 1..31 (the format's 0 unused: mean 0).
+ *   Q5_1   x = d·q + m, q = floor(16 + 7.2 z) clipped to 0..31 (symmetric about 15.5), m = −15.5 d.
+ *   IQ4_NL x = d·kvalues[q] as IQ4_XS without sub-block scales; d gets the random sign.
  */
 #include "tools/sluice-gen/gen.h"
 
@@ -27,7 +31,8 @@
 static const int8_t iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
 static uint8_t q2k_tab[65536], q3k_tab[65536], iq4_tab[65536];   /* 16 random bits -> quant code */
-static double q2k_rms, q3k_rms, iq4_rms;
+static uint8_t q50_tab[65536], q51_tab[65536];
+static double q2k_rms, q3k_rms, iq4_rms, q50_rms, q51_rms;
 
 static int nearest_iq4(double v)
 {
@@ -40,7 +45,7 @@ static int nearest_iq4(double v)
 /* Contract: see gen.h (tables from the inverse normal CDF table; rms of each code's value). */
 void gen_lowbit_init(const float gauss_tab[65536])
 {
-    double s2 = 0, s3 = 0, s4 = 0;
+    double s2 = 0, s3 = 0, s4 = 0, s50 = 0, s51 = 0;
     for (int i = 0; i < 65536; i++) {
         const double z = gauss_tab[i];
         int a = (int)floor(2 + z); a = a < 0 ? 0 : a > 3 ? 3 : a;
@@ -52,13 +57,25 @@ void gen_lowbit_init(const float gauss_tab[65536])
         s2 += (a - 1.5) * (a - 1.5);
         s3 += (double)b * b;
         s4 += (double)iq4_levels[c] * iq4_levels[c];
+        int e = (int)lrint(7.2 * z); e = e < -15 ? -15 : e > 15 ? 15 : e;
+        int f = (int)floor(16 + 7.2 * z); f = f < 0 ? 0 : f > 31 ? 31 : f;
+        q50_tab[i] = (uint8_t)(e + 16);
+        q51_tab[i] = (uint8_t)f;
+        s50 += (double)e * e;
+        s51 += (f - 15.5) * (f - 15.5);
     }
+    q50_rms = sqrt(s50 / 65536);
+    q51_rms = sqrt(s51 / 65536);
     q2k_rms = sqrt(s2 / 65536);
     q3k_rms = sqrt(s3 / 65536);
     iq4_rms = sqrt(s4 / 65536);
 }
 
-bool gen_lowbit_has(int type) { return type == SL_TYPE_Q2_K || type == SL_TYPE_Q3_K || type == SL_TYPE_IQ4_XS; }
+bool gen_lowbit_has(int type)
+{
+    return type == SL_TYPE_Q2_K || type == SL_TYPE_Q3_K || type == SL_TYPE_IQ4_XS || type == SL_TYPE_Q5_0 ||
+           type == SL_TYPE_Q5_1 || type == SL_TYPE_IQ4_NL;
+}
 
 /* rms of the integers lo..hi (uniform). */
 static double rms_range(int lo, int hi)
@@ -75,6 +92,9 @@ double gen_lowbit_denom(int type)
     case SL_TYPE_Q2_K: return JIT_RMS * rms_range(8, 15) * q2k_rms;
     case SL_TYPE_Q3_K: return JIT_RMS * rms_range(16, 31) * q3k_rms;
     case SL_TYPE_IQ4_XS: return JIT_RMS * rms_range(16, 31) * iq4_rms;
+    case SL_TYPE_Q5_0: return JIT_RMS * q50_rms;
+    case SL_TYPE_Q5_1: return JIT_RMS * q51_rms;
+    case SL_TYPE_IQ4_NL: return JIT_RMS * iq4_rms;
     default: return 1;
     }
 }
@@ -147,6 +167,37 @@ static void gen_iq4_xs(uint8_t *dst, float d, uint64_t *s)
     }
 }
 
+/* The 5-bit codes of a Q5_0/Q5_1 block from tab: element j < 16 in the low nibble of qs[j], element
+ * j + 16 in its high nibble, each fifth bit at bit j of the u32 qh (ggml's block_q5_0 layout). */
+static void q5_codes(uint8_t *qh4, uint8_t *qs, const uint8_t *tab, uint64_t *s)
+{
+    uint32_t qh = 0;
+    memset(qs, 0, 16);
+    for (int j = 0; j < 32; j += 4) {
+        uint64_t r = next64(s);
+        for (int k = 0; k < 4; k++, r >>= 16) {
+            const int e = j + k;
+            const uint8_t q = tab[r & 0xffff];
+            qs[e % 16] |= (uint8_t)((q & 15) << (4 * (e / 16)));
+            qh |= (uint32_t)(q >> 4) << e;
+        }
+    }
+    memcpy(qh4, &qh, 4);
+}
+
+/* IQ4_NL: f16 d, qs[16] (element j low nibble of qs[j], j + 16 high nibble).  The levels lean
+ * negative; a random sign on d centres the tensor. */
+static void gen_iq4_nl(uint8_t *dst, float d, uint64_t *s)
+{
+    uint64_t r = next64(s);
+    put_f16(dst, r & 1 ? -d : d);
+    for (int i = 0; i < 16; i += 2) {
+        r = next64(s);
+        dst[2 + i] = (uint8_t)(iq4_tab[r & 0xffff] | iq4_tab[(r >> 16) & 0xffff] << 4);
+        dst[3 + i] = (uint8_t)(iq4_tab[(r >> 32) & 0xffff] | iq4_tab[r >> 48] << 4);
+    }
+}
+
 /* Contract: see gen.h. */
 void gen_lowbit_block(int type, uint8_t *dst, float d, uint64_t *s)
 {
@@ -154,6 +205,15 @@ void gen_lowbit_block(int type, uint8_t *dst, float d, uint64_t *s)
     case SL_TYPE_Q2_K: gen_q2_k(dst, d, s); break;
     case SL_TYPE_Q3_K: gen_q3_k(dst, d, s); break;
     case SL_TYPE_IQ4_XS: gen_iq4_xs(dst, d, s); break;
+    case SL_TYPE_Q5_0: put_f16(dst, d); q5_codes(dst + 2, dst + 6, q50_tab, s); break;
+    case SL_TYPE_Q5_1: {
+        const uint16_t dh = sl_f32_to_f16(d);
+        memcpy(dst, &dh, 2);
+        put_f16(dst + 2, -15.5f * sl_f16_to_f32(dh));
+        q5_codes(dst + 4, dst + 8, q51_tab, s);
+        break;
+    }
+    case SL_TYPE_IQ4_NL: gen_iq4_nl(dst, d, s); break;
     default: break;
     }
 }

@@ -40,14 +40,43 @@ const shape GEN_SHAPES[] = {
       .swa = 2047 },
     { "mistral-nemo-12b", GA_LLAMA, 5120, 40, 32, 8, 14336, 131072, 1024000, 1e6f, "ggml-vocab-llama-bpe.rebuilt.gguf", 7.48e9,
       .head_dim = 128 },
+    /* Mixture-of-Experts (hyperparameter sources: shapes_moe.c; reference sizes: REF_SIZES below) */
+    { "qwen3-30b-a3b", GA_QWEN3MOE, 2048, 48, 32, 4, 6144, 151936, 40960, 1e6f, "ggml-vocab-qwen2.rebuilt.gguf", 18.6e9,
+      .head_dim = 128, .rms_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ffn = 768 },
+    { "mixtral-8x7b", GA_LLAMA, 4096, 32, 32, 8, 14336, 32000, 32768, 1e6f, "ggml-vocab-llama-spm.gguf", 28.4e9,
+      .n_expert = 8, .n_expert_used = 2, .expert_ffn = 14336 },
+    { "qwen1.5-moe-a2.7b", GA_QWEN2MOE, 2048, 24, 16, 16, 5632, 151936, 8192, 1e6f, "ggml-vocab-qwen2.rebuilt.gguf",
+      9.5e9, .rms_eps = 1e-6f, .n_expert = 60, .n_expert_used = 4, .expert_ffn = 1408, .shexp_ffn = 5632 },
 };
 const int GEN_N_SHAPES = (int)(sizeof GEN_SHAPES / sizeof GEN_SHAPES[0]);
 
 /* Public file sizes in the other file types, as the model pages show them to 3 digits (recalled, not
- * re-measured here): Meta-Llama-3-8B's Q3_K_M, Q2_K and IQ4_XS files. */
+ * re-measured here): Meta-Llama-3-8B's Q3_K_M, Q2_K and IQ4_XS files.
+ *
+ * MoE shapes (looked up in Hugging Face file listings, Dec 2026; 3 digits):
+ *   qwen3-30b-a3b  Q4_K_M 18.6 GB (unsloth/Qwen3-30B-A3B-GGUF, the figure issue #37 quotes; a model
+ *                  card elsewhere gives it as 17.28 GiB = 18.55 GB); bartowski/Qwen_Qwen3-30B-A3B-GGUF:
+ *                  Q8_0 32.48, Q6_K 25.10, Q5_K_M 21.74 GB (its bf16 61.10 GB is our F16's size).
+ *   mixtral-8x7b   mradermacher/Mixtral-8x7B-v0.1-GGUF (a 2024+ llama.cpp, 3-D expert tensors):
+ *                  Q4_K_M 28.4, Q3_K_M 22.5, Q2_K 17.3, Q5_K_M 33.2 GB; Q8_0 49.62 and Q4_0 26.4 GB
+ *                  (TheBloke/Mixtral-8x7B-v0.1-GGUF; uniform types, so its December 2023 llama.cpp
+ *                  does not matter); Q6_K 38.4 GB (gobean/Mixtral-8x7B-Instruct-v0.1-GGUF).
+ *                  TheBloke's Q4_K_M (26.4 GB, llama.cpp 8a7b2fa) is NOT a reference: that
+ *                  llama.cpp stored each expert as its own 2-D tensor (blk.N.ffn_down.E.weight), which
+ *                  its "ffn_down.weight" rule did not match, so no expert got Q6_K — the file is the
+ *                  size of its Q4_0 and Q4_K_S; today's llama-quantize makes 28.4 GB.
+ *   qwen1.5-moe    RichardErkhov/Qwen_-_Qwen1.5-MoE-A2.7B-gguf (the base model; the chat model has the
+ *                  same tensors): Q4_K_M 9.5, Q3_K_M 7.44, Q2_K 5.89, Q4_0 8.15 GB. */
 static const struct { const char *shape; int ftype; double bytes; } REF_SIZES[] = {
     { "llama3-8b", SL_FTYPE_Q3_K_M, 4.02e9 }, { "llama3-8b", SL_FTYPE_Q2_K, 3.18e9 },
     { "llama3-8b", SL_FTYPE_IQ4_XS, 4.45e9 },
+    { "qwen3-30b-a3b", SL_FTYPE_Q8_0, 32.48e9 }, { "qwen3-30b-a3b", SL_FTYPE_Q6_K, 25.10e9 },
+    { "qwen3-30b-a3b", SL_FTYPE_Q5_K_M, 21.74e9 },
+    { "mixtral-8x7b", SL_FTYPE_Q8_0, 49.62e9 }, { "mixtral-8x7b", SL_FTYPE_Q4_0, 26.4e9 },
+    { "mixtral-8x7b", SL_FTYPE_Q3_K_M, 22.5e9 }, { "mixtral-8x7b", SL_FTYPE_Q2_K, 17.3e9 },
+    { "mixtral-8x7b", SL_FTYPE_Q5_K_M, 33.2e9 }, { "mixtral-8x7b", SL_FTYPE_Q6_K, 38.4e9 },
+    { "qwen1.5-moe-a2.7b", SL_FTYPE_Q3_K_M, 7.44e9 }, { "qwen1.5-moe-a2.7b", SL_FTYPE_Q2_K, 5.89e9 },
+    { "qwen1.5-moe-a2.7b", SL_FTYPE_Q4_0, 8.15e9 },
 };
 
 /* Contract: see gen.h. */
@@ -61,7 +90,7 @@ double gen_ref_bytes(const shape *s, int ftype)
 
 const char *gen_arch_name(gen_arch a)
 {
-    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2" };
+    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2", "qwen3moe", "qwen2moe" };
     return names[a];
 }
 
@@ -82,9 +111,9 @@ static int role_of(enum kind k)
     case K_V: return SL_ROLE_ATTN_V;
     case K_QKV: return SL_ROLE_ATTN_QKV;
     case K_O: return SL_ROLE_ATTN_OUTPUT;
-    case K_GATE: return SL_ROLE_FFN_GATE;
-    case K_UP: case K_GATE_UP: return SL_ROLE_FFN_UP;
-    case K_DOWN: return SL_ROLE_FFN_DOWN;
+    case K_GATE: case K_GATE_EXPS: case K_GATE_SHEXP: return SL_ROLE_FFN_GATE;
+    case K_UP: case K_GATE_UP: case K_UP_EXPS: case K_UP_SHEXP: return SL_ROLE_FFN_UP;
+    case K_DOWN: case K_DOWN_EXPS: case K_DOWN_SHEXP: return SL_ROLE_FFN_DOWN;
     default: return SL_ROLE_OTHER;
     }
 }
@@ -94,8 +123,8 @@ static int role_of(enum kind k)
 static int pick_type(const opts *o, enum kind k, int layer, int64_t ne0)
 {
     if (is_vector(k)) return SL_TYPE_F32;   /* 1-D: never quantized */
-    return sl_ftype_tensor_type(o->ftype, &(sl_ftype_model){ o->s.layers, o->s.heads, o->s.kv_heads, o->tied },
-                                role_of(k), layer, ne0);
+    return sl_ftype_tensor_type_moe(o->ftype, &(sl_ftype_model){ o->s.layers, o->s.heads, o->s.kv_heads, o->tied },
+                                    o->s.n_expert, role_of(k), layer, ne0);
 }
 
 static uint64_t fnv1a(const char *s)
@@ -105,8 +134,9 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-/* name: "blk.<layer>.<name>.weight" (or ".bias" when the kind is a bias), or "<name>.weight". */
-static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1)
+/* Contract: see gen.h. */
+void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1,
+                  int64_t ne2)
 {
     tplan *t = &p[(*n)++];
     memset(t, 0, sizeof *t);
@@ -118,7 +148,8 @@ static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, co
     t->type = pick_type(o, k, layer, ne0);
     t->ne[0] = ne0;
     t->ne[1] = ne1;
-    t->n_dims = ne1 > 0 ? 2 : 1;
+    t->ne[2] = ne2;
+    t->n_dims = ne2 > 0 ? 3 : ne1 > 0 ? 2 : 1;
     if (k == K_Q_BIAS || k == K_K_BIAS || k == K_V_BIAS) t->sigma = 0.1f;        /* around 0 */
     else if (k == K_ROPE_FREQS) t->center = 1.0f;                              /* computed, not random */
     else if (is_vector(k)) { t->center = 1.0f; t->sigma = 0.1f; }               /* norms: 1 + 0.1 z */
@@ -130,10 +161,20 @@ static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, co
     t->key = fnv1a(t->name);
 }
 
+/* A 1-D or 2-D tensor (see gen_add_plan). */
+static void add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1)
+{
+    gen_add_plan(p, n, o, k, layer, name, ne0, ne1, 0);
+}
+
 /* One block's tensors in the converter's order for the architecture. */
 static void add_layer(tplan *p, int *n, const opts *o, int l)
 {
     const shape *s = &o->s;
+    if (s->n_expert > 0) {
+        gen_add_layer_moe(p, n, o, l);
+        return;
+    }
     const int64_t d = s->dim, hd = gen_head_dim(s), qd = hd * s->heads, kvd = hd * s->kv_heads, f = s->ffn;
     add_plan(p, n, o, K_ATTN_NORM, l, "attn_norm", d, 0);
     if (s->arch == GA_PHI3) {
@@ -165,7 +206,7 @@ static void add_layer(tplan *p, int *n, const opts *o, int l)
     if (s->arch == GA_GEMMA2) add_plan(p, n, o, K_POST_FFN_NORM, l, "post_ffw_norm", d, 0);
 }
 
-int gen_max_tensors(const opts *o) { return o->s.layers * 16 + 8; }
+int gen_max_tensors(const opts *o) { return o->s.layers * 20 + 8; }
 
 static int by_name(const void *a, const void *b) { return strcmp(((const tplan *)a)->name, ((const tplan *)b)->name); }
 
@@ -279,7 +320,7 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
     KU32("attention.head_count_kv", s->kv_heads);
     KF32("attention.layer_norm_rms_epsilon", s->rms_eps ? s->rms_eps : 1e-5f);
     if (s->arch != GA_GEMMA2) KF32("rope.freq_base", s->theta);
-    if (hd != s->dim / s->heads || s->arch == GA_QWEN3 || s->arch == GA_GEMMA2) {
+    if (hd != s->dim / s->heads || s->arch == GA_QWEN3 || s->arch == GA_QWEN3MOE || s->arch == GA_GEMMA2) {
         KU32("attention.key_length", hd);
         KU32("attention.value_length", hd);
     }
@@ -293,6 +334,7 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
         KF32("final_logit_softcapping", 30.0f);
     }
     if (s->arch == GA_LLAMA) KU32("vocab_size", vocab);
+    if (s->n_expert > 0) gen_write_meta_moe(w, o);
 #undef KU32
 #undef KF32
     for (int64_t i = 0; i < sl_gguf_n_kv(voc); i++) {
