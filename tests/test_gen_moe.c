@@ -294,6 +294,10 @@ static void check_inspect(const char *path, const char *arch)
     text[n] = 0;
     snprintf(want, sizeof want, "architecture %s", arch);
     cr_assert(strstr(text, want) && strstr(text, "blk.0.ffn_down_exps.weight"), "%s:\n%s", path, text);
+    /* and sluice runs it: inspect names the experts, a streamed run decodes */
+    cr_assert(strstr(text, "experts      ") && !strstr(text, "cannot run"), "%s:\n%s", path, text);
+    snprintf(args, sizeof args, "run -m '%s' -p Once -n 3 --temp 0 -c 64 --stream", path);
+    cr_assert_eq(run("sluice", args), 0, "sluice %s", args);
 }
 
 /* The named shapes with fewer blocks and experts (qwen3-30b-a3b and mixtral-8x7b keep their widths
