@@ -384,6 +384,11 @@ typedef struct sluice_stats {
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);
+/* Mixture-of-experts models: append every position's expert choices to f (a FILE *, opened for
+ * writing by the caller, which also closes it after sluice_ctx_free), one line per position and MoE
+ * block: "pass block position e1 ... ek" (bench/moe_cache_sim.c replays it).  NULL stops.  Lines are
+ * written during evaluation; the caller checks f for errors. */
+void sluice_ctx_moe_trace(sluice_ctx *c, void *f);
 /* How much of the model file is in the page cache now (mincore).  0 or -errno. */
 int  sluice_page_cache(const sluice_model *m, uint64_t *resident_bytes, uint64_t *file_bytes);
 

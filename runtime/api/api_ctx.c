@@ -618,6 +618,12 @@ int sluice_session_load(sluice_ctx *C, const char *path, void **extra, size_t *e
 
 static uint64_t vm_hwm(void) { return sl_peak_rss(); }
 
+void sluice_ctx_moe_trace(sluice_ctx *C, void *f)
+{
+    if (!CTX_OK(C, "sluice_ctx_moe_trace")) return;
+    C->c->moe_trace = f;
+}
+
 void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *o)
 {
     if (!o) return;

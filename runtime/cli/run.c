@@ -28,7 +28,7 @@ static void on_signal(int sig)
     if (c) sluice_cancel(c);
 }
 
-enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS };
+enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS, RUN_MOE_TRACE };
 
 static const cli_opt run_in_table[] = {
     { RUN_PROMPT, "-p|--prompt", "TEXT", "prompt text" },
@@ -40,6 +40,8 @@ static const cli_opt run_out_table[] = {
     { RUN_STATS_JSON, "--stats-json", "FILE", "write the --stats figures as one JSON object to FILE (for benchmarks)" },
     { RUN_JSON, "--json", NULL, "one JSON object per generated token on stdout" },
     { RUN_TOP_LOGITS, "--top-logits", "K", "with --json: include the K best [id, logit] pairs" },
+    { RUN_MOE_TRACE, "--moe-trace", "FILE", "mixture-of-experts models: write every position's expert choices to FILE "
+      "(\"pass block position experts...\" per line; bench/moe_cache_sim replays it)" },
     { 0, NULL, NULL, NULL },
 };
 static const cli_opt *const run_tables[] = { run_in_table, gen_opt_table, run_out_table, gen_mem_table, cli_meta_table,
@@ -52,7 +54,7 @@ const cli_cmd cli_cmd_run = {
 
 typedef struct run_opts {
     gen_opts g;
-    const char *prompt, *prompt_file, *stats_json;
+    const char *prompt, *prompt_file, *stats_json, *moe_trace;
     long top_logits;
     bool json;
 } run_opts;
@@ -65,6 +67,7 @@ static int run_opt_apply(int argc, char **argv, int *i, const cli_opt *op, run_o
     case RUN_FILE: return cli_val(argc, argv, i, &o->prompt_file) ? 0 : -1;
     case RUN_TOP_LOGITS: return cli_val(argc, argv, i, &v) && cli_int(a, v, 1, 1000, &o->top_logits) ? 0 : -1;
     case RUN_STATS_JSON: return cli_val(argc, argv, i, &o->stats_json) ? 0 : -1;
+    case RUN_MOE_TRACE: return cli_val(argc, argv, i, &o->moe_trace) ? 0 : -1;
     case RUN_JSON: o->json = true; return 0;
     default: return 0;
     }
@@ -152,6 +155,7 @@ typedef struct run_state {
     int n_vocab;
     long n_ctx;
     sluice_session_stats ss_load, ss_save;
+    FILE *moe_trace;               /* --moe-trace */
     bool sess_loaded, sess_saved;
     int64_t n_evaluated, n_gen, n_at_save;
     uint64_t t0, t_load, t_prompt, t_saved, t_first, t_end, t_prev;
@@ -304,6 +308,13 @@ static bool run_open(run_state *r)
     if (sluice_open(r->o.g.model, &sp, &r->M, err, sizeof err)) { sl_progress_clear(&r->bar); cli_err("%s", err); return false; }
     if (sluice_ctx_new(r->M, &r->C, err, sizeof err)) { cli_err("%s", err); return false; }
     if (!gen_check_kv(&r->o.g, r->M, r->C) || gen_load_lookup(&r->o.g, r->M, r->C) < 0) return false;
+    if (r->o.moe_trace) {
+        if (!(r->moe_trace = fopen(r->o.moe_trace, "w"))) {
+            cli_err("--moe-trace: cannot write %s: %s", r->o.moe_trace, strerror(errno));
+            return false;
+        }
+        sluice_ctx_moe_trace(r->C, r->moe_trace);
+    }
     g_ctx = r->C;
     if (g_interrupted) sluice_cancel(r->C);   /* a signal during loading stops the first evaluation */
     r->n_ctx = sluice_n_ctx(r->C);
@@ -589,6 +600,7 @@ static void run_free(run_state *r)
     sluice_sampler_free(r->smp);
     sluice_ctx_free(r->C);
     sluice_close(r->M);
+    if (r->moe_trace) fclose(r->moe_trace);
     free(r->ptext);
 }
 
@@ -622,6 +634,14 @@ int cmd_run(int argc, char **argv)
     if (!run_save_final(r) && status == 0) status = 1;
     if (r->o.stats_json && !write_stats_json(r, status) && status == 0) status = 1;
     if (r->o.g.stats) print_stats(r);
+    if (r->moe_trace) {
+        bool ok = !ferror(r->moe_trace);
+        if (fclose(r->moe_trace) || !ok) {
+            cli_err("--moe-trace: writing %s failed: %s", r->o.moe_trace, strerror(errno));
+            if (status == 0) status = 1;
+        }
+        r->moe_trace = NULL;
+    }
 done:
     run_free(r);
     free(r);

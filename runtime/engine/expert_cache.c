@@ -13,6 +13,7 @@ typedef struct entry {
     uint64_t need;         /* the unit's bytes: whole when filled == need */
     bool whole;
     uint64_t batch;        /* the batch that last claimed it: not evicted during that batch */
+    uint32_t uses;         /* LFU: claims since it took its unit, halved at every decay */
     int prev, next;        /* LRU list: head = most recent */
 } entry;
 
@@ -24,6 +25,8 @@ struct sl_xcache {
     int n_units;
     uint64_t *unit_bytes;  /* (n_units) */
     uint64_t entry_bytes, batch;
+    bool lfu;
+    uint64_t asks, decay_every;
     sl_xcache_stats st;
 };
 
@@ -78,6 +81,9 @@ int sl_xcache_create(const sl_model *m, uint64_t bytes, sl_xcache **out)
         c->of_unit[u] = -1;
         c->unit_bytes[u] = sl_layer_expert_bytes(m, u / m->cfg.n_expert);
     }
+    c->lfu = n < (int64_t)m->cfg.n_layers * m->cfg.n_expert_used;
+    c->decay_every = (uint64_t)units;
+    c->st.lfu = c->lfu;
     c->head = c->tail = -1;
     for (int i = 0; i < c->n; i++) {
         c->e[i] = (entry){ .unit = -1, .prev = -1, .next = -1 };
@@ -101,21 +107,38 @@ void sl_xcache_free(sl_xcache *c)
 
 void sl_xcache_begin(sl_xcache *c) { c->batch++; }
 
+/* The entry a miss takes: a free one, else the policy's choice among the entries this batch does
+ * not hold (the tail-most on ties); -1 when the batch holds them all. */
+static int victim(const sl_xcache *c)
+{
+    int v = -1;
+    for (int i = c->tail; i >= 0; i = c->e[i].prev) {
+        const entry *x = &c->e[i];
+        if (x->unit < 0) return i;
+        if (x->batch == c->batch) continue;
+        if (!c->lfu) return i;   /* LRU: the least recent one this batch does not hold */
+        if (v < 0 || x->uses < c->e[v].uses) v = i;
+    }
+    return v;
+}
+
 int sl_xcache_claim(sl_xcache *c, int unit)
 {
     if (unit < 0 || unit >= c->n_units) return SL_XCACHE_BYPASS;
+    if (c->lfu && ++c->asks % c->decay_every == 0)
+        for (int k = 0; k < c->n; k++) c->e[k].uses /= 2;
     int i = c->of_unit[unit];
     if (i >= 0 && c->e[i].whole) {
         c->st.hits++;
         c->e[i].batch = c->batch;
+        c->e[i].uses++;
         unlink_entry(c, i);
         push_front(c, i);
         return SL_XCACHE_HIT;
     }
     c->st.misses++;
     if (i < 0) {
-        /* the least recently used entry this batch does not hold */
-        for (i = c->tail; i >= 0 && c->e[i].batch == c->batch && c->e[i].unit >= 0; i = c->e[i].prev) {}
+        i = victim(c);
         if (i < 0) { c->st.bypass++; return SL_XCACHE_BYPASS; }
         if (c->e[i].unit >= 0) {
             c->of_unit[c->e[i].unit] = -1;
@@ -123,7 +146,7 @@ int sl_xcache_claim(sl_xcache *c, int unit)
         }
         c->of_unit[unit] = i;
     }
-    c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .batch = c->batch, .prev = c->e[i].prev,
+    c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .batch = c->batch, .uses = 1, .prev = c->e[i].prev,
                        .next = c->e[i].next };
     unlink_entry(c, i);
     push_front(c, i);

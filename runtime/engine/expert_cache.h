@@ -1,5 +1,12 @@
 /* runtime/engine/expert_cache.h — routed experts kept in memory between passes, in a fixed number of
- * equal entries (the budget the plan gives it), least recently used first out.
+ * equal entries (the budget the plan gives it).
+ *
+ * Which entry a miss takes (bench/moe_cache_sim.c replays traces under each policy; docs/benchmarks.md
+ * "Expert cache policies"): the least recently used one when the cache holds at least one token's
+ * experts (blocks x expert_used_count): LRU then hits best.  A smaller cache under LRU evicts every
+ * expert before the next token asks for it again (a pass walks the blocks in order: a loop larger
+ * than the cache) and hits nothing; there the least frequently used entry goes instead, its counts
+ * halved every (blocks x expert_count) asks so that old favourites fade (LFU with decay).
  *
  * A unit is one expert of one block: its SL_EXPERT_MATS matrices, stored back to back in an entry at
  * sl_weight.unit_off.  The stream (runtime/engine/stream.c) asks, when a MoE block announces the
@@ -28,6 +35,7 @@ typedef struct sl_xcache_stats {
     uint64_t fills, evictions;  /* entries completed / entries taken from another unit */
     uint64_t bypass;            /* misses read through without an entry (the batch held every entry) */
     int64_t  entries;           /* entries in the cache */
+    int      lfu;               /* 1: least frequently used first out (a cache smaller than a token's experts) */
     uint64_t entry_bytes;       /* bytes per entry (the largest unit) */
 } sl_xcache_stats;
 

@@ -356,6 +356,7 @@ static int eval_batch(sl_ctx *c, const int32_t *tokens, int nb)
 {
     const sl_config *cf = &c->m->cfg;
     int rc;
+    c->n_passes++;
     for (int b = 0; b < nb; b++)
         if ((rc = embed(c, tokens[b], c->x + (size_t)b * cf->dim))) return rc;
     if (cf->embd_scale)

@@ -75,6 +75,8 @@ typedef struct sl_ctx {
     float *moe_x, *moe_y;   /* (n_batch, dim) one expert's gathered inputs and outputs */
     float *moe_acc;         /* (n_batch, dim) the FFN's output per position */
     sl_weight **moe_want;   /* (n_expert * SL_EXPERT_MATS) the pass's expert reads, in order */
+    void *moe_trace;        /* FILE *: each position's experts per MoE block are appended (NULL: off) */
+    uint64_t n_passes;      /* forward passes this context ran (numbers the trace's batches) */
     float *att;             /* (n_threads, grp*n_ctx + head_dim) attention scores + q8_0 head row */
     const float *rope_div;  /* per-pair angle divisors for this context's length (model-owned), or NULL */
     float *logits;          /* (n_logits, vocab): the last evaluated position, or with logits_all every

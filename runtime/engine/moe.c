@@ -18,6 +18,7 @@
 #include "runtime/engine/forward_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +79,18 @@ static int swiglu_ffn(sl_ctx *c, const sl_weight *gate, const sl_weight *up, con
     return sl_fwd_matmul(c, down, c->hb, n, y, c->m->cfg.dim);
 }
 
+/* --moe-trace: one line per position and MoE block, "pass block position e1 .. ek" (the experts in
+ * descending router weight), the input of bench/moe_cache_sim.c.  A pass's lines are its batch. */
+static void trace(const sl_ctx *c, int l, int nb, int k)
+{
+    FILE *f = c->moe_trace;
+    for (int b = 0; b < nb; b++) {
+        fprintf(f, "%" PRIu64 " %d %d", c->n_passes, l, c->bpos[b].pos);
+        for (int j = 0; j < k; j++) fprintf(f, " %d", c->moe_ids[(size_t)b * k + j]);
+        fputc('\n', f);
+    }
+}
+
 /* Tell the source which experts this pass reads, in the order they will be computed. */
 static int want_experts(sl_ctx *c, const sl_layer *L, const int *start, int E)
 {
@@ -122,6 +135,7 @@ int sl_moe_ffn(sl_ctx *c, int l, int nb)
     if ((rc = sl_fwd_matmul(c, &L->router, c->xb, nb, c->moe_logits, E))) return rc;
     for (int b = 0; b < nb; b++)
         route(c->moe_logits + (size_t)b * E, E, k, c->m->arch->gating, c->moe_ids + (size_t)b * k, c->moe_w + (size_t)b * k);
+    if (c->moe_trace) trace(c, l, nb, k);
     group_by_expert(c->moe_ids, nb, k, E, c->moe_list);
     const int *start = c->moe_list + (size_t)nb * k;
     if ((rc = want_experts(c, L, start, E))) return rc;
