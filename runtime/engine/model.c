@@ -155,6 +155,7 @@ static void free_layer(sl_layer *L, int n_expert)
     for (int i = 0; i < SL_BLOCK_VECS; i++) free(L->vec[i]);
     free_weight(&L->router);
     free((void *)L->router.data);
+    for (int k = 0; k < SL_EXPERT_MATS; k++) free(L->expert_bias[k]);
     if (L->experts)
         for (int i = 0; i < n_expert * SL_EXPERT_MATS; i++) free_weight(&L->experts[i]);
     free(L->experts);
@@ -285,6 +286,51 @@ static int read_rope_attn(const sl_gguf *g, const char *a, sl_config *c, char *e
     return 0;
 }
 
+/* YaRN (gpt-oss; ../shared/README.md "Set 5"): rope.scaling.factor (required, > 1 makes sense but any
+ * > 0 is taken), yarn_beta_fast (default 32) and yarn_beta_slow (default 1); the positions are not
+ * scaled (the interpolation is per pair, sl_model_open's divisors), cos and sin are multiplied by
+ * attn_factor * (1 + 0.1 ln factor). */
+static int read_yarn(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
+{
+    c->yarn_factor = 0;
+    c->yarn_beta_fast = 32.0f;
+    c->yarn_beta_slow = 1.0f;
+    int rc;
+    if ((rc = sl_arch_get_f32(g, a, "rope.scaling.factor", &c->yarn_factor, err, errlen)) ||
+        (rc = sl_arch_get_f32(g, a, "rope.scaling.yarn_beta_fast", &c->yarn_beta_fast, err, errlen)) ||
+        (rc = sl_arch_get_f32(g, a, "rope.scaling.yarn_beta_slow", &c->yarn_beta_slow, err, errlen)))
+        return rc;
+    if (!(c->yarn_factor > 0) || c->yarn_factor > 1e6f || !(c->yarn_beta_fast > 0) || !(c->yarn_beta_slow > 0)) {
+        snprintf(err, errlen, "model: %s.rope.scaling: yarn needs factor > 0 and betas > 0 (factor %g, beta_fast %g, "
+                 "beta_slow %g)", a, c->yarn_factor, c->yarn_beta_fast, c->yarn_beta_slow);
+        return -EINVAL;
+    }
+    c->rope_mscale *= 1.0f + 0.1f * logf(c->yarn_factor);
+    return 0;
+}
+
+/* YaRN's per-pair divisors (ggml rope_yarn, llama.cpp's corr dims):  theta_i = p base^(-2i/n) / div_i
+ * with div_i = 1 / (ramp_i + (1 - ramp_i) / factor), ramp_i = 1 - clamp((i - lo) / max(0.001, hi - lo),
+ * 0, 1), lo = max(0, floor(d(beta_fast))), hi = min(n - 1, ceil(d(beta_slow))),
+ * d(b) = n ln(n_ctx_orig / (2 pi b)) / (2 ln base).  NULL when out of memory. */
+static float *yarn_divisors(const sl_config *c)
+{
+    const int n = c->rope_dim, half = n / 2;
+    float *d = malloc((size_t)half * sizeof *d);
+    if (!d) return NULL;
+    const double pi = 3.14159265358979323846, lb = 2 * log((double)c->rope_base);
+    double lo = floor(n * log(c->rope_ctx_orig / (2 * pi * c->yarn_beta_fast)) / lb);
+    double hi = ceil(n * log(c->rope_ctx_orig / (2 * pi * c->yarn_beta_slow)) / lb);
+    lo = lo > 0 ? lo : 0;
+    hi = hi < n - 1 ? hi : n - 1;
+    for (int i = 0; i < half; i++) {
+        double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+        double ramp = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);
+        d[i] = (float)(1.0 / (ramp + (1 - ramp) / c->yarn_factor));
+    }
+    return d;
+}
+
 /* Rope scaling as llama.cpp reads it (llama_model::load_hparams): the type defaults to "linear";
  * the factor is <arch>.rope.scaling.factor, else the legacy <arch>.rope.scale_linear; type "none"
  * never scales; "longrope" (per-pair divisors from rope_factors_long/short.weight, bound later)
@@ -304,11 +350,13 @@ static int read_rope_scaling(const sl_gguf *g, const sl_arch *arch, sl_config *c
         return -EINVAL;
     }
     bool none = sl_str_eq(st, "none"), longrope = arch->rope_long_short && sl_str_eq(st, "longrope");
-    if (!none && !longrope && !sl_str_eq(st, "linear")) {
+    bool yarn = arch->rope_yarn && sl_str_eq(st, "yarn");
+    if (!none && !longrope && !yarn && !sl_str_eq(st, "linear")) {
         sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported for %s (supported: none, linear%s)",
-                (int)(st.len > 20 ? 20 : st.len), st.ptr, a, arch->rope_long_short ? ", longrope" : "");
+                (int)(st.len > 20 ? 20 : st.len), st.ptr, a, arch->rope_long_short ? ", longrope" : arch->rope_yarn ? ", yarn" : "");
         return -ENOTSUP;
     }
+    if (yarn) return read_yarn(g, a, c, err, errlen);
     float f = 0;
     const char *fkey = "rope.scaling.factor";
     snprintf(key, sizeof key, "%s.%s", a, fkey);
@@ -412,6 +460,7 @@ static int64_t dim_of(const sl_config *c, int d)
     case SL_DIM_EXP_FFN:   return c->expert_ffn;
     case SL_DIM_SHEXP_FFN: return c->shexp_ffn;
     case SL_DIM_N_EXPERT:  return c->n_expert;
+    case SL_DIM_HEADS:     return c->n_heads;
     default:          return 1;
     }
 }
@@ -496,6 +545,16 @@ static int bind_experts(sl_model *m, sl_layer *L, int l, int fd, bool *used, cha
             w->unit = l * c->n_expert + e;
         }
         free_weight(&whole);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < a->n_expert_biases; i++) {   /* (width, n_expert) f32: expert e's bias is row e */
+        const sl_arch_tensor *t = &a->expert_biases[i];
+        sl_weight tmp;
+        snprintf(name, sizeof name, t->name, l);
+        if ((rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), c->n_expert, true, used, err, errlen))) return rc;
+        rc = load_vec(fd, &tmp, &L->expert_bias[t->slot], err, errlen);
+        m->norm_bytes += (size_t)tmp.cols * (size_t)c->n_expert * 4;
+        free_weight(&tmp);
         if (rc) return rc;
     }
     for (int e = 0; e < c->n_expert; e++)   /* each matrix's place in its unit: the slots in order */
@@ -641,6 +700,7 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* never blocks, even if swapped for a FIFO */
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
     if ((rc = bind_blocks(m, fd, used, err, errlen)) || (rc = bind_rope_freqs(m, fd, used, err, errlen))) goto fail;
+    if (c->yarn_factor > 0 && !(m->rope_freqs = yarn_divisors(c))) { rc = -ENOMEM; goto fail; }
 
     sl_weight tmp;
     if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, used, err, errlen))) goto fail;

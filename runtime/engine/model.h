@@ -42,6 +42,9 @@ typedef struct sl_config {
     int   n_expert_used;/* <arch>.expert_used_count: experts each token takes (top-k) */
     int   expert_ffn;   /* a routed expert's hidden width */
     int   shexp_ffn;    /* the shared expert's hidden width (0: none) */
+    /* YaRN rope scaling (gpt-oss; yarn_factor 0: none): the angles become per-pair divisors
+     * (sl_model.rope_freqs) and cos/sin are scaled by rope_mscale */
+    float yarn_factor, yarn_beta_fast, yarn_beta_slow;
 } sl_config;
 
 /* The sliding window block l attends through, or 0 for plain causal attention, as the file-wide
@@ -81,6 +84,7 @@ typedef struct sl_layer {
     /* mixture of experts (moe only) */
     sl_weight router;   /* ffn_gate_inp: (n_expert rows, dim), held as f32, always resident */
     sl_weight *experts; /* n_expert * SL_EXPERT_MATS views: expert e's matrix k is [e * SL_EXPERT_MATS + k] */
+    float *expert_bias[SL_EXPERT_MATS];   /* (n_expert, matrix rows) f32, or NULL (gpt-oss has them) */
 } sl_layer;
 
 /* Routed expert e's matrix k (enum sl_expert_mat) of a MoE block. */
