@@ -25,9 +25,7 @@ const char *oai_finish_name(int f)
     switch (f) {
     case FINISH_STOP: return "stop";
     case FINISH_LENGTH: return "length";
-    case FINISH_CANCELLED: return "cancelled";
-    case FINISH_ERROR: return "error";
-    default: return NULL;
+    default: return NULL;   /* cancelled and failed requests have no finish_reason of OpenAI's: none is sent */
     }
 }
 
@@ -129,6 +127,9 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
         }
     } else if (st && !json_is_null(st)) {
         BAD("'stop' must be a string or an array of strings");
+    } else {   /* none given: the server's (sluice serve -r) */
+        for (int i = 0; i < s->o.n_default_stop; i++)
+            if ((r = add_stop(j, s->o.default_stop[i], strlen(s->o.default_stop[i]), msg, msglen))) return r;
     }
     return 0;
 }
@@ -331,7 +332,6 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool
     } else {
         ch = json_pack("{s:i,s:s%,s:n,s:s?}", "index", 0, "text", text, n, "logprobs", "finish_reason", oai_finish_name(finish));
     }
-    if (finish == FINISH_ERROR && j->err[0]) json_object_set_new(o, "error", json_pack("{s:s}", "message", j->err));
     if (finish && j->return_tokens) {
         json_t *a = json_array();
         for (int i = 0; i < j->n_out; i++) json_array_append_new(a, json_integer(j->out_toks[i]));
@@ -339,6 +339,12 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool
     }
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     return event(o, len);
+}
+
+char *oai_sse_error(const job *j, size_t *len)
+{
+    return event(json_pack("{s:{s:s,s:s,s:i}}", "error", "message", j->err[0] ? j->err : "generation failed", "type",
+                           "server_error", "code", 500), len);
 }
 
 char *oai_sse_usage(sl_server *s, const job *j, size_t *len)

@@ -217,9 +217,6 @@ static bool emit(sl_server *s, slot *sl, int32_t id, int n_past)
         j->out_cap = nc;
     }
     j->out_toks[j->n_out++] = id;
-    /* a non-streaming connection waits suspended, where libmicrohttpd cannot see its client leave:
-     * wake it each token so that a closed socket is noticed (it suspends again at once) */
-    if (!j->stream) wake(s, j);
     if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return true; }
     char piece[512];
     int pl = sluice_token_piece(s->M, id, false, piece, sizeof piece);
@@ -286,25 +283,37 @@ int sched_submit(sl_server *s, job *j)
     return rc;
 }
 
+static bool cancelled(const sl_server *s, const job *j) { return j->gone || j->client_left || s->cancel_all; }
+
+/* Under mu: a queued job ends without having run. */
+static void drop_queued(sl_server *s, job *j)
+{
+    j->state = JOB_DONE;
+    j->finish = FINISH_CANCELLED;
+    s->met.requests[3]++;
+    wake(s, j);
+    job_unref_locked(s, j);
+}
+
 /* Under mu: cancel what must be, admit what can be.  Returns the active slot count. */
 static int admit(sl_server *s)
 {
     sched *sc = s->sch;
     for (int i = 0; i < sc->n; i++)
-        if (sc->slots[i].j && (sc->slots[i].j->gone || s->cancel_all)) finish(s, &sc->slots[i], FINISH_CANCELLED, NULL);
+        if (sc->slots[i].j && cancelled(s, sc->slots[i].j)) finish(s, &sc->slots[i], FINISH_CANCELLED, NULL);
     const int qcap = s->o.queue_max + s->o.n_parallel;
-    while (s->q_len && (s->active < sc->n || s->cancel_all)) {
+    /* queued requests whose clients left give their places up now, not when they reach a slot */
+    int kept = 0;
+    for (int k = 0; k < s->q_len; k++) {
+        job *j = s->queue[(s->q_head + k) % qcap];
+        if (cancelled(s, j)) drop_queued(s, j);
+        else s->queue[(s->q_head + kept++) % qcap] = j;
+    }
+    s->q_len = kept;
+    while (s->q_len && s->active < sc->n) {
         job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % qcap;
         s->q_len--;
-        if (j->gone || s->cancel_all) {
-            j->state = JOB_DONE;
-            j->finish = FINISH_CANCELLED;
-            s->met.requests[3]++;
-            wake(s, j);
-            job_unref_locked(s, j);
-            continue;
-        }
         for (int i = 0; i < sc->n; i++)
             if (!sc->slots[i].j) { start(s, &sc->slots[i], j); break; }
     }

@@ -9,6 +9,7 @@
 #ifndef SL_SERVE_INTERNAL_H
 #define SL_SERVE_INTERNAL_H
 
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +47,8 @@ typedef struct job {
     int state;
     int finish;
     char err[256];                /* FINISH_ERROR: what happened */
-    bool gone;                    /* the client disconnected (or the request ended) */
+    bool gone;                    /* the request ended (its connection is no more): cancel it */
+    bool client_left;             /* its client closed its end while it waited (conns.c): cancel it */
     bool suspended;               /* the connection is suspended waiting for this job */
     char *text;                   /* generated text released so far (stop strings cut, whole UTF-8) */
     size_t text_len, text_cap;
@@ -97,8 +99,39 @@ struct sl_server {
     bool cancel_all;              /* cancel what runs */
     bool sched_exit;
     int open_jobs;                /* jobs not yet freed */
+    bool hurry;                   /* a second signal: shut down without waiting */
     serve_metrics met;
+
+    /* the connections (conns.c), guarded by cmu (taken before mu, never after it) */
+    pthread_mutex_t cmu;
+    pthread_cond_t ccv;           /* the watcher's wake-up */
+    struct conn_rec *conns;
+    int n_conns, n_closing;       /* open; of them being closed from conns.c */
+    bool conns_quiet;             /* the daemon is stopping: no last answers */
+    bool watch_exit, watcher_started;
+    pthread_t watcher;
 };
+
+/* ---- connections (conns.c) ---- */
+#define CONN_HEADROOM 32          /* libmicrohttpd's limit over max_connections: room for those being closed */
+/* libmicrohttpd's callbacks: a connection opened or closed; a request line arrived (returns NULL,
+ * the request's initial state); a new connection (at the limit it takes an idle or slow one's place). */
+void conns_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code);
+void *conns_request_line(void *cls, const char *uri, struct MHD_Connection *c);
+enum MHD_Result conns_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* c's request is in (its deadline no longer runs); j: it waits on the model, watch for its client
+ * leaving.  conns_completed: the request ended (a kept-alive connection is ready for the next). */
+void conns_received(sl_server *s, struct MHD_Connection *c, job *j);
+void conns_handled(sl_server *s, struct MHD_Connection *c);   /* c's request reached the handler */
+/* libmicrohttpd logged that it refused a request's headers itself (status 400 or 413): answer it
+ * cleanly instead (from its logger, on its thread). */
+void conns_mhd_refused(sl_server *s, int status);
+void conns_completed(sl_server *s, struct MHD_Connection *c);
+/* A whole response with `Connection: close`, written on the socket directly: for a connection
+ * libmicrohttpd has no request for (or whose error answer it would get wrong). */
+void conn_raw_reply(int fd, int status, const char *msg);
+int  conns_start(sl_server *s, char *err, size_t errlen);   /* the watcher thread */
+void conns_stop(sl_server *s);
 
 /* ---- jobs (sched.c) ---- */
 job *job_new(void);
@@ -118,6 +151,8 @@ char *oai_response(sl_server *s, const job *j, size_t *len);
 /* One SSE event carrying text[0..n) (finish: FINISH_NONE for a content chunk); malloc'd. */
 char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool role, int finish, size_t *len);
 char *oai_sse_usage(sl_server *s, const job *j, size_t *len);
+/* The event a stream ends with when its generation failed: {"error":{...}} as OpenAI sends it. */
+char *oai_sse_error(const job *j, size_t *len);
 /* {"error":{"message":..., "type":..., "code":...}} (malloc'd). */
 char *oai_error_body(int status, const char *msg, size_t *len);
 const char *oai_finish_name(int finish);
