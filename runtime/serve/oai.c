@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,9 +92,10 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if ((r = get_bool(o, "return_tokens", &j->return_tokens, msg, msglen)) > 1) return r;
     j->max_tokens = s->o.default_max_tokens;
     const char *mt = json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if ((r = get_int(o, mt, 1, 1ll << 40, &ll, msg, msglen)) > 1) return r;
+    if ((r = get_int(o, mt, LLONG_MIN, LLONG_MAX, &ll, msg, msglen)) > 1) return r;
     if (r == 1) {
-        if (ll > s->o.max_tokens) BAD("'%s' is %lld; this server allows at most %d", mt, ll, s->o.max_tokens);
+        if (ll < 1 || ll > s->o.max_tokens)
+            BAD("'%s' is %lld; it must be at least 1 and at most %d (this server's --max-tokens)", mt, ll, s->o.max_tokens);
         j->max_tokens = (int)ll;
     }
     if ((r = get_num(o, "temperature", 0, 100, &d, msg, msglen)) > 1) return r;
@@ -154,6 +156,9 @@ static int parse_prompt(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) p = json_array_get(p, 0);
     if (json_is_string(p))
         return tokenize(s, json_string_value(p), json_string_length(p), SLUICE_TOK_ADD_SPECIAL, j, msg, msglen);
+    if (json_is_array(p) && json_is_string(json_array_get(p, 0)))
+        BAD("'prompt' as a list of %zu strings (a completion for each) is not supported: send one request per prompt, "
+            "or one string", json_array_size(p));
     if (!json_is_array(p) || !json_array_size(p)) BAD("'prompt' must be a non-empty string or an array of token ids");
     size_t n = json_array_size(p), i;
     if (n > (size_t)s->o.max_prompt_tokens)
