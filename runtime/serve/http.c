@@ -172,10 +172,13 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         j->sse_len = j->sse_off = 0;
         if (j->sse_stage == 0) {
             j->sse_stage = 1;
-            if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, true, FINISH_NONE, &j->sse_len);
+            if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, 0, 0, true, FINISH_NONE, &j->sse_len);
         } else if (j->sse_stage == 1 && j->sent < j->text_len) {
-            j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, false, FINISH_NONE, &j->sse_len);
+            int lp_to = lp_ready(j, j->lp_sent);
+            j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, j->lp_sent, lp_to, false, FINISH_NONE,
+                                   &j->sse_len);
             j->sent = j->text_len;
+            j->lp_sent = lp_to;
         } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_CANCELLED) {
             j->sse_stage = 4;   /* cancelled (shutdown, or the client left): the stream simply ends */
         } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_ERROR) {
@@ -183,7 +186,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
             j->sse = oai_sse_error(j, &j->sse_len);
         } else if (j->sse_stage == 1 && j->state == JOB_DONE) {
             j->sse_stage = 2;
-            j->sse = oai_sse_chunk(s, j, "", 0, false, j->finish, &j->sse_len);
+            j->sse = oai_sse_chunk(s, j, "", 0, 0, 0, false, j->finish, &j->sse_len);
         } else if (j->sse_stage == 2) {
             j->sse_stage = 3;
             if (j->include_usage) j->sse = oai_sse_usage(s, j, &j->sse_len);

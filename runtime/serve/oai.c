@@ -5,7 +5,9 @@
  * (role + string content, or content parts of type "text"), stream, stream_options.include_usage,
  * max_tokens (max_completion_tokens), temperature, top_p, top_k, min_p, repeat_penalty, seed, stop
  * (string or up to 4), n (1 only), presence/frequency_penalty (0 only), return_tokens (sluice: the
- * generated token ids in the choice).  Unknown fields are ignored, as OpenAI's clients send many.
+ * generated token ids in the choice), logprobs (completions: 0..5 alternatives; chat: true, with
+ * top_logprobs 0..20), user.  Every other field is neutral or refused with a 400 naming it
+ * (fields.c); a message holds role and content only.
  */
 #include "runtime/serve/serve_internal.h"
 
@@ -72,6 +74,25 @@ static int add_stop(job *j, const char *t, size_t n, char *msg, size_t msglen)
     return 0;
 }
 
+/* logprobs: completions "logprobs": N alternatives (0..5); chat "logprobs": true and
+ * "top_logprobs": N (0..20).  j->kind is already set. */
+static int parse_logprobs(json_t *o, job *j, char *msg, size_t msglen)
+{
+    int r;
+    long long ll;
+    bool on = false;
+    if (j->kind == JOB_COMPLETION) {
+        if ((r = get_int(o, "logprobs", 0, 5, &ll, msg, msglen)) > 1) return r;
+        if (r == 1) j->top_n = (int)ll;
+        return 0;
+    }
+    if ((r = get_bool(o, "logprobs", &on, msg, msglen)) > 1) return r;
+    if ((r = get_int(o, "top_logprobs", 0, LP_MAX_TOP, &ll, msg, msglen)) > 1) return r;
+    if (r == 1 && !on) BAD("'top_logprobs' needs \"logprobs\": true");
+    if (on) j->top_n = r == 1 ? (int)ll : 0;
+    return 0;
+}
+
 /* Sampling, limits and stop strings shared by both endpoints. */
 static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msglen)
 {
@@ -111,6 +132,7 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if ((r = get_int(o, "seed", 0, INT64_MAX, &ll, msg, msglen)) > 1) return r;
     if (r == 1) j->sp.seed = (uint64_t)ll;
     if ((r = get_int(o, "n", 1, 1, &ll, msg, msglen)) > 1) return r;
+    if ((r = parse_logprobs(o, j, msg, msglen)) > 1) return r;
     const char *pen[] = { "presence_penalty", "frequency_penalty" };
     for (int i = 0; i < 2; i++) {
         if ((r = get_num(o, pen[i], -2, 2, &d, msg, msglen)) > 1) return r;
@@ -225,6 +247,15 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
             break;
         }
         cm[i].role = r;
+        const char *key;
+        json_t *v;
+        json_object_foreach(e, key, v)
+            if (strcmp(key, "role") && strcmp(key, "content") && !json_is_null(v)) {
+                snprintf(msg, msglen, "'messages'[%zu].%.32s is not supported (a message holds role and content)", i, key);
+                rc = 400;
+                break;
+            }
+        if (rc) break;
         if (!(cm[i].content = content_text(json_object_get(e, "content"), i, msg, msglen))) { rc = 400; break; }
     }
     if (!rc) {
@@ -249,7 +280,9 @@ int oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job 
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!o) BAD("invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
     int rc = 0;
+    j->kind = kind;
     if (!json_is_object(o)) { snprintf(msg, msglen, "the request body must be a JSON object"); rc = 400; }
+    if (!rc) rc = oai_check_fields(o, kind, msg, msglen);
     if (!rc) rc = parse_common(s, o, j, msg, msglen);
     if (!rc) rc = kind == JOB_CHAT ? parse_messages(s, o, j, msg, msglen) : parse_prompt(s, o, j, msg, msglen);
     if (!rc && j->n_prompt >= s->n_ctx)
@@ -293,8 +326,8 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion" : "text_completion");
     json_t *text = json_stringn(j->text ? j->text : "", j->text_len);
     json_t *ch = j->kind == JOB_CHAT
-                     ? json_pack("{s:i,s:{s:s,s:o},s:s?}", "index", 0, "message", "role", "assistant", "content", text,
-                                 "finish_reason", oai_finish_name(j->finish))
+                     ? json_pack("{s:i,s:{s:s,s:o},s:n,s:s?}", "index", 0, "message", "role", "assistant", "content", text,
+                                 "logprobs", "finish_reason", oai_finish_name(j->finish))
                      : json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "text", text, "logprobs", "finish_reason",
                                  oai_finish_name(j->finish));
     if (j->return_tokens) {
@@ -302,6 +335,7 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
         for (int i = 0; i < j->n_out; i++) json_array_append_new(a, json_integer(j->out_toks[i]));
         json_object_set_new(ch, "tokens", a);
     }
+    if (j->top_n >= 0) json_object_set_new(ch, "logprobs", lp_json(s, j, 0, lp_ready(j, 0)));
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     json_object_set_new(o, "usage", usage(j));
     json_object_set_new(o, "timings", timings(j));
@@ -325,7 +359,8 @@ static char *event(json_t *o, size_t *len)
     return e;
 }
 
-char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool role, int finish, size_t *len)
+char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int lp_from, int lp_to, bool role, int finish,
+                    size_t *len)
 {
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion");
     json_t *ch;
@@ -337,6 +372,7 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool
     } else {
         ch = json_pack("{s:i,s:s%,s:n,s:s?}", "index", 0, "text", text, n, "logprobs", "finish_reason", oai_finish_name(finish));
     }
+    if (j->top_n >= 0 && !role && !finish) json_object_set_new(ch, "logprobs", lp_json(s, j, lp_from, lp_to));
     if (finish && j->return_tokens) {
         json_t *a = json_array();
         for (int i = 0; i < j->n_out; i++) json_array_append_new(a, json_integer(j->out_toks[i]));

@@ -31,6 +31,7 @@ typedef struct slot {
     int span;                     /* index in the current batch, -1: not in it */
     bool decoding;                /* the span is next + drafts (else a prompt chunk) */
     int n_draft;                  /* drafts in that span */
+    int span_n;                   /* tokens in that span */
     char pend[8];                 /* bytes of an incomplete UTF-8 character */
     size_t pend_len;
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
@@ -99,6 +100,7 @@ job *job_new(void)
     if (!j) return NULL;
     j->refs = 1;
     j->end_tok = -1;
+    j->top_n = -1;
     return j;
 }
 
@@ -110,6 +112,7 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->text);
     free(j->out_toks);
     free(j->sse);
+    free(j->lp);
     free(j);
     s->open_jobs--;
     pthread_cond_broadcast(&s->cv);
@@ -247,6 +250,9 @@ static void step(sl_server *s, slot *sl)
             j->accepted++;
             s->met.accepted++;
         }
+        /* a drafting span keeps every row (out[i] came from row i); a prompt's last chunk, its last */
+        const float *row = sluice_batch_logits(s->sch->b, sl->span, sl->decoding ? i : sl->span_n - 1);
+        if (!lp_record(s, j, row, out[i], sl->raw_len)) { finish(s, sl, FINISH_ERROR, "logprobs: out of memory"); return; }
         if (emit(s, sl, out[i], past0 + i)) return;
     }
     sl->next = out[n - 1];
@@ -347,6 +353,7 @@ static void fill_batch(sl_server *s)
         if (k_max > SERVE_MAX_DRAFT) k_max = SERVE_MAX_DRAFT;
         sl->span = sluice_batch_add_draft(sc->b, sl->c, sl->next, k_max > 0 ? k_max : 0, &sl->n_draft);
         if (sl->span < 0) continue;
+        sl->span_n = 1 + sl->n_draft;
         sl->decoding = true;
         room -= 1 + sl->n_draft;
     }
@@ -356,6 +363,7 @@ static void fill_batch(sl_server *s)
         int n = sl->j->n_prompt - sl->fed < room ? sl->j->n_prompt - sl->fed : room;
         sl->span = sluice_batch_add(sc->b, sl->c, sl->j->prompt + sl->fed, n, false);
         if (sl->span < 0) continue;
+        sl->span_n = n;
         sl->fed += n;
         room -= n;
         if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)sl->j->n_prompt;
