@@ -1,6 +1,7 @@
 // tests/serve/cancel.mjs — clients that leave, and request fields (issue 41, items 2, 3 and 6).
-// serve_test.sh starts the server with --parallel 1 --queue 2 -c 8192 --max-tokens 8000 --ignore-eos
-// on mini-llama3, so that a request of 8000 tokens runs for many seconds.
+// serve_test.sh starts the server with --parallel 1 --queue 2 -c 8192 -b 128 --max-tokens 8000
+// --ignore-eos on mini-llama3, so that a request of 8000 tokens runs for many seconds (and a prompt
+// of 2000 tokens takes 16 passes).
 //   - a non-streaming request whose client leaves is cancelled and its slot freed within about a
 //     second; queued requests (streaming or not) whose clients leave give their places up at once;
 //   - every request field is honoured or refused with a 400 naming it; logprobs / top_logprobs are
@@ -60,6 +61,16 @@ if (want('leave_running')) {
   const ms = await until('after its client left', (h) => h.slots_busy === 0, 1500);
   assert.equal(await metric('sluice_requests_total{outcome="cancelled"}'), before + 1, 'the request was not counted as cancelled');
   console.log(`cancel.mjs: a non-streaming request whose client left freed its slot in ${ms} ms`);
+}
+
+// ---- 2a'. a client that leaves while its long prompt is still being evaluated (no token yet) ----
+if (want('leave_prefill')) {
+  const c = open({ ...LONG, prompt: 'Once upon a time there was a little dog. '.repeat(200) });   // ~2200 tokens
+  await until('the long prompt starts', (h) => h.slots_busy === 1, 5000);
+  await sleep(300);
+  c.leave();
+  const ms = await until('after its client left during the prompt', (h) => h.slots_busy === 0, 1500);
+  console.log(`cancel.mjs: a request whose client left during its prompt freed its slot in ${ms} ms`);
 }
 
 // ---- 2b. queued clients that leave give up their places at once ----

@@ -158,7 +158,7 @@ limits_part() {
 cancel_part() {
   local model=$SHARED/models/mini-llama3.Q8_0.gguf stories=$ROOT/models/stories260K.gguf out st
   [ -f "$model" ] || fail "missing $model"
-  start_server "$WORK/server-cancel.log" -m "$model" --parallel 1 --queue 2 -c 8192 --max-tokens 8000 --ignore-eos
+  start_server "$WORK/server-cancel.log" -m "$model" --parallel 1 --queue 2 -c 8192 -b 128 --max-tokens 8000 --ignore-eos
   SLUICE_URL="$BASE" timeout 300 node "$HERE/cancel.mjs" || fail "cancel: the departed-clients and fields test failed"
   stop_server
 
