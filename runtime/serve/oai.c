@@ -368,7 +368,7 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int 
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
         if (n || role) json_object_set_new(delta, "content", json_stringn(text, n));
-        ch = json_pack("{s:i,s:o,s:s?}", "index", 0, "delta", delta, "finish_reason", oai_finish_name(finish));
+        ch = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", oai_finish_name(finish));
     } else {
         ch = json_pack("{s:i,s:s%,s:n,s:s?}", "index", 0, "text", text, n, "logprobs", "finish_reason", oai_finish_name(finish));
     }
