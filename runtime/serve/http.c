@@ -502,9 +502,6 @@ void sl_server_shutdown(sl_server *s, double grace_s)
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
-    pthread_mutex_lock(&s->cmu);
-    s->conns_quiet = true;
-    pthread_mutex_unlock(&s->cmu);
     MHD_stop_daemon(s->d);
     s->d = NULL;
 }

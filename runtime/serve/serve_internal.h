@@ -123,7 +123,6 @@ struct sl_server {
     pthread_cond_t ccv;           /* the watcher's wake-up */
     struct conn_rec *conns;
     int n_conns, n_closing;       /* open; of them being closed from conns.c */
-    bool conns_quiet;             /* the daemon is stopping: no last answers */
     bool watch_exit, watcher_started;
     pthread_t watcher;
 };
