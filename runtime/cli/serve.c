@@ -97,6 +97,8 @@ static const struct { const char *flags, *why; } not_for_serve[] = {
     { "|--stats|", "the server's figures are at GET /metrics and in each response's \"timings\"" },
     { "|-q|--quiet|", "the server prints only its start-up lines and errors" },
     { "|--special|", "a completion prompt is text (or token ids); chat templates' special tokens are always parsed" },
+    { "|--metrics|", "GET /metrics is always served (behind --api-key when one is set)" },
+    { "|-cb|--cont-batching|", "requests are always batched continuously (--parallel N slots)" },
     { "|-md|--draft-model|--lookup|", "supported: --draft auto|ngram|off, --draft-max K, --draft-fixed; each request "
                                       "drafts from its own context" },
 };
