@@ -112,7 +112,10 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     }
     if ((r = get_bool(o, "return_tokens", &j->return_tokens, msg, msglen)) > 1) return r;
     j->max_tokens = s->o.default_max_tokens;
-    const char *mt = json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    json_t *mct = json_object_get(o, "max_completion_tokens"), *mtk = json_object_get(o, "max_tokens");
+    if (mct && mtk && !json_is_null(mct) && !json_is_null(mtk))
+        BAD("'max_tokens' and 'max_completion_tokens' both given: give one (they mean the same)");
+    const char *mt = mct && !json_is_null(mct) ? "max_completion_tokens" : "max_tokens";
     if ((r = get_int(o, mt, LLONG_MIN, LLONG_MAX, &ll, msg, msglen)) > 1) return r;
     if (r == 1) {
         if (ll < 1 || ll > s->o.max_tokens)
