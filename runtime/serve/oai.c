@@ -109,6 +109,11 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) BAD("'stream_options' must be an object");
         if ((r = get_bool(so, "include_usage", &j->include_usage, msg, msglen)) > 1) return r;
+        const char *key;
+        json_t *v;
+        json_object_foreach(so, key, v)
+            if (strcmp(key, "include_usage") && !json_is_null(v))
+                BAD("'stream_options'.%.32s is not supported (only include_usage)", key);
     }
     if ((r = get_bool(o, "return_tokens", &j->return_tokens, msg, msglen)) > 1) return r;
     j->max_tokens = s->o.default_max_tokens;

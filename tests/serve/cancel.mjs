@@ -115,6 +115,7 @@ if (want('fields')) {
   await refuse('/v1/chat/completions', { messages: msgs, top_logprobs: 21, logprobs: true }, 'top_logprobs');
   await refuse('/v1/chat/completions', { messages: [{ role: 'user', content: 'x', name: 'bob' }] }, 'messages');
   await refuse('/v1/chat/completions', { messages: msgs, max_tokens: 5, max_completion_tokens: 7 }, 'max_completion_tokens');
+  await refuse('/v1/completions', { prompt: 'x', stream: true, stream_options: { include_usage: true, obfuscate: true } }, 'stream_options');
   // the values that ask for nothing are accepted
   for (const extra of [{ echo: false }, { logit_bias: {} }, { user: 'u1' }]) {
     const r = await post('/v1/completions', { prompt: 'Once upon a time', max_tokens: 2, ...extra });
