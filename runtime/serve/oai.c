@@ -213,7 +213,7 @@ static char *content_text(json_t *c, size_t idx, char *msg, size_t msglen)
     json_t *part;
     json_array_foreach(c, i, part) {
         json_t *t = json_object_get(part, "type"), *tx = json_object_get(part, "text");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text") || !json_is_string(tx)) {
+        if (!json_is_string(t) || strcmp(json_string_value(t), "text") || !json_is_string(tx) || json_object_size(part) > 2) {
             snprintf(msg, msglen, "'messages'[%zu].content[%zu]: only parts {\"type\":\"text\",\"text\":...} are supported", idx, i);
             return NULL;
         }
