@@ -205,6 +205,7 @@ static bool evict_one(sl_server *s)
                 slow = r;
         }
     }
+    s->n_evicted += idle || slow;
     if (idle) close_conn(s, idle, 0, NULL);
     else if (slow)
         close_conn(s, slow, 503, "the server is at its connection limit and this request had not arrived whole; retry");
@@ -221,6 +222,7 @@ enum MHD_Result conns_accept(void *cls, const struct sockaddr *addr, socklen_t a
     bool ok = s->n_conns - s->n_closing < s->o.max_connections || evict_one(s);
     /* libmicrohttpd's limit has room for connections being closed, not for more than that */
     if (ok && s->n_conns >= s->o.max_connections + CONN_HEADROOM) ok = false;
+    if (!ok) s->n_refused++;
     pthread_mutex_unlock(&s->cmu);
     return ok ? MHD_YES : MHD_NO;
 }
@@ -255,6 +257,7 @@ static void watch_once(sl_server *s)
         char m[160];
         snprintf(m, sizeof m, "the request did not arrive whole within %d s", s->o.request_timeout_s);
         close_conn(s, r, 408, m);
+        s->n_timed_out++;
     }
 }
 

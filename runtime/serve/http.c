@@ -105,6 +105,10 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
     serve_metrics m = s->met;
     int active = s->active, q = s->q_len;
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->cmu);
+    const double n_conns = s->n_conns, n_timed_out = (double)s->n_timed_out, n_evicted = (double)s->n_evicted,
+                 n_refused = (double)s->n_refused;
+    pthread_mutex_unlock(&s->cmu);
     static const char *outcome[5] = { "ok", "client_error", "overloaded", "cancelled", "server_error" };
     char *b = malloc(8192);
     if (!b) return MHD_NO;
@@ -137,6 +141,13 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
         { "sluice_queue_length", false, "Requests waiting for a slot.", (double)q },
         { "sluice_slots_busy", false, "Slots generating.", (double)active },
         { "sluice_slots", false, "Slots (--parallel).", (double)s->o.n_parallel },
+        { "sluice_connections", false, "Open connections.", n_conns },
+        { "sluice_request_timeouts_total", true, "Connections closed (408) because a request did not arrive whole in time.",
+          n_timed_out },
+        { "sluice_connections_evicted_total", true, "Idle or slow connections closed at the limit for a new one.",
+          n_evicted },
+        { "sluice_connections_refused_total", true, "Connections refused at the limit (none could be closed for them).",
+          n_refused },
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         OUT("# HELP %s %s\n# TYPE %s %s\n%s ", rows[i].name, rows[i].help, rows[i].name,

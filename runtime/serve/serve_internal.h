@@ -123,6 +123,7 @@ struct sl_server {
     pthread_cond_t ccv;           /* the watcher's wake-up */
     struct conn_rec *conns;
     int n_conns, n_closing;       /* open; of them being closed from conns.c */
+    uint64_t n_timed_out, n_evicted, n_refused;   /* closed at the request deadline, for a new one; refused at accept */
     bool watch_exit, watcher_started;
     pthread_t watcher;
 };

@@ -99,8 +99,13 @@ if (want('slowloris')) {
   assert.ok(answered >= N / 2, `only ${answered} of ${N} slow-header connections got a 408 or 503`);
   const late = res.filter((r) => r.closed && r.ms > 3000 + 1500).length;
   assert.equal(late, 0, `${late} slow-header connections outlived the 3 s request deadline`);
+  const m = (await request('GET', '/metrics')).body;
+  const num = (name) => Number((m.split('\n').find((l) => l.startsWith(name + ' ')) || ' NaN').split(' ')[1]);
+  assert.ok(num('sluice_request_timeouts_total') + num('sluice_connections_evicted_total') >= answered,
+            `/metrics counts fewer timeouts and evictions than the ${answered} answered:\n${m}`);
   console.log(`limits.mjs: ${N} slow-header connections: the normal client answered within ${worst} ms at worst; ` +
-              `${answered} got 408/503`);
+              `${answered} got 408/503 (${num('sluice_request_timeouts_total')} timed out, ` +
+              `${num('sluice_connections_evicted_total')} evicted, ${num('sluice_connections_refused_total')} refused)`);
 }
 
 // ---- 2. one address opening many connections: only --max-per-client of them are kept ----
