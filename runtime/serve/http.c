@@ -137,6 +137,12 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
         { "sluice_draft_max", false, "Most drafted tokens a step verifies (0: no speculative decoding).",
           (double)s->draft_max },
         { "sluice_stream_bytes_read_total", true, "Weight bytes streamed from disk.", (double)m.stream_bytes },
+        { "sluice_expert_bytes_read_total", true, "Routed-expert bytes read from disk (mixture of experts; counted in "
+          "sluice_stream_bytes_read_total too).", (double)m.expert_bytes },
+        { "sluice_expert_cache_hits_total", true, "Experts a pass asked for that the expert cache held.", (double)m.expert_hits },
+        { "sluice_expert_cache_misses_total", true, "Experts a pass asked for that were read.", (double)m.expert_misses },
+        { "sluice_expert_cache_hit_rate", false, "Expert cache hits / experts asked for.",
+          m.expert_hits + m.expert_misses ? (double)m.expert_hits / (double)(m.expert_hits + m.expert_misses) : 0.0 },
         { "sluice_response_bytes_total", true, "Response bytes sent.", (double)m.bytes_sent },
         { "sluice_queue_length", false, "Requests waiting for a slot.", (double)q },
         { "sluice_slots_busy", false, "Slots generating.", (double)active },

@@ -405,6 +405,9 @@ static void *sched_main(void *arg)
             sluice_stats st;
             sluice_get_stats(s->M, NULL, &st);
             s->met.stream_bytes = st.stream_bytes_read;
+            s->met.expert_bytes = st.stream_expert_bytes;
+            s->met.expert_hits = st.expert_hits;
+            s->met.expert_misses = st.expert_misses;
             sc->t_stats_ns = sl_now_ns();
         }
         for (int i = 0; i < sc->n; i++) {
