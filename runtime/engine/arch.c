@@ -11,6 +11,7 @@ static const sl_arch *const g_archs[] = {
     &sl_arch_qwen3,
     &sl_arch_phi3,
     &sl_arch_gemma2,
+    &sl_arch_gemma3,
     &sl_arch_qwen3moe,
     &sl_arch_qwen2moe,
     &sl_arch_gpt_oss,
@@ -64,7 +65,12 @@ void sl_arch_features(const struct sl_model *m, char *buf, size_t len)
     if (L && L->vec[SL_VEC_Q_NORM]) ADD(", per-head q/k norms");
     if (L && L->vec[SL_VEC_POST_ATTN_NORM]) ADD(", post-attention/FFN norms");
     if (c->embd_scale) ADD(", embedding x%g", c->embd_scale);
-    if (c->n_swa && c->swa_layers != SL_SWA_NONE)
+    if (c->n_swa && c->swa_layers == SL_SWA_LAYERS && L) {
+        int local = 0;
+        for (int l = 0; l < c->n_layers; l++) local += m->layers[l].window > 0;
+        ADD(", sliding window %d on %d of %d blocks (rope base %g there, %g with scaling x%g on the others)", c->n_swa,
+            local, c->n_layers, local ? m->layers[0].rope_base : c->rope_base, c->rope_base, 1.0 / c->rope_scale);
+    } else if (c->n_swa && c->swa_layers != SL_SWA_NONE)
         ADD(", sliding window %d (%s)", c->n_swa, c->swa_layers == SL_SWA_ALL ? "every block" : "even blocks");
     if (c->attn_softcap) ADD(", attention softcap %g", c->attn_softcap);
     if (c->n_expert)

@@ -129,10 +129,12 @@ enum sl_output_kind {
 enum sl_swa_layers {
     SL_SWA_NONE,     /* plain causal attention everywhere */
     SL_SWA_ALL,      /* every block (phi3; a window of 0 in the file means none) */
-    SL_SWA_EVEN      /* blocks 0, 2, 4, ... (gemma2) */
+    SL_SWA_EVEN,     /* blocks 0, 2, 4, ... (gemma2, gpt-oss) */
+    SL_SWA_LAYERS    /* the architecture's layer_settings hook says, block by block (gemma3) */
 };
 
 struct sl_config;
+struct sl_model;
 
 typedef struct sl_arch {
     const char *name;        /* general.architecture, also the prefix of its hyperparameter keys */
@@ -162,6 +164,9 @@ typedef struct sl_arch {
     /* The architecture's own hyperparameters, read after the common ones (NULL: none).  0 or
      * -errno with one line in err. */
     int (*read_hparams)(const sl_gguf *g, struct sl_config *c, char *err, size_t errlen);
+    /* Per-block settings (sl_layer.window, rope_base, rope_scale) where they are not the file-wide
+     * defaults, called after the blocks are bound (NULL: the defaults).  0 or -errno with err. */
+    int (*layer_settings)(struct sl_model *m, char *err, size_t errlen);
 } sl_arch;
 
 /* The description for general.architecture = name, NULL when sluice does not run it. */
@@ -175,6 +180,7 @@ extern const sl_arch sl_arch_qwen2;
 extern const sl_arch sl_arch_qwen3;
 extern const sl_arch sl_arch_phi3;
 extern const sl_arch sl_arch_gemma2;
+extern const sl_arch sl_arch_gemma3;
 extern const sl_arch sl_arch_qwen3moe;
 extern const sl_arch sl_arch_qwen2moe;
 extern const sl_arch sl_arch_gpt_oss;

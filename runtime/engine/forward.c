@@ -301,8 +301,8 @@ static int attention_block(sl_ctx *c, int l, int nb)
     for (int b = 0; b < nb; b++) {
         int pos = c->bpos[b].pos;
         float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
-        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale, neox);
-        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale,
+        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, L->rope_base, L->rope_scale, c->rope_div, cf->rope_mscale, neox);
+        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, L->rope_base, L->rope_scale, c->rope_div, cf->rope_mscale,
                     neox);
         sl_kv_store(c->bpos[b].kv, l, pos, k, v);
     }

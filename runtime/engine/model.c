@@ -465,6 +465,8 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
     for (int l = 0; l < c->n_layers; l++) {
         sl_layer *L = &m->layers[l];
         L->window = sl_config_window(c, l);
+        L->rope_base = c->rope_base;
+        L->rope_scale = c->rope_scale;
         L->moe = c->n_expert > 0;
         for (int i = 0; i < a->n_mats; i++) {
             const sl_arch_tensor *t = &a->mats[i];
@@ -592,6 +594,7 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
     if ((rc = bind_blocks(m, fd, used, err, errlen)) || (rc = bind_rope_freqs(m, fd, used, err, errlen))) goto fail;
     if (c->yarn_factor > 0 && !(m->rope_freqs = sl_model_yarn_divisors(c))) { rc = -ENOMEM; goto fail; }
+    if (m->arch->layer_settings && (rc = m->arch->layer_settings(m, err, errlen))) goto fail;
 
     sl_weight tmp;
     if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, used, err, errlen))) goto fail;

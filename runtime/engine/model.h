@@ -51,7 +51,7 @@ typedef struct sl_config {
  * hyperparameters say (the default of sl_layer.window). */
 static inline int sl_config_window(const sl_config *c, int l)
 {
-    if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE) return 0;
+    if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE || c->swa_layers == SL_SWA_LAYERS) return 0;
     return c->swa_layers == SL_SWA_ALL || l % 2 == 0 ? c->n_swa : 0;
 }
 
@@ -80,6 +80,8 @@ typedef struct sl_layer {
     /* per-block settings, filled at binding from the hyperparameters (one place for what varies by
      * block, instead of a rule per field of sl_config) */
     int   window;       /* sliding window in positions; 0: causal over the whole context */
+    float rope_base;    /* RoPE base of this block (gemma3: local and global blocks differ) */
+    float rope_scale;   /* its position multiplier (linear scaling; 1: none) */
     bool  moe;          /* the FFN is routed experts (+ shared expert), not mat[GATE/UP/DOWN] */
     /* mixture of experts (moe only) */
     sl_weight router;   /* ffn_gate_inp: (n_expert rows, dim), held as f32, always resident */
