@@ -43,6 +43,7 @@ static const sl_kernel_set portable_set = {
     .dot_q4_1_q8_1 = sl_qdot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_qdot_q5_1_q8_1,
     .dot_q2_k_q8_k = sl_qdot_q2_k_q8_k, .dot_q3_k_q8_k = sl_qdot_q3_k_q8_k,
     .dot_iq4_xs_q8_k = sl_qdot_iq4_xs_q8_k,
+    .dot_mxfp4_q8_0 = sl_qdot_mxfp4_q8_0,
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -98,7 +99,7 @@ sl_qdot_fn sl_kernels_qdot(const sl_kernel_set *ks, int type)
     switch (type) {
     QDOT_ROW(Q4_0, dot_q4_0_q8_0); QDOT_ROW(Q8_0, dot_q8_0_q8_0);
     QDOT_ROW(Q4_1, dot_q4_1_q8_1); QDOT_ROW(Q5_0, dot_q5_0_q8_0); QDOT_ROW(Q5_1, dot_q5_1_q8_1);
-    QDOT_ROW(IQ4_NL, dot_iq4_nl_q8_0);
+    QDOT_ROW(IQ4_NL, dot_iq4_nl_q8_0); QDOT_ROW(MXFP4, dot_mxfp4_q8_0);
     QDOT_ROW(Q2_K, dot_q2_k_q8_k); QDOT_ROW(Q3_K, dot_q3_k_q8_k); QDOT_ROW(Q4_K, dot_q4_k_q8_k);
     QDOT_ROW(Q5_K, dot_q5_k_q8_k); QDOT_ROW(Q6_K, dot_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot_iq4_xs_q8_k);
     QDOT_ROW(IQ3_S, dot_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot_iq3_xxs_q8_k);
@@ -112,7 +113,7 @@ sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type)
 {
     switch (type) {
     QDOT_ROW(Q4_0, dot4_q4_0_q8_0); QDOT_ROW(Q8_0, dot4_q8_0_q8_0);
-    QDOT_ROW(Q5_0, dot4_q5_0_q8_0); QDOT_ROW(IQ4_NL, dot4_iq4_nl_q8_0);
+    QDOT_ROW(Q5_0, dot4_q5_0_q8_0); QDOT_ROW(IQ4_NL, dot4_iq4_nl_q8_0); QDOT_ROW(MXFP4, dot4_mxfp4_q8_0);
     QDOT_ROW(Q2_K, dot4_q2_k_q8_k); QDOT_ROW(Q3_K, dot4_q3_k_q8_k); QDOT_ROW(Q4_K, dot4_q4_k_q8_k);
     QDOT_ROW(Q5_K, dot4_q5_k_q8_k); QDOT_ROW(Q6_K, dot4_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot4_iq4_xs_q8_k);
     QDOT_ROW(IQ3_S, dot4_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot4_iq3_xxs_q8_k);

@@ -1,6 +1,6 @@
 /* kernels/k_quants.h — on-disk block layouts and decoding helpers of the low-bit types added beside
  * k_common.h's: Q4_1, Q5_0, Q5_1 (legacy blocks of 32), Q2_K, Q3_K (K-quant super-blocks of 256),
- * IQ4_NL (32) and IQ4_XS (256), plus Q8_1, the activation blocks the Q4_1/Q5_1 dots use.
+ * IQ4_NL (32), IQ4_XS (256) and MXFP4 (32), plus Q8_1, the activation blocks the Q4_1/Q5_1 dots use.
  * Private to kernels/ (not a public API).  Include after kernels/k_common.h.
  *
  * Layouts are ggml's block structs (ggml-common.h at llama.cpp c392e50); every size is
@@ -71,6 +71,28 @@ static_assert(sizeof(sl_block_iq4_xs) == 136, "block_iq4_xs is 136 bytes on disk
 static const int8_t sl_kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
+
+/* MXFP4 (OCP microscaling FP4, ggml type 39): x = kvalues_mxfp4[q] * 2^(e - 128), e the E8M0
+ * shared exponent byte, q 4 bits placed as Q4_0's nibbles (qs[j] low nibble = element j, high =
+ * element j + 16).  No 2-byte field: the block is 17 bytes and may sit at any address. */
+typedef struct { uint8_t e; uint8_t qs[SL_QK / 2]; } sl_block_mxfp4;
+static_assert(sizeof(sl_block_mxfp4) == 17, "block_mxfp4 is 17 bytes on disk");
+
+/* The E2M1 values doubled (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives, x 2), so that they are
+ * integers the Q8_0 dots can multiply exactly; the scale carries the halving (2^(e-128), not the
+ * E8M0 value 2^(e-127)).  Index 8 is -0, which as an integer is 0. */
+static const int8_t sl_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+/* 2^(e - 128) as f32 for every byte e, as ggml's ggml_e8m0_to_fp32_half: subnormal for e < 2
+ * (e = 0: 2^-128, e = 1: 2^-127), normal up to e = 255 (2^127; the format's NaN code 0xff is a
+ * plain exponent there, ggml only flags it when asked to validate rows).  Exact, no rounding. */
+static inline float sl_e8m0_half(uint8_t e)
+{
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 
 /* The 16 six-bit scales of a Q3_K block as unsigned 0..63 (the format subtracts 32): scale j has
  * low nibble (b[j % 8] >> 4*(j/8)) & 15 and high 2 bits (b[8 + j % 4] >> 2*(j/4)) & 3. */

@@ -78,7 +78,7 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_F16:  f.fdot = ks->dot_f16; break;
     case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
     /* the activation format each quantized type is paired with (as llama.cpp pairs them) */
-    case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL:
+    case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL: case SL_TYPE_MXFP4:
         f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL }; break;
     case SL_TYPE_Q4_1: case SL_TYPE_Q5_1:
         f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL }; break;
@@ -228,7 +228,7 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
     /* the row kernels' preconditions (kernels/types.h), checked in debug builds */
     assert(sl_type_get(in->type) && in->cols % sl_type_get(in->type)->blck == 0);
     assert(row_bytes == sl_row_bytes(in->type, in->cols));
-    assert(((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0);
+    assert(sl_type_get(in->type)->bytes % 2 || (((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0));   /* MXFP4: 17 */
     assert(out_stride >= rows);
     mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
     if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL, j.f.qdotr = NULL;

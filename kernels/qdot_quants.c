@@ -1,5 +1,5 @@
 /* kernels/qdot_quants.c — portable Q8_1 activation quantizer and the integer dots of the low-bit
- * types (Q4_1, Q5_0, Q5_1, IQ4_NL with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K): the references
+ * types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K): the references
  * every SIMD path reproduces bit for bit (float steps in kernels/simd.h, "Canonical float steps").
  *
  * Integer sums are exact (bounds per kernel); contraction to FMA is off (k_common.h).
@@ -98,6 +98,25 @@ float sl_qdot_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, int6
             q[j + 16] = sl_kvalues_iq4nl[w[i].qs[j] >> 4];
         }
         lanes_add(acc[i & 1], sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d), q, y[i].qs);
+    }
+    return lanes_reduce(acc);
+}
+
+/* Contract: canonical mxfp4 x q8_0 dot (the q4_0 steps with q = kvalues_mxfp4, |q| <= 12, and
+ * s = e8m0_half(e) * f16(y.d): a power of two times a half, exact in f32 unless it leaves the f32
+ * range) of n (multiple of 32) elements. */
+float sl_qdot_mxfp4_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_mxfp4 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    float acc[2][8] = {{0}};
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        int8_t q[SL_QK];
+        for (int j = 0; j < 16; j++) {
+            q[j]      = sl_kvalues_mxfp4[w[i].qs[j] & 0x0f];
+            q[j + 16] = sl_kvalues_mxfp4[w[i].qs[j] >> 4];
+        }
+        lanes_add(acc[i & 1], sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d), q, y[i].qs);
     }
     return lanes_reduce(acc);
 }

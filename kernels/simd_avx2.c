@@ -593,6 +593,7 @@ const sl_kernel_set sl_kernels_avx2_set = {
     .dot_q4_1_q8_1 = sl_avx2_dot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_avx2_dot_q5_1_q8_1,
     .dot_q2_k_q8_k = sl_avx2_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx2_dot_q3_k_q8_k,
     .dot_iq4_xs_q8_k = sl_avx2_dot_iq4_xs_q8_k,
+    .dot_mxfp4_q8_0 = sl_avx2_dot_mxfp4_q8_0,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */

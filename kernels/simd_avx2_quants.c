@@ -1,5 +1,5 @@
-/* kernels/simd_avx2_quants.c — AVX2 integer dots of the low-bit types (Q5_0, IQ4_NL, Q4_1, Q5_1
- * with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K).
+/* kernels/simd_avx2_quants.c — AVX2 integer dots of the low-bit types (Q5_0, IQ4_NL, MXFP4, Q4_1,
+ * Q5_1 with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K).
  *
  * Same contract as simd_avx2.c: every function returns the portable reference's bits
  * (kernels/qdot_quants.c): the integer sums are exact and the float steps of kernels/simd.h are the
@@ -9,7 +9,7 @@
  *
  * Bounds of the byte products: vpmaddubsw (unsigned x signed bytes, pairs summed to int16) sees
  * weights <= 31 (Q5_1), <= 7 (Q3_K, as value + 4) or |w| <= 127 with the sign moved onto the
- * activation (Q5_0, IQ4_NL, IQ4_XS; activations are never -128): pairs <= 2 * 127 * 127 < 2^15.
+ * activation (Q5_0, IQ4_NL, MXFP4, IQ4_XS; activations are never -128): pairs <= 2 * 127 * 127 < 2^15.
  */
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
@@ -107,6 +107,22 @@ AVX2 float sl_avx2_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict
 {
     const __m256i kv = kvalues_table();
     return sum_blocks32(vw, sizeof(sl_block_iq4_nl), vy, n / SL_QK, iq4_nl_term, &kv);
+}
+
+/* ctx: kvalues_mxfp4 in both 128-bit halves.  The scale is the portable one: e8m0_half(e) * f16(y.d). */
+AVX2 static inline __m256 mxfp4_term(const void *vw, const void *vy, int64_t i, const void *ctx)
+{
+    const sl_block_mxfp4 *w = (const sl_block_mxfp4 *)vw + i;
+    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
+    const __m256i q = _mm256_shuffle_epi8(*(const __m256i *)ctx, nibbles32(w->qs));
+    return _mm256_mul_ps(_mm256_set1_ps(sl_e8m0_half(w->e) * f16_at(&y->d)), _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y->qs))));
+}
+
+/* Contract: as sl_qdot_mxfp4_q8_0 (same bits). */
+AVX2 float sl_avx2_dot_mxfp4_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4));
+    return sum_blocks32(vw, sizeof(sl_block_mxfp4), vy, n / SL_QK, mxfp4_term, &kv);
 }
 
 /* The term s * (float)lanes of a Q4_1 / Q5_1 block; the min terms stay scalar (one chain). */

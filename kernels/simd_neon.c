@@ -229,7 +229,7 @@ static void neon_axpy_f16(float *restrict o, float a, const uint16_t *restrict v
         .dot_q5_0_q8_0 = dot_q5_0_q8_0_##SFX, .dot_iq4_nl_q8_0 = dot_iq4_nl_q8_0_##SFX,                \
         .dot_q4_1_q8_1 = dot_q4_1_q8_1_##SFX, .dot_q5_1_q8_1 = dot_q5_1_q8_1_##SFX,                    \
         .dot_q2_k_q8_k = dot_q2_k_q8_k_##SFX, .dot_q3_k_q8_k = dot_q3_k_q8_k_##SFX,                    \
-        .dot_iq4_xs_q8_k = dot_iq4_xs_q8_k_##SFX,                                                      \
+        .dot_iq4_xs_q8_k = dot_iq4_xs_q8_k_##SFX, .dot_mxfp4_q8_0 = dot_mxfp4_q8_0_##SFX,              \
     }
 
 const sl_kernel_set sl_kernels_neon_set = NEON_SET("neon", neon);

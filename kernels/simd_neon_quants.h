@@ -1,5 +1,5 @@
-/* kernels/simd_neon_quants.h — the NEON integer dots of the low-bit types (Q5_0, IQ4_NL, Q4_1,
- * Q5_1 with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K), included by kernels/simd_neon.c right after
+/* kernels/simd_neon_quants.h — the NEON integer dots of the low-bit types (Q5_0, IQ4_NL, MXFP4,
+ * Q4_1, Q5_1 with 32-blocks; Q2_K, Q3_K, IQ4_XS with Q8_K), included by kernels/simd_neon.c right after
  * kernels/simd_neon_qdot.h, once per path, with the same NQ / NQ_DOT16 (see that file).
  *
  * Each returns the bits of its portable reference in kernels/qdot_quants.c: the integer sums are
@@ -61,6 +61,23 @@ static float NQ(dot_iq4_nl_q8_0)(const void *restrict vw, const void *restrict v
         const uint8x16_t raw = vld1q_u8(w[i].qs);
         NQ(lanes32_add)(acc[i & 1], vqtbl1q_s8(grid, vandq_u8(raw, m4)), vqtbl1q_s8(grid, vshrq_n_u8(raw, 4)), y[i].qs,
                         sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d));
+    }
+    return neon_lanes_reduce(acc);
+}
+
+/* Contract: as sl_qdot_mxfp4_q8_0 (same bits); kvalues_mxfp4 by table lookup (|q| <= 12), the
+ * scale e8m0_half(e) * f16(y.d) as the portable dot computes it. */
+static float NQ(dot_mxfp4_q8_0)(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_mxfp4 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    const int8x16_t grid = vld1q_s8(sl_kvalues_mxfp4);
+    float32x4_t acc[2][2] = { { vdupq_n_f32(0), vdupq_n_f32(0) }, { vdupq_n_f32(0), vdupq_n_f32(0) } };
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const uint8x16_t raw = vld1q_u8(w[i].qs);
+        NQ(lanes32_add)(acc[i & 1], vqtbl1q_s8(grid, vandq_u8(raw, m4)), vqtbl1q_s8(grid, vshrq_n_u8(raw, 4)), y[i].qs,
+                        sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d));
     }
     return neon_lanes_reduce(acc);
 }

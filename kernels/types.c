@@ -45,6 +45,7 @@ static const sl_type_info g_types[SL_TYPE_COUNT] = {
     [SL_TYPE_BF16]    = { "BF16",    1,   2,   KERNELS(bf16) },
     [SL_TYPE_TQ1_0]   = { "TQ1_0",   256, 54,  NULL, NULL, NULL },   /* 48 + 4 + f16 */
     [SL_TYPE_TQ2_0]   = { "TQ2_0",   256, 66,  NULL, NULL, NULL },   /* 64 + f16 */
+    [SL_TYPE_MXFP4]   = { "MXFP4",   32,  17,  KERNELS(mxfp4) },   /* E8M0 e + 16 (ggml 0.18 block_mxfp4) */
 };
 
 /* Contract: the entry for a known ggml id, NULL for anything else (negative, past the table, or a

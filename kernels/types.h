@@ -20,8 +20,8 @@ enum sl_type {
     SL_TYPE_IQ3_XXS = 18, SL_TYPE_IQ1_S = 19, SL_TYPE_IQ4_NL = 20, SL_TYPE_IQ3_S = 21,
     SL_TYPE_IQ2_S = 22, SL_TYPE_IQ4_XS = 23, SL_TYPE_I8 = 24, SL_TYPE_I16 = 25,
     SL_TYPE_I32 = 26, SL_TYPE_I64 = 27, SL_TYPE_F64 = 28, SL_TYPE_IQ1_M = 29,
-    SL_TYPE_BF16 = 30, SL_TYPE_TQ1_0 = 34, SL_TYPE_TQ2_0 = 35,
-    SL_TYPE_COUNT = 39
+    SL_TYPE_BF16 = 30, SL_TYPE_TQ1_0 = 34, SL_TYPE_TQ2_0 = 35, SL_TYPE_MXFP4 = 39,
+    SL_TYPE_COUNT = 40
 };
 
 /* Row kernels.  `n` is the number of elements, always a multiple of the type's block size.
@@ -32,7 +32,8 @@ enum sl_type {
  *   quantize: reference quantizer (used by the model generator and by tests), f32 -> type; follows
  *             ggml's reference quantizers (no importance matrix), so its bytes equal llama-quantize's.
  *             K-quants cost ~0.1-0.2 µs per element.  Input must be finite.
- * Encoded rows must be 2-byte aligned (GGUF data is 32-byte aligned and every block size is even). */
+ * Encoded rows must be 2-byte aligned (GGUF data is 32-byte aligned and every block size but MXFP4's
+ * 17 is even; MXFP4 blocks are bytes only, so its rows may start anywhere). */
 typedef void  (*sl_dequant_fn)(const void *restrict src, float *restrict dst, int64_t n);
 typedef float (*sl_dot_fn)(const void *restrict w, const float *restrict x, int64_t n);
 typedef void  (*sl_quantize_fn)(const float *restrict src, void *restrict dst, int64_t n);
@@ -118,5 +119,9 @@ void  sl_quantize_iq4_nl(const float *restrict src, void *restrict dst, int64_t 
 void  sl_dequant_iq4_xs(const void *restrict src, float *restrict dst, int64_t n);
 float sl_dot_iq4_xs(const void *restrict w, const float *restrict x, int64_t n);
 void  sl_quantize_iq4_xs(const float *restrict src, void *restrict dst, int64_t n);
+/* MXFP4 (kernels/mxfp4.c): gpt-oss's expert weights. */
+void  sl_dequant_mxfp4(const void *restrict src, float *restrict dst, int64_t n);
+float sl_dot_mxfp4(const void *restrict w, const float *restrict x, int64_t n);
+void  sl_quantize_mxfp4(const float *restrict src, void *restrict dst, int64_t n);
 
 #endif

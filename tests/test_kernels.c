@@ -31,7 +31,7 @@ static const struct { int id; const char *name; int blck, bytes; bool ok; } k_ty
     {23, "IQ4_XS", 256, 136, true}, {24, "I8", 1, 1, false},      {25, "I16", 1, 2, false},
     {26, "I32", 1, 4, false},      {27, "I64", 1, 8, false},       {28, "F64", 1, 8, false},
     {29, "IQ1_M", 256, 56, true}, {30, "BF16", 1, 2, true},       {34, "TQ1_0", 256, 54, false},
-    {35, "TQ2_0", 256, 66, false},
+    {35, "TQ2_0", 256, 66, false}, {39, "MXFP4", 32, 17, true},
 };
 #define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
 

@@ -204,7 +204,7 @@ const char *cli_file_type_name(uint32_t ft)
         { 22, "IQ3_XS - 3.3 bpw" }, { 23, "IQ3_XXS - 3.0625 bpw" }, { 24, "IQ1_S - 1.5625 bpw" },
         { 25, "IQ4_NL - 4.5 bpw" }, { 26, "IQ3_S - 3.4375 bpw" }, { 27, "IQ3_S mix - 3.66 bpw" },
         { 28, "IQ2_S - 2.5 bpw" }, { 29, "IQ2_M - 2.7 bpw" }, { 30, "IQ4_XS - 4.25 bpw" }, { 31, "IQ1_M - 1.75 bpw" },
-        { 32, "BF16" }, { 36, "TQ1_0 - 1.69 bpw ternary" }, { 37, "TQ2_0 - 2.06 bpw ternary" },
+        { 32, "BF16" }, { 36, "TQ1_0 - 1.69 bpw ternary" }, { 37, "TQ2_0 - 2.06 bpw ternary" }, { 38, "MXFP4 MoE" },
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) if (names[i].id == ft) return names[i].name;
     return NULL;
