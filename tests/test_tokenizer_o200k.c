@@ -173,6 +173,23 @@ Test(tokenizer_o200k, load_time_and_memory, .timeout = 120)
     fprintf(stderr, "gpt-oss vocab: %d tokens, load %.1f ms, %.2f MB reported, %.2f MB allocated\n",
             sl_vocab_n_tokens(v), 1e3 * dt, sl_vocab_mem_bytes(v) / 1e6, heap / 1e6);
     cr_assert_lt(dt, 10.0);
+    /* tokenizing speed on ~1 MB of mixed text (English, accents, Devanagari, Cyrillic, digits) */
+    static const char para[] = "Once upon a time, there was a little girl named Lily. She didn't like caf\xc3\xa9s; "
+        "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\xa8\xe0\xa5\x8d\xe0\xa4\xa6\xe0\xa5\x80 \xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
+        "2024-01-01 3.14159\n\n    return x/y; // THE END\n";
+    size_t pl = sizeof para - 1, reps = (1u << 20) / pl, tn = reps * pl;
+    char *text = malloc(tn);
+    for (size_t i = 0; i < reps; i++) memcpy(text + i * pl, para, pl);
+    int32_t *ids = malloc(sizeof(int32_t) * tn);
+    double t1 = tt_now();
+    int64_t nt = sl_tokenize(v, text, tn, false, false, ids, (int64_t)tn);
+    double tt = tt_now() - t1;
+    cr_assert_gt(nt, 0);
+    fprintf(stderr, "gpt-oss vocab: tokenize %.2f MB: %.3f s (%.1f MB/s, %lld tokens)\n", tn / 1e6, tt, tn / 1e6 / tt,
+            (long long)nt);
+    cr_assert_gt(tn / 1e6 / tt, 0.2);
+    free(ids);
+    free(text);
     /* malloc's count includes its chunk headers: within 1% + 64 KiB of the reported bytes.  Under
      * the sanitizers malloc is theirs and glibc's statistics stay at zero: nothing to compare. */
     if (m1.uordblks + m1.hblkhd == 0) {
