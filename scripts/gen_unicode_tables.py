@@ -12,7 +12,9 @@ Emits three compact tables used by the tokenizers' pre-tokenizer rules (runtime/
     UnicodeData.txt are "Cn", flag UNDEF); the flags follow the \\p{..} classes
     llama.cpp's pre-tokenizer regexes use (L, N, P, S, M, Z, C, Cn);
   * White_Space code points (PropList.txt), the regex class \\s;
-  * simple lowercase mappings (UnicodeData.txt field 13), for case-insensitive contractions.
+  * simple lowercase mappings (UnicodeData.txt field 13), for case-insensitive contractions;
+  * letter-case ranges, one uint32 per range: (first code point << 8) | kind, kind 1 for Lu and Lt,
+    2 for Ll, 0 for everything else (o200k's pattern tells [\\p{Lu}\\p{Lt}..] from [\\p{Ll}..]).
 Plus a 128-entry ASCII fast-path table combining category and whitespace flags.
 """
 import os
@@ -37,6 +39,9 @@ CAT_FLAG = {
     "Sc": F_SYMBOL, "Sk": F_SYMBOL, "Sm": F_SYMBOL, "So": F_SYMBOL,
     "Zl": F_SEPARATOR, "Zp": F_SEPARATOR, "Zs": F_SEPARATOR,
 }
+
+# Letter-case kinds: keep in sync with sl_uc_letter_case in runtime/text/unicode.h.
+CASE_KIND = {"Lu": 1, "Lt": 1, "Ll": 2}
 
 
 # Unicode 15.1.0 (September 2023) assigned 627 code points that Debian 12's unicode-data (15.0.0)
@@ -109,9 +114,11 @@ def emit_u32_list(name, values, per_line=8, comment=""):
 def main():
     ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
     flags = bytearray([F_UNDEF]) * MAX_CP
+    case = bytearray(MAX_CP)
     lower_pairs = []
     for cp, cat, lower in read_unicode_data(os.path.join(ucd, "UnicodeData.txt")):
         flags[cp] = CAT_FLAG[cat]
+        case[cp] = CASE_KIND.get(cat, 0)
         if lower is not None and lower != cp:
             lower_pairs.append((cp, lower))
     version = ucd_version(ucd)
@@ -130,6 +137,12 @@ def main():
             ranges.append((cp << 8) | flags[cp])
     ranges.append((MAX_CP << 8) | 0)  # sentinel: end of the last range
 
+    case_ranges = []
+    for cp in range(MAX_CP):
+        if not case_ranges or case[cp] != (case_ranges[-1] & 0xFF):
+            case_ranges.append((cp << 8) | case[cp])
+    case_ranges.append((MAX_CP << 8) | 0)
+
     ascii_flags = [flags[c] | (F_SPACE if c in space else 0) for c in range(128)]
 
     print("/* runtime/text/unicode_tables.c — GENERATED, do not edit.")
@@ -137,8 +150,9 @@ def main():
     print(" * Generator: python3 scripts/gen_unicode_tables.py > runtime/text/unicode_tables.c")
     print(" * Source:    %s/UnicodeData.txt + PropList.txt (Unicode %s, Debian package unicode-data)"
           % (ucd, version))
-    print(" * Contents:  %d category ranges, %d White_Space code points, %d lowercase mappings."
+    print(" * Contents:  %d category ranges, %d White_Space code points, %d lowercase mappings,"
           % (len(ranges), len(space), len(lower_pairs)))
+    print(" *            %d letter-case ranges." % len(case_ranges))
     print(" */")
     print('#include "runtime/text/unicode.h"')
     print()
@@ -152,6 +166,9 @@ def main():
         print("    " + " ".join("{0x%05X, 0x%05X}," % p for p in lower_pairs[i:i + 4]))
     print("};")
     print()
+    emit_u32_list("sl_uc_case_ranges", case_ranges,
+                  comment="  /* (first << 8) | 1 Lu/Lt, 2 Ll, 0 other; a range ends where the next begins */")
+    print()
     print("const uint16_t sl_uc_ascii[128] = {")
     for i in range(0, 128, 8):
         print("    " + " ".join("0x%03X," % v for v in ascii_flags[i:i + 8]))
@@ -160,6 +177,7 @@ def main():
     print("const size_t sl_uc_cat_ranges_n = %d;" % len(ranges))
     print("const size_t sl_uc_space_n = %d;" % len(space))
     print("const size_t sl_uc_lower_n = %d;" % len(lower_pairs))
+    print("const size_t sl_uc_case_ranges_n = %d;" % len(case_ranges))
 
 
 if __name__ == "__main__":

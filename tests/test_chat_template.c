@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "loader/gguf.h"
 #include "runtime/text/chat_template.h"
@@ -59,7 +60,30 @@ static const ref two_turn_refs[] = {
     { "phi4", "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello<|im_end|>"
               "<|im_start|>assistant<|im_sep|> Hi there <|im_end|><|im_start|>user<|im_sep|>Who are you<|im_end|>"
               "<|im_start|>assistant<|im_sep|>" },
+    /* gpt-oss's template (worked out by hand from its Jinja source, see harmony_* below); the date is
+     * today's, filled in by expect_render */
+    { "harmony", "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+                 "Knowledge cutoff: 2024-06\nCurrent date: YYYY-MM-DD\n\nReasoning: medium\n\n"
+                 "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>"
+                 "<|start|>developer<|message|># Instructions\n\nYou are a helpful assistant\n\n<|end|>"
+                 "<|start|>user<|message|>Hello<|end|><|start|>assistant<|channel|>final<|message|> Hi there <|end|>"
+                 "<|start|>user<|message|>Who are you<|end|><|start|>assistant" },
 };
+
+/* want with "YYYY-MM-DD" replaced by today's local date (the harmony template's strftime_now). */
+static char *with_today(const char *want)
+{
+    char *w = strdup(want), *p = strstr(w, "YYYY-MM-DD");
+    if (p) {
+        char d[16];
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(d, sizeof d, "%Y-%m-%d", &tm);
+        memcpy(p, d, 10);
+    }
+    return w;
+}
 
 static void expect_render(const char *name, const sl_chat_msg *m, int n, const char *want)
 {
@@ -70,7 +94,9 @@ static void expect_render(const char *name, const sl_chat_msg *m, int n, const c
     char *got = sl_chat_render(t, m, n, true, &len);
     cr_assert_not_null(got);
     cr_expect_eq(len, strlen(got), "%s: length", name);
-    cr_expect_str_eq(got, want, "%s renders\n[%s]\nwant\n[%s]", name, got, want);
+    char *w = with_today(want);
+    cr_expect_str_eq(got, w, "%s renders\n[%s]\nwant\n[%s]", name, got, w);
+    free(w);
     free(got);
 }
 
@@ -229,6 +255,89 @@ Test(chat_template, qwen_vocab_template_is_chatml)
     cr_assert(sl_gguf_get_str(g, "tokenizer.chat_template", &t));
     char *s = strndup(t.ptr, t.len);
     cr_expect_eq(sl_chat_template_detect(s), SL_TMPL_CHATML);
+    free(s);
+    sl_gguf_close(g);
+}
+
+/* ---- harmony (gpt-oss) ----------------------------------------------------------------------------
+ * Expected strings worked out by hand from gpt-oss's Jinja template (the tokenizer.chat_template of
+ * ../shared/vocab/ggml-vocab-gpt-oss.gguf, llama.cpp's models/templates/openai-gpt-oss-120b.jinja):
+ * build_system_message() writes model_identity + "\n", "Knowledge cutoff: 2024-06\n", "Current date: "
+ * + strftime_now("%Y-%m-%d") + "\n\n", "Reasoning: " + reasoning_effort + "\n\n", then (no builtin
+ * tools, no tools) "# Valid channels: analysis, commentary, final. Channel must be included for every
+ * message."; every {%- / -%} trims the template's own newlines, so nothing else appears.  A first
+ * system/developer message becomes "<|start|>developer<|message|># Instructions\n\n" + content +
+ * "\n\n<|end|>" (only when non-empty); later ones fall through the loop's role tests and vanish.
+ * Assistant turns render their final channel, ending in <|end|>, or <|return|> for a last turn
+ * without add_generation_prompt; the generation prompt is "<|start|>assistant". */
+
+#define HSYS(effort) "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n" \
+    "Knowledge cutoff: 2024-06\nCurrent date: 2025-08-05\n\nReasoning: " effort "\n\n" \
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>"
+
+static void expect_harmony(const sl_chat_msg *m, int n, const sl_chat_opts *o, const char *want)
+{
+    size_t len = 0;
+    char *got = sl_chat_render_opts(SL_TMPL_HARMONY, m, n, o, &len);
+    cr_assert_not_null(got);
+    cr_expect_eq(len, strlen(got));
+    cr_expect_str_eq(got, want, "harmony renders\n[%s]\nwant\n[%s]", got, want);
+    free(got);
+}
+
+Test(chat_template, harmony_conversations)
+{
+    sl_chat_opts o = { .add_assistant = true, .date = "2025-08-05" };
+    /* a user turn alone: the system message the template builds, the user, the generation prompt */
+    const sl_chat_msg one[] = { { "user", "What is 2+2?" } };
+    expect_harmony(one, 1, &o, HSYS("medium") "<|start|>user<|message|>What is 2+2?<|end|><|start|>assistant");
+
+    /* developer message, low effort, a previous answer (final channel only), two user turns */
+    const sl_chat_msg dev[] = { { "developer", "Answer in French." }, { "user", "Hi" }, { "assistant", "Bonjour !" },
+                                { "user", "Thanks\nbye" } };
+    o.reasoning_effort = "low";
+    expect_harmony(dev, 4, &o, HSYS("low") "<|start|>developer<|message|># Instructions\n\nAnswer in French.\n\n<|end|>"
+                   "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Bonjour !<|end|>"
+                   "<|start|>user<|message|>Thanks\nbye<|end|><|start|>assistant");
+
+    /* no generation prompt and an assistant turn last: it ends in <|return|> (training format) */
+    sl_chat_opts t = { .add_assistant = false, .reasoning_effort = "high", .date = "2025-08-05" };
+    expect_harmony(dev, 3, &t, HSYS("high") "<|start|>developer<|message|># Instructions\n\nAnswer in French.\n\n<|end|>"
+                   "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Bonjour !<|return|>");
+
+    /* an empty system message writes no developer message; a later system message is dropped; the
+     * model identity is an option */
+    const sl_chat_msg odd[] = { { "system", "" }, { "user", "a" }, { "system", "ignored" }, { "user", "b" } };
+    sl_chat_opts id = { .add_assistant = true, .model_identity = "You are a test.", .date = "2025-08-05" };
+    expect_harmony(odd, 4, &id, "<|start|>system<|message|>You are a test.\nKnowledge cutoff: 2024-06\n"
+                   "Current date: 2025-08-05\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. "
+                   "Channel must be included for every message.<|end|><|start|>user<|message|>a<|end|>"
+                   "<|start|>user<|message|>b<|end|><|start|>assistant");
+
+    /* sl_chat_render: the defaults and today's date */
+    char *s = sl_chat_render(SL_TMPL_HARMONY, one, 1, true, NULL);
+    char *w = with_today(HSYS("medium") "<|start|>user<|message|>What is 2+2?<|end|><|start|>assistant");
+    char *p = strstr(w, "2025-08-05"), *q = strstr(s, "Current date: ");
+    cr_assert(p && q);
+    memcpy(p, q + 14, 10);   /* HSYS fixes the date: take the rendered one, checked for shape below */
+    cr_expect_str_eq(s, w);
+    cr_expect(q[18] == '-' && q[21] == '-' && q[24] == '\n', "date shape: %.12s", q + 14);
+    free(w);
+    free(s);
+}
+
+/* gpt-oss's own template (in ../shared's gpt-oss vocab) is recognized as harmony. */
+Test(chat_template, gpt_oss_vocab_template_is_harmony)
+{
+    char err[256];
+    sl_gguf *g;
+    cr_assert_eq(sl_gguf_open(SL_SHARED_DIR "/vocab/ggml-vocab-gpt-oss.gguf", &g, err, sizeof err), 0, "%s", err);
+    sl_str t;
+    cr_assert(sl_gguf_get_str(g, "tokenizer.chat_template", &t));
+    char *s = strndup(t.ptr, t.len);
+    cr_expect_eq(sl_chat_template_detect(s), SL_TMPL_HARMONY);
+    cr_expect_eq(sl_chat_template_detect("harmony"), SL_TMPL_HARMONY);
+    cr_expect_str_eq(sl_chat_template_end_token(SL_TMPL_HARMONY), "<|return|>");
     free(s);
     sl_gguf_close(g);
 }

@@ -83,6 +83,10 @@ TSV_TEST(refact, "ggml-vocab-refact", "vocab/ggml-vocab-refact.gguf")
 TSV_TEST(deepseek_coder, "ggml-vocab-deepseek-coder", "vocab/ggml-vocab-deepseek-coder.gguf")
 TSV_TEST(deepseek_llm, "ggml-vocab-deepseek-llm", "vocab/ggml-vocab-deepseek-llm.gguf")
 TSV_TEST(qwen2, "ggml-vocab-qwen2.rebuilt", "vocab/ggml-vocab-qwen2.rebuilt.gguf")
+/* gpt-oss (o200k_harmony): llama.cpp's ids and tiktoken's o200k_base encode_ordinary ids; the two
+ * agree on these 22 strings (see test_tokenizer_o200k.c for where they do not). */
+TSV_TEST(gpt_oss, "ggml-vocab-gpt-oss", "vocab/ggml-vocab-gpt-oss.gguf")
+TSV_TEST(gpt_oss_tiktoken, "ggml-vocab-gpt-oss.tiktoken", "vocab/ggml-vocab-gpt-oss.gguf")
 
 /* Family and pre-tokenizer as the metadata says (gpt-neox has no tokenizer.ggml.pre). */
 Test(tokenizer_golden, families)

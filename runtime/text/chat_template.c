@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const k_names[SL_TMPL_COUNT] = {
     [SL_TMPL_PLAIN] = "plain",           [SL_TMPL_CHATML] = "chatml",
@@ -17,7 +18,7 @@ static const char *const k_names[SL_TMPL_COUNT] = {
     [SL_TMPL_MISTRAL_V3_TEKKEN] = "mistral-v3-tekken", [SL_TMPL_MISTRAL_V7] = "mistral-v7",
     [SL_TMPL_LLAMA3] = "llama3",         [SL_TMPL_ZEPHYR] = "zephyr",
     [SL_TMPL_GEMMA] = "gemma",           [SL_TMPL_PHI3] = "phi3",
-    [SL_TMPL_PHI4] = "phi4",
+    [SL_TMPL_PHI4] = "phi4",             [SL_TMPL_HARMONY] = "harmony",
 };
 
 const char *sl_chat_template_name(int t) { return t >= 0 && t < SL_TMPL_COUNT ? k_names[t] : "unknown"; }
@@ -25,7 +26,7 @@ const char *sl_chat_template_name(int t) { return t >= 0 && t < SL_TMPL_COUNT ? 
 const char *sl_chat_template_names(void)
 {
     return "plain, chatml, llama2, llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3, "
-           "mistral-v3-tekken, mistral-v7, llama3, zephyr, gemma, phi3, phi4";
+           "mistral-v3-tekken, mistral-v7, llama3, zephyr, gemma, phi3, phi4, harmony";
 }
 
 int sl_chat_template_from_name(const char *name)
@@ -41,6 +42,8 @@ int sl_chat_template_detect(const char *s)
     int byname = sl_chat_template_from_name(s);
     if (byname != SL_TMPL_UNKNOWN) return byname;
 #define HAS(x) (strstr(s, x) != NULL)
+    /* gpt-oss: harmony's role header and channel markers */
+    if (HAS("<|start|>") && HAS("<|message|>") && HAS("<|channel|>")) return SL_TMPL_HARMONY;
     if (HAS("<|im_start|>")) {
         /* Phi-4 (<|im_sep|>) and SmolVLM (<end_of_utterance>) reuse the marker with other formats */
         if (HAS("<|im_sep|>")) return SL_TMPL_PHI4;
@@ -78,6 +81,7 @@ const char *sl_chat_template_end_token(int t)
     case SL_TMPL_PHI3: return "<|end|>";
     case SL_TMPL_PHI4: return "<|im_end|>";
     case SL_TMPL_ZEPHYR: return "<|endoftext|>";
+    case SL_TMPL_HARMONY: return "<|return|>";   /* <|end|> only closes a channel's message */
     default: return NULL;   /* Llama 2 / Mistral end answers with </s>, the EOS token */
     }
 }
@@ -160,8 +164,59 @@ static void render_mistral(sbuf *b, int t, const sl_chat_msg *m, int n)
     }
 }
 
+/* gpt-oss's Jinja template (tokenizer.chat_template of its GGUF files, tools and builtin_tools left
+ * out), statement by statement; tests/test_chat_template.c holds strings worked out from it. */
+static void render_harmony(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o)
+{
+    char today[32] = "";
+    const char *date = o->date;
+    if (!date) {
+        time_t now = time(NULL);
+        struct tm tm;
+        if (localtime_r(&now, &tm)) strftime(today, sizeof today, "%Y-%m-%d", &tm);
+        date = today;
+    }
+    put(b, "<|start|>system<|message|>");
+    put(b, o->model_identity ? o->model_identity : "You are ChatGPT, a large language model trained by OpenAI.");
+    put(b, "\nKnowledge cutoff: 2024-06\nCurrent date: ");
+    put(b, date);
+    put(b, "\n\nReasoning: ");
+    put(b, o->reasoning_effort ? o->reasoning_effort : "medium");
+    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>");
+    int first = 0;
+    if (n > 0 && (is(m[0].role, "developer") || is(m[0].role, "system"))) {
+        first = 1;
+        if (m[0].content[0]) {
+            put(b, "<|start|>developer<|message|># Instructions\n\n");
+            put(b, m[0].content);
+            put(b, "\n\n<|end|>");
+        }
+    }
+    for (int i = first; i < n; i++) {
+        if (is(m[i].role, "assistant")) {
+            put(b, "<|start|>assistant<|channel|>final<|message|>");
+            put(b, m[i].content);
+            put(b, i == n - 1 && !o->add_assistant ? "<|return|>" : "<|end|>");
+        } else if (is(m[i].role, "user")) {
+            put(b, "<|start|>user<|message|>");
+            put(b, m[i].content);
+            put(b, "<|end|>");
+        }
+    }
+    if (o->add_assistant) put(b, "<|start|>assistant");
+}
+
 char *sl_chat_render(int t, const sl_chat_msg *m, int n, bool add_ass, size_t *len)
 {
+    sl_chat_opts o = { .add_assistant = add_ass };
+    return sl_chat_render_opts(t, m, n, &o, len);
+}
+
+char *sl_chat_render_opts(int t, const sl_chat_msg *m, int n, const sl_chat_opts *opts, size_t *len)
+{
+    static const sl_chat_opts none = { 0 };
+    const sl_chat_opts *o = opts ? opts : &none;
+    bool add_ass = o->add_assistant;
     sbuf b = { 0 };
     put(&b, "");
     switch (t) {
@@ -200,6 +255,9 @@ char *sl_chat_render(int t, const sl_chat_msg *m, int n, bool add_ass, size_t *l
     case SL_TMPL_ZEPHYR:
         for (int i = 0; i < n; i++) { put(&b, "<|"); put(&b, m[i].role); put(&b, "|>\n"); put(&b, m[i].content); put(&b, "<|endoftext|>\n"); }
         if (add_ass) put(&b, "<|assistant|>\n");
+        break;
+    case SL_TMPL_HARMONY:
+        render_harmony(&b, m, n, o);
         break;
     case SL_TMPL_GEMMA: {
         /* no system role: the system text opens the next user turn */

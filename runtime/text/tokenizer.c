@@ -42,6 +42,7 @@ static int pre_lookup(const char *name, sl_vocab *v)
         { "codeshell", SL_PRE_STARCODER, 1, 0 }, { "exaone", SL_PRE_STARCODER, 1, 0 },
         { "minerva-7b", SL_PRE_STARCODER, 1, 0 },
         { "qwen2", SL_PRE_QWEN2, 0, 0 }, { "deepseek-r1-qwen", SL_PRE_QWEN2, 0, 0 },
+        { "gpt-4o", SL_PRE_GPT4O, 0, 0 },
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (strcmp(map[i].name, name) != 0) continue;
@@ -49,6 +50,10 @@ static int pre_lookup(const char *name, sl_vocab *v)
         v->clean_spaces = map[i].clean;
         if (map[i].llama3) { v->ignore_merges = true; v->add_bos = true; }
         if (strcmp(name, "chatglm-bpe") == 0) v->bos = -1;
+        /* o200k (gpt-oss) follows tiktoken, the encoder the model was trained with, where it and
+         * llama.cpp differ: a pre-token that is a token is taken whole, and merges go by the merged
+         * token's rank (leftmost first on ties).  No BOS: llama.cpp adds none for this vocabulary. */
+        if (map[i].pre == SL_PRE_GPT4O) { v->ignore_merges = true; v->rank_by_token = true; }
         return 0;
     }
     return -1;
@@ -155,6 +160,33 @@ static int32_t tok_by_text(const sl_vocab *v, const char *s)
     return id < v->n_tokens ? id : -1;
 }
 
+/* o200k_harmony (gpt-oss), as llama.cpp (2026) does it by token text: the harmony markers
+ * <|channel|> <|message|> <|start|> <|constrain|> become USER_DEFINED, so their pieces show in
+ * the generated text (runtime/text/harmony.c splits the channels on them); and when <|return|>,
+ * <|call|> and <|end|> all end generation, <|end|> does not (it closes the analysis message the model
+ * follows with the final one) and becomes USER_DEFINED too. */
+static void harmony_tokens(sl_vocab *v)
+{
+    static const char *const marks[] = { "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>" };
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        int32_t id = tok_by_text(v, marks[i]);
+        if (id >= 0) v->strs[id].attr = SL_ATTR_USER_DEFINED;
+    }
+    int32_t ret = tok_by_text(v, "<|return|>"), call = tok_by_text(v, "<|call|>"), end = tok_by_text(v, "<|end|>");
+    bool has_ret = false, has_call = false, has_end = false;
+    for (int32_t i = 0; i < v->n_eog; i++) {
+        has_ret |= v->eog[i] == ret;
+        has_call |= v->eog[i] == call;
+        has_end |= v->eog[i] == end;
+    }
+    if (!(ret >= 0 && call >= 0 && end >= 0 && has_ret && has_call && has_end)) return;
+    int32_t k = 0;
+    for (int32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] != end) v->eog[k++] = v->eog[i];
+    v->n_eog = k;
+    v->strs[end].attr = SL_ATTR_USER_DEFINED;
+}
+
 /* Special ids: metadata overrides the family defaults when in range (else llama.cpp warns and
  * keeps the default); then the text-based detection of EOT/EOM/FIM tokens, which also forces
  * those tokens to CONTROL (changing how text is split), and the end-of-generation set. */
@@ -216,8 +248,8 @@ static int setup_special(sl_vocab *v, const sl_gguf *g)
         }
     }
 
-    static const char *const eog_txt[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-        "<|endoftext|>", "<|eom_id|>", "<EOT>" };
+    static const char *const eog_txt[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
+        "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>" };
     int32_t cand[16];
     int nc = 0;
     int32_t fixed[] = { v->fim_pad, v->fim_rep, v->fim_sep, v->eos, v->eot, v->eom };
@@ -239,6 +271,7 @@ static int setup_special(sl_vocab *v, const sl_gguf *g)
     v->mem += sizeof(int32_t) * (nc ? (size_t)nc : 1);
     for (int i = 0; i < nc; i++)
         if (v->n_eog == 0 || v->eog[v->n_eog - 1] != cand[i]) v->eog[v->n_eog++] = cand[i];
+    harmony_tokens(v);
     return 0;
 }
 

@@ -6,7 +6,8 @@
  * Supported pre-tokenizers: default (none), llama3 llama-v3 llama-bpe falcon3 dbrx smaug-bpe
  * chatglm-bpe, gpt-2 mpt olmo jais phi-2 jina-es jina-de jina-v1-en jina-v2-{es,de,code} gigachat
  * roberta-bpe, falcon, starcoder refact command-r smollm codeshell exaone minerva-7b, deepseek-llm,
- * deepseek-coder; any other value is -ENOTSUP.
+ * deepseek-coder, qwen2 deepseek-r1-qwen, gpt-4o (gpt-oss's o200k_harmony: there tiktoken's results,
+ * which differ from llama.cpp's on combining marks, see tokenizer_pre.c); any other value is -ENOTSUP.
  *
  * A loaded vocabulary is immutable and owns all its memory (the sl_gguf may be closed after
  * sl_vocab_load); any number of threads may tokenize with it at once.

@@ -79,7 +79,13 @@ static int add_bigram(const sl_vocab *v, bpe_ctx *c, int32_t l, int32_t r)
     int32_t result;
     int32_t rank = sl_merge_find(v, c->id[l], c->id[r], &result);
     if (rank < 0) return 0;
-    return sl_heap_push(&c->heap, (sl_bigram){ (uint32_t)rank, l, r, c->n[l] + c->n[r], result });
+    uint32_t key = (uint32_t)rank;
+    /* tiktoken: the pair whose concatenation has the lowest rank (= token id) merges first.  The
+     * merge list is sorted by that rank already, but pairs making the same token are ordered by
+     * their halves there and by position in tiktoken. */
+    if (v->rank_by_token)
+        key = result >= 0 && result < v->n_tokens ? (uint32_t)result : (uint32_t)v->n_tokens + (uint32_t)rank;
+    return sl_heap_push(&c->heap, (sl_bigram){ key, l, r, c->n[l] + c->n[r], result });
 }
 
 /* Emit symbol bytes b[0..m) that did not form a token: the token of each single byte of their
@@ -192,7 +198,12 @@ int sl_bpe_tokenize(const sl_vocab *v, const char *text, size_t len, sl_ivec *ou
         if (cp > 0x10FFFF) cp = 0xFFFD;
         i += adv;
         cpt[n] = cp;
-        fl[n] = (uint16_t)sl_uc_flags(cp);
+        unsigned f = sl_uc_flags(cp);
+        if (v->pre == SL_PRE_GPT4O && (f & SL_UC_LETTER)) {
+            unsigned lc = sl_uc_letter_case(cp);
+            f |= lc == SL_UC_CASE_UPPER ? SL_FL_UPPER : lc == SL_UC_CASE_LOWER ? SL_FL_LOWER : 0;
+        }
+        fl[n] = (uint16_t)f;
         boff[n] = sl;
         sl += sl_utf8_encode(cp, san + sl);
         n++;

@@ -46,7 +46,12 @@ enum sl_pre {
     SL_PRE_STARCODER,        /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva-7b */
     SL_PRE_GPT2,             /* gpt-2, mpt, olmo, jais, phi-2, jina-*, gigachat, roberta-bpe */
     SL_PRE_QWEN2,            /* qwen2, deepseek-r1-qwen: Llama 3's regex with single digits */
+    SL_PRE_GPT4O,            /* gpt-4o: tiktoken's o200k pattern (gpt-oss's o200k_harmony) */
 };
+
+/* Letter-case bits the BPE tokenizer adds to the flags it hands sl_pretokenize for SL_PRE_GPT4O
+ * (above the SL_UC_* bits): Lu/Lt and Ll, from sl_uc_letter_case. */
+enum { SL_FL_UPPER = 0x200, SL_FL_LOWER = 0x400 };
 
 typedef struct sl_vstr {
     uint32_t off;    /* into arena */
@@ -84,6 +89,8 @@ struct sl_vocab {
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
     bool spm_split;                /* SPM: no token has U+2581 after another character (see spm.c) */
+    bool rank_by_token;            /* BPE: a merge's priority is the merged token's id (tiktoken's
+                                      rule; ids are its ranks) instead of the merge list's rank */
 
     int32_t *special;              /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
     int32_t  n_special;

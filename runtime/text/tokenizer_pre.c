@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum kind { K_GPT2, K_LLAMA3, K_QWEN2, K_RUN, K_ONE, K_WS_RUN, K_WS_TAIL, K_DIGIT3 };
+enum kind { K_GPT2, K_LLAMA3, K_QWEN2, K_O200K, K_RUN, K_ONE, K_WS_RUN, K_WS_TAIL, K_DIGIT3 };
 enum cls { C_NONE, C_CRLF, C_DSL_LETTER, C_DSL_PUNCT, C_CJK, C_N, C_L, C_P, C_FALCON, C_DEFAULT };
 typedef struct pass { unsigned char kind, cls; } pass;
 
@@ -35,6 +35,7 @@ static const pass passes_llama3[] = { { K_LLAMA3, 0 } };
 /* Qwen2: (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
  *        | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ : Llama 3's with one digit per match */
 static const pass passes_qwen2[] = { { K_QWEN2, 0 } };
+static const pass passes_gpt4o[] = { { K_O200K, 0 } };   /* see split_o200k */
 static const pass passes_deepseek_llm[] = {
     { K_ONE, C_CRLF },           /* [\r\n] */
     { K_WS_RUN, C_DSL_LETTER },  /* \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+ */
@@ -272,6 +273,99 @@ static int split_llama3(const uint32_t *cp, const uint16_t *fl, size_t s, size_t
     return rc;
 }
 
+/* ---------------------------------------------------------------- o200k (gpt-4o, gpt-oss)
+ *
+ * tiktoken's o200k_base pattern, alternatives in order (leftmost-first, backtracking):
+ *   1  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   2  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ *   3  \p{N}{1,3}
+ *   4   ?[^\s\p{L}\p{N}]+[\r\n/]*
+ *   5  \s*[\r\n]+
+ *   6  \s+(?!\S)
+ *   7  \s+
+ * with Unicode classes as tiktoken's Rust regex has them: \s is White_Space, (?i) folds 's' with
+ * 'S' and U+017F.  llama.cpp (LLAMA_VOCAB_PRE_TYPE_GPT4O) runs a rewrite of this pattern whose
+ * "upper" and "lower" classes are "a letter but not a-z" / "a letter but not A-Z": it drops \p{M},
+ * so combining marks (Devanagari vowel signs and virama, U+0301, ...) split words, and it makes every
+ * non-ASCII letter both upper and lower.  gpt-oss was trained with tiktoken, so this follows
+ * tiktoken: " हिन्दी" is one pre-token (and one token, 191681), not four.  The two agree on text
+ * without combining marks or non-ASCII case changes (all of ../shared's goldens). */
+
+#define O_L(p)   (FL(p) & SL_UC_LETTER)
+#define O_N(p)   (FL(p) & SL_UC_NUMBER)
+#define O_S(p)   (FL(p) & SL_UC_SPACE)
+#define O_M(p)   (FL(p) & SL_UC_MARK)
+#define O_UP(p)  ((O_L(p) && !(FL(p) & SL_FL_LOWER)) || O_M(p))   /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] */
+#define O_LO(p)  ((O_L(p) && !(FL(p) & SL_FL_UPPER)) || O_M(p))   /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
+#define O_PRE(p) ((p) < e && cp[p] != '\r' && cp[p] != '\n' && !O_L(p) && !O_N(p))   /* [^\r\n\p{L}\p{N}] */
+#define O_OTH(p) ((p) < e && !O_S(p) && !O_L(p) && !O_N(p))                          /* [^\s\p{L}\p{N}] */
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d)? at p: the end of the contraction, or p. */
+static size_t o200k_suffix(const uint32_t *cp, size_t p, size_t e)
+{
+    if (p + 1 >= e || cp[p] != '\'') return p;
+    uint32_t a = cp[p + 1] == 0x17F ? 's' : sl_uc_tolower(cp[p + 1]);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return p + 2;
+    if (p + 2 >= e) return p;
+    uint32_t b = sl_uc_tolower(cp[p + 2]);
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return p + 3;
+    return p;
+}
+
+/* Alternative 1 or 2 without its optional first character, from s: the end, or 0 when it fails. */
+static size_t o200k_word(const uint32_t *cp, const uint16_t *fl, size_t s, size_t e, bool second)
+{
+    size_t r = s;
+    while (r < e && O_UP(r)) r++;
+    if (second) {                       /* upper+ lower* : greedy, nothing to give back */
+        if (r == s) return 0;
+    } else {                            /* upper* lower+ : give back uppers until a lower follows */
+        while (!(r < e && O_LO(r))) {
+            if (r == s) return 0;
+            r--;
+        }
+    }
+    while (r < e && O_LO(r)) r++;
+    return o200k_suffix(cp, r, e);
+}
+
+/* End of the o200k match that starts at p < e. */
+static size_t o200k_match(const uint32_t *cp, const uint16_t *fl, size_t p, size_t e)
+{
+    for (int alt = 0; alt < 2; alt++) {                     /* 1, 2: the optional prefix first */
+        size_t t;
+        if (O_PRE(p) && (t = o200k_word(cp, fl, p + 1, e, alt))) return t;
+        if ((t = o200k_word(cp, fl, p, e, alt))) return t;
+    }
+    if (O_N(p)) {                                           /* 3 */
+        size_t t = p + 1;
+        while (t < e && t < p + 3 && O_N(t)) t++;
+        return t;
+    }
+    size_t s = (cp[p] == ' ' && O_OTH(p + 1)) ? p + 1 : p;  /* 4 */
+    if (O_OTH(s)) {
+        while (O_OTH(s)) s++;
+        while (s < e && (cp[s] == '\r' || cp[s] == '\n' || cp[s] == '/')) s++;
+        return s;
+    }
+    size_t w = p, last_rn = 0;                              /* 5, 6, 7: a whitespace run */
+    while (w < e && O_S(w)) {
+        if (cp[w] == '\r' || cp[w] == '\n') last_rn = w + 1;
+        w++;
+    }
+    if (last_rn) return last_rn;
+    if (w == e || w - p == 1) return w > p ? w : p + 1;     /* 6 at the end, else 7 (or no class) */
+    return w - 1;                                           /* 6: leave one before the non-space */
+}
+
+static int split_o200k(const uint32_t *cp, const uint16_t *fl, size_t s, size_t e, sl_zvec *out)
+{
+    size_t pos = s, prev = s;
+    int rc = 0;
+    while (pos < e && rc == 0) rc = emit(out, &prev, pos = o200k_match(cp, fl, pos, e));
+    return rc;
+}
+
 /* Leftmost match of a simple pattern in [p, e); sets [*ms, *me) and returns true if found. */
 static bool find_match(const pass *ps, const uint32_t *cp, const uint16_t *fl, size_t p, size_t e,
                        size_t *ms, size_t *me)
@@ -349,6 +443,7 @@ int sl_pretokenize(int pre, const uint32_t *cpt, const uint16_t *fl, size_t n, s
     case SL_PRE_STARCODER:      ps = passes_starcoder; np = 2; break;
     case SL_PRE_GPT2:           ps = passes_gpt2; np = 1; break;
     case SL_PRE_QWEN2:          ps = passes_qwen2; np = 1; break;
+    case SL_PRE_GPT4O:          ps = passes_gpt4o; np = 1; break;
     default:                    ps = passes_default; np = 4; break;
     }
     if (n == 0)
@@ -365,6 +460,7 @@ int sl_pretokenize(int pre, const uint32_t *cpt, const uint16_t *fl, size_t n, s
             if (ps[k].kind == K_GPT2)        rc = split_gpt2(cpt, fl, start, e, nxt);
             else if (ps[k].kind == K_LLAMA3) rc = split_llama3(cpt, fl, start, e, 3, nxt);
             else if (ps[k].kind == K_QWEN2)  rc = split_llama3(cpt, fl, start, e, 1, nxt);
+            else if (ps[k].kind == K_O200K)  rc = split_o200k(cpt, fl, start, e, nxt);
             else                             rc = split_simple(&ps[k], cpt, fl, start, e, nxt);
             start = e;
         }

@@ -30,6 +30,24 @@ unsigned sl_uc_flags(uint32_t cpt)
     return f;
 }
 
+/* Letter case by binary search over the generated case ranges (ASCII directly). */
+unsigned sl_uc_letter_case(uint32_t cpt)
+{
+    if (cpt < 128)
+        return (cpt >= 'A' && cpt <= 'Z') ? SL_UC_CASE_UPPER : (cpt >= 'a' && cpt <= 'z') ? SL_UC_CASE_LOWER : 0;
+    if (cpt >= 0x110000)
+        return 0;
+    size_t lo = 0, hi = sl_uc_case_ranges_n - 1;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((sl_uc_case_ranges[mid] >> 8) <= cpt)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return sl_uc_case_ranges[lo] & 0xFF;
+}
+
 /* Simple lowercase by binary search in the generated (code point, lowercase) pairs. */
 uint32_t sl_uc_tolower(uint32_t cpt)
 {

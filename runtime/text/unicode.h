@@ -34,6 +34,13 @@ extern const size_t   sl_uc_space_n;
 extern const uint32_t sl_uc_lower[][2];
 extern const size_t   sl_uc_lower_n;
 extern const uint16_t sl_uc_ascii[128];
+extern const uint32_t sl_uc_case_ranges[];  /* (first << 8) | SL_UC_CASE_*, sorted, sentinel at 0x110000 */
+extern const size_t   sl_uc_case_ranges_n;
+
+/* Letter case of a code point, from its general category: SL_UC_CASE_UPPER for Lu and Lt,
+ * SL_UC_CASE_LOWER for Ll, 0 for everything else (Lm, Lo and every non-letter). */
+enum { SL_UC_CASE_UPPER = 1, SL_UC_CASE_LOWER = 2 };
+unsigned sl_uc_letter_case(uint32_t cpt);
 
 /* Flags of one code point (never 0). */
 unsigned sl_uc_flags(uint32_t cpt);
