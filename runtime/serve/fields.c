@@ -29,6 +29,7 @@ static const field fields[] = {
     { "presence_penalty", BOTH, NULL, NULL }, { "frequency_penalty", BOTH, NULL, NULL },
     { "return_tokens", BOTH, NULL, NULL }, { "logprobs", BOTH, NULL, NULL }, { "top_logprobs", CHAT, NULL, NULL },
     { "user", BOTH, NULL, NULL },   /* an end-user id for the operator's logs: nothing to do with the output */
+    { "reasoning_effort", CHAT, NULL, NULL },   /* harmony (gpt-oss) renders it; refused for other templates (oai.c) */
     /* accepted only when they ask for nothing */
     { "echo", COMPL, "false", "the prompt is not echoed back" },
     { "suffix", COMPL, "\"\"", "text after the completion (insertion) is not supported" },
@@ -45,7 +46,6 @@ static const field fields[] = {
     { "modalities", CHAT, "[\"text\"]", "only text is generated" },
     { "audio", CHAT, NULL, "only text is generated" },
     { "prediction", CHAT, NULL, "predicted outputs are not supported" },
-    { "reasoning_effort", CHAT, NULL, "reasoning effort is not adjustable" },
     { "service_tier", CHAT, "\"auto\"|\"default\"", "there is one service tier" },
     { "web_search_options", CHAT, NULL, "web search is not supported" },
 };

@@ -266,9 +266,19 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
         if (rc) break;
         if (!(cm[i].content = content_text(json_object_get(e, "content"), i, msg, msglen))) { rc = 400; break; }
     }
+    json_t *effort = json_object_get(o, "reasoning_effort");
+    const char *eff = json_is_string(effort) ? json_string_value(effort) : NULL;
+    if (!rc && effort && !json_is_null(effort)) {
+        if (s->tmpl != SL_TMPL_HARMONY)
+            snprintf(msg, msglen, "'reasoning_effort' is not supported for this model (its chat template, %s, has no "
+                     "reasoning levels; gpt-oss's harmony has)", sl_chat_template_name(s->tmpl)), rc = 400;
+        else if (!eff || (strcmp(eff, "low") && strcmp(eff, "medium") && strcmp(eff, "high")))
+            snprintf(msg, msglen, "'reasoning_effort' must be \"low\", \"medium\" or \"high\""), rc = 400;
+    }
     if (!rc) {
         size_t tl;
-        char *text = sl_chat_render(s->tmpl, cm, (int)n, true, &tl);
+        sl_chat_opts co = { .add_assistant = true, .reasoning_effort = eff };
+        char *text = sl_chat_render_opts(s->tmpl, cm, (int)n, &co, &tl);
         if (!text) { snprintf(msg, msglen, "out of memory"); rc = 500; }
         else rc = tokenize(s, text, tl, SLUICE_TOK_ADD_SPECIAL | SLUICE_TOK_PARSE_SPECIAL, j, msg, msglen);
         free(text);
@@ -279,6 +289,8 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
     const char *stop = sl_chat_template_stop_text(s->tmpl);
     if (stop && j->n_stop <= SERVE_MAX_STOP) j->stop[j->n_stop++] = strdup(stop);
     j->end_tok = s->tmpl_end_tok;
+    j->harmony = s->tmpl == SL_TMPL_HARMONY;
+    sl_harmony_init(&j->hm);
     return 0;
 }
 
@@ -333,6 +345,11 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
 {
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion" : "text_completion");
     json_t *text = json_stringn(j->text ? j->text : "", j->text_len);
+    char *reasoning = NULL, *content = NULL;
+    if (j->harmony && !sl_harmony_split(j->text ? j->text : "", j->text_len, &reasoning, &content)) {
+        json_decref(text);   /* the final channel is the answer, the analysis its reasoning */
+        text = json_string(content);
+    }
     json_t *ch = j->kind == JOB_CHAT
                      ? json_pack("{s:i,s:{s:s,s:o},s:n,s:s?}", "index", 0, "message", "role", "assistant", "content", text,
                                  "logprobs", "finish_reason", oai_finish_name(j->finish))
@@ -344,6 +361,10 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
         json_object_set_new(ch, "tokens", a);
     }
     if (j->top_n >= 0) json_object_set_new(ch, "logprobs", lp_json(s, j, 0, lp_ready(j, 0)));
+    if (reasoning && *reasoning)
+        json_object_set_new(json_object_get(ch, "message"), "reasoning_content", json_string(reasoning));
+    free(reasoning);
+    free(content);
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     json_object_set_new(o, "usage", usage(j));
     json_object_set_new(o, "timings", timings(j));
@@ -364,6 +385,46 @@ static char *event(json_t *o, size_t *len)
         *len = n + 8;
     }
     free(js);
+    return e;
+}
+
+typedef struct hm_out { char *buf[2]; size_t len[2], cap[2]; bool oom; } hm_out;   /* 0 reasoning, 1 content */
+
+static void hm_collect(void *user, int channel, const char *header, const char *text, size_t len)
+{
+    (void)header;
+    hm_out *h = user;
+    const int k = channel == SL_HARMONY_ANALYSIS ? 0 : channel == SL_HARMONY_FINAL ? 1 : -1;
+    if (k < 0 || !len) return;   /* commentary (tool preambles) has no place in a plain answer */
+    if (h->len[k] + len + 1 > h->cap[k]) {
+        size_t nc = (h->len[k] + len + 1) * 2;
+        char *nb = realloc(h->buf[k], nc);
+        if (!nb) { h->oom = true; return; }
+        h->buf[k] = nb;
+        h->cap[k] = nc;
+    }
+    memcpy(h->buf[k] + h->len[k], text, len);
+    h->len[k] += len;
+}
+
+char *oai_sse_harmony(sl_server *s, job *j, const char *text, size_t n, bool finish, int lp_from, int lp_to, size_t *len)
+{
+    hm_out h = { 0 };
+    if (n) sl_harmony_feed(&j->hm, text, n, hm_collect, &h);
+    if (finish) sl_harmony_finish(&j->hm, hm_collect, &h);
+    char *e = NULL;
+    *len = 0;
+    if (!h.oom && (h.len[0] || h.len[1] || lp_to > lp_from)) {
+        json_t *o = head(s, j, "chat.completion.chunk"), *delta = json_object();
+        if (h.len[0]) json_object_set_new(delta, "reasoning_content", json_stringn(h.buf[0], h.len[0]));
+        if (h.len[1]) json_object_set_new(delta, "content", json_stringn(h.buf[1], h.len[1]));
+        json_t *ch = json_pack("{s:i,s:o,s:n,s:n}", "index", 0, "delta", delta, "logprobs", "finish_reason");
+        if (j->top_n >= 0 && lp_to > lp_from) json_object_set_new(ch, "logprobs", lp_json(s, j, lp_from, lp_to));
+        json_object_set_new(o, "choices", json_pack("[o]", ch));
+        e = event(o, len);
+    }
+    free(h.buf[0]);
+    free(h.buf[1]);
     return e;
 }
 

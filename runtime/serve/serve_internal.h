@@ -9,6 +9,7 @@
 #ifndef SL_SERVE_INTERNAL_H
 #define SL_SERVE_INTERNAL_H
 
+#include "runtime/text/harmony.h"
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -49,6 +50,8 @@ typedef struct job {
     char *stop[SERVE_MAX_STOP + 1];  /* the request's, then the chat template's */
     int n_stop;
     int32_t end_tok;              /* the chat template's end-of-turn token, or -1 */
+    bool harmony;                 /* gpt-oss's harmony output: the analysis channel is reasoning_content, the
+                                   * final channel content (runtime/text/harmony.h) */
     int top_n;                    /* logprobs: alternatives per token (0..LP_MAX_TOP); -1: no logprobs */
     char id[48];
     time_t created;
@@ -78,6 +81,8 @@ typedef struct job {
     size_t sse_len, sse_off;
     int lp_sent;                  /* logprobs entries already streamed */
     int sse_stage;                /* 0 role chunk due, 1 content, 2 final sent, 3 [DONE] sent */
+    sl_harmony hm;                /* harmony: the channel parser over the streamed text */
+    bool hm_done;                 /* harmony: its held bytes flushed at the end */
     size_t body_len;              /* non-streaming: response built */
 } job;
 
@@ -167,6 +172,9 @@ int  oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job
 char *oai_response(sl_server *s, const job *j, size_t *len);
 /* One SSE event carrying text[0..n) and the logprobs of tokens [lp_from, lp_to) (finish: FINISH_NONE
  * for a content chunk); malloc'd. */
+/* A harmony job's next streamed text through its channel parser (finish: flush what it holds): a
+ * chunk whose delta carries reasoning_content and/or content, or NULL (*len 0) when nothing is due. */
+char *oai_sse_harmony(sl_server *s, job *j, const char *text, size_t n, bool finish, int lp_from, int lp_to, size_t *len);
 char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int lp_from, int lp_to, bool role, int finish,
                     size_t *len);
 char *oai_sse_usage(sl_server *s, const job *j, size_t *len);
