@@ -366,7 +366,7 @@ Test(fdot, every_path_within_bound_of_exact_sum)
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 static const int mm_types[] = { SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,
-                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16 };
+                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_MXFP4 };
 
 Test(dispatch, force_and_availability)
 {
@@ -463,7 +463,7 @@ Test(matmul, batch_threads_and_row_split_do_not_change_bits, .timeout = 120)
                     const sl_dot_fn f = type == SL_TYPE_F32 ? ks->dot_f32 : type == SL_TYPE_F16 ? ks->dot_f16 : ks->dot_bf16;
                     want = f(w + row * rb, x + cols * 3, cols);
                 } else {
-                    const bool k = type != SL_TYPE_Q4_0 && type != SL_TYPE_Q8_0;
+                    const bool k = type != SL_TYPE_Q4_0 && type != SL_TYPE_Q8_0 && type != SL_TYPE_MXFP4;
                     uint8_t y[16 * SL_Q8_0_BYTES + 2 * SL_Q8_K_BYTES];
                     (k ? ks->quantize_q8_k : ks->quantize_q8_0)(x + cols * 3, y, cols);
                     want = sl_kernels_qdot(ks, type)(w + row * rb, y, cols);
