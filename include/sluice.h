@@ -381,6 +381,10 @@ typedef struct sluice_stats {
     /* mixture of experts: routed experts read when a router picked them (counted in
      * stream_bytes_read too); one announcement per MoE block per pass */
     uint64_t stream_expert_bytes, stream_expert_pieces, stream_expert_wants;
+    /* the expert cache: experts the batches asked for that it held / read; its entries and bytes */
+    uint64_t expert_hits, expert_misses;
+    int64_t  expert_cache_entries;
+    uint64_t expert_cache_bytes;
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);

@@ -62,8 +62,35 @@ void sl_attn_heads(const float *q, int nq, const void *k, const void *v, int typ
 }
 
 /* Contract: see ops.h.  One body for capped and plain attention (a zero cap skips the one step). */
+/* Contract: see ops.h.  The sink takes part in the maximum and the denominator only. */
+void sl_softmax_sink(float *x, int n, float sink)
+{
+    float mx = sink;
+    for (int i = 0; i < n; i++) if (x[i] > mx) mx = x[i];
+    double sum = expf(sink - mx);
+    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void sl_swiglu_oai(float *gate, const float *up, size_t n)
+{
+    const float alpha = 1.702f, limit = 7.0f;
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i] < limit ? gate[i] : limit;
+        float u = up[i] < -limit ? -limit : up[i] > limit ? limit : up[i];
+        gate[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    }
+}
+
 void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
                           float scale, float softcap, float *att, float *tmp, float *out)
+{
+    sl_attn_heads_sinks(q, nq, k, v, type, stride, n, hd, scale, softcap, NULL, att, tmp, out);
+}
+
+void sl_attn_heads_sinks(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                         float scale, float softcap, const float *sinks, float *att, float *tmp, float *out)
 {
     const sl_kernel_set *ks = sl_kernels();
     const unsigned char *kb = k, *vb = v;
@@ -79,7 +106,9 @@ void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, 
         }
     }
     if (softcap > 0) sl_softcap(att, (size_t)nq * (size_t)n, softcap);
-    for (int h = 0; h < nq; h++) sl_softmax(att + (size_t)h * n, n);
+    for (int h = 0; h < nq; h++)
+        if (sinks) sl_softmax_sink(att + (size_t)h * n, n, sinks[h]);
+        else sl_softmax(att + (size_t)h * n, n);
     memset(out, 0, (size_t)nq * hd * sizeof *out);
     for (int t = 0; t < n; t++) {
         const unsigned char *row = vb + (size_t)t * stride;

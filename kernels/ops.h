@@ -91,4 +91,18 @@ void sl_softcap(float *x, size_t n, float cap);
 void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
                           float scale, float softcap, float *att, float *tmp, float *out);
 
+/* sl_attn_heads_capped with attention sinks (gpt-oss): head h's softmax has one more logit, sinks[h],
+ * which has no value row, so its probabilities sum to less than 1:
+ *   p_t = exp(s_t - m) / (sum_u exp(s_u - m) + exp(sinks[h] - m)),  m = max(max_u s_u, sinks[h]).
+ * sinks NULL: exactly sl_attn_heads_capped. */
+void sl_attn_heads_sinks(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
+                         float scale, float softcap, const float *sinks, float *att, float *tmp, float *out);
+
+/* x = softmax over the n values and one more logit `sink` that is then dropped (see above). */
+void sl_softmax_sink(float *x, int n, float sink);
+
+/* gpt-oss's clamped SwiGLU (llama.cpp swiglu_oai, alpha 1.702 and limit 7 are constants there):
+ *   g = min(gate, 7), u = clamp(up, -7, 7), gate[i] = g * sigmoid(1.702 g) * (u + 1). */
+void sl_swiglu_oai(float *gate, const float *up, size_t n);
+
 #endif

@@ -1,5 +1,5 @@
 /* tests/test_arch.c — the architectures beyond plain llama (runtime/engine/arch_*.c) on the set-3
- * micro models of ../shared (Llama 3.1 rope_freqs, qwen2, qwen3, phi3, gemma2, Mistral-NeMo), F16
+ * micro models of ../shared (Llama 3.1 rope_freqs, qwen2, qwen3, phi3, gemma2, Mistral-NeMo) and set 6 (gemma3), F16
  * and Q8_0, prompts p1_once (5 ids) and p5_long (110 ids: past phi3's and gemma2's windows).
  *
  * Tolerances (../shared/README.md "llama.cpp vs float64" and "How close should an implementation
@@ -76,6 +76,7 @@ static const arch_case cases[] = {
     { "micro-phi3",    0.0047, 0.1201, 0.01 },
     { "micro-gemma2",  0.0095, 0.2224, 0.015 },
     { "micro-nemo",    0.0055, 0.1138, 0.01 },
+    { "micro-gemma3",  0.0055, 0.1017, 0.01 },   /* set 6; logit std ~1, half of set 3's */
 };
 #define N_CASES (sizeof cases / sizeof *cases)
 static const char *const types[] = { "F16", "Q8_0" };
@@ -200,6 +201,7 @@ Test(arch_exact, qwen3) { exact_case(&cases[2]); }
 Test(arch_exact, phi3) { exact_case(&cases[3]); }
 Test(arch_exact, gemma2) { exact_case(&cases[4]); }
 Test(arch_exact, nemo) { exact_case(&cases[5]); }
+Test(arch_exact, gemma3) { exact_case(&cases[6]); }
 
 /* ---- fast mode: against the goldens; bit-identical across batch sizes and streaming ----------- */
 
@@ -245,6 +247,7 @@ Test(arch_fast, qwen3) { fast_case(&cases[2]); }
 Test(arch_fast, phi3) { fast_case(&cases[3]); }
 Test(arch_fast, gemma2) { fast_case(&cases[4]); }
 Test(arch_fast, nemo) { fast_case(&cases[5]); }
+Test(arch_fast, gemma3) { fast_case(&cases[6]); }
 
 /* Streaming every matrix on each backend, in whole tensors and in small row-chunks (which cut the
  * fused phi3 tensors' parts), gives the resident bits; p5_long so the sliding windows are active. */

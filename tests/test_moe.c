@@ -40,8 +40,17 @@
 #include "util/golden.h"
 #include "util/gguf_variant.h"
 
-static const char *const models[] = { "micro-qwen3moe", "micro-mixtral", "micro-qwen2moe" };
-static const char *const types[] = { "F16", "Q8_0", "Q4_K_M" };
+static const char *const models[] = { "micro-qwen3moe", "micro-mixtral", "micro-qwen2moe", "micro-gpt-oss" };
+#define N_MODELS 4
+/* each model's three files (gpt-oss: its experts in MXFP4, the rest Q8_0) */
+static const char *const model_types[N_MODELS][3] = {
+    { "F16", "Q8_0", "Q4_K_M" }, { "F16", "Q8_0", "Q4_K_M" }, { "F16", "Q8_0", "Q4_K_M" }, { "F16", "Q8_0", "MXFP4_MOE" },
+};
+static int model_index(const char *model)
+{
+    for (int i = 0; i < N_MODELS; i++) if (!strcmp(models[i], model)) return i;
+    return 0;
+}
 static const char *const prompts[] = { "p1_once", "p5_long" };
 
 typedef struct stats { double max, step0; } stats;
@@ -148,6 +157,7 @@ static stats compare(const char *what, const float *got, const float *ref, int s
 static void exact_case(const char *model)
 {
     sl_kernels_set_exact(true);
+    const char *const *types = model_types[model_index(model)];
     for (int ti = 0; ti < 3; ti++)
         for (int pi = 0; pi < 2; pi++) {
             golden_set gs;
@@ -173,12 +183,14 @@ static void exact_case(const char *model)
 Test(moe_exact, qwen3moe) { exact_case(models[0]); }
 Test(moe_exact, mixtral) { exact_case(models[1]); }
 Test(moe_exact, qwen2moe) { exact_case(models[2]); }
+Test(moe_exact, gpt_oss) { exact_case(models[3]); }
 
 /* ---- fast mode: against llama.cpp; bit-identical across batch sizes ---------------------------- */
 
 static void fast_case(const char *model)
 {
     sl_kernels_set_exact(false);
+    const char *const *types = model_types[model_index(model)];
     for (int ti = 0; ti < 3; ti++)
         for (int pi = 0; pi < 2; pi++) {
             golden_set gs;
@@ -234,6 +246,7 @@ static void fast_case(const char *model)
 Test(moe_fast, qwen3moe) { fast_case(models[0]); }
 Test(moe_fast, mixtral) { fast_case(models[1]); }
 Test(moe_fast, qwen2moe) { fast_case(models[2]); }
+Test(moe_fast, gpt_oss) { fast_case(models[3]); }
 
 /* ---- streaming --------------------------------------------------------------------------------- */
 
@@ -244,8 +257,9 @@ Test(moe_stream, bit_identical_all_backends)
     sl_kernels_set_exact(false);
     const sl_io_backend backends[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
     const uint64_t chunks[] = { 0, 16 << 10, 100 << 10 };
-    for (int mi = 0; mi < 3; mi++)
+    for (int mi = 0; mi < N_MODELS; mi++)
         for (int ti = 0; ti < 3; ti++) {
+            const char *const *types = model_types[mi];
             golden_run g;
             cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p5_long.txt", models[mi], types[ti]), &g), 0);
             char path[512];
@@ -312,10 +326,12 @@ Test(moe_stream, token_reads_only_its_experts)
 Test(moe_batch, sequences_share_a_pass_bit_identical)
 {
     sl_kernels_set_exact(false);
-    for (int mi = 0; mi < 3; mi++) {
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        const char *t = model_types[mi][2];
         golden_run g;
-        cr_assert_eq(golden_read_txt(shared_path("golden/%s/Q4_K_M.p5_long.txt", models[mi]), &g), 0);
-        const char *path = shared_path("models/%s.Q4_K_M.gguf", models[mi]);
+        cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p5_long.txt", models[mi], t), &g), 0);
+        char path[512];
+        snprintf(path, sizeof path, "%s", shared_path("models/%s.%s.gguf", models[mi], t));
         runner r;
         run_opts o = { .kv_type = SL_KV_F16, .n_batch = 64, .stream = true, .backend = SL_IO_PREAD, .prefetch = 2 };
         runner_open(&r, path, &o);
@@ -370,7 +386,7 @@ static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice
 
 Test(moe_budget, budgets_bit_identical)
 {
-    for (int mi = 0; mi < 3; mi++) {
+    for (int mi = 0; mi < N_MODELS; mi++) {
         golden_run g;
         cr_assert_eq(golden_read_txt(shared_path("golden/%s/Q8_0.p5_long.txt", models[mi]), &g), 0);
         char path[512], err[512];

@@ -646,6 +646,10 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->stream_expert_bytes = st.expert_bytes;
         o->stream_expert_pieces = st.expert_pieces;
         o->stream_expert_wants = st.expert_wants;
+        o->expert_hits = st.cache.hits;
+        o->expert_misses = st.cache.misses;
+        o->expert_cache_entries = st.cache.entries;
+        o->expert_cache_bytes = (uint64_t)st.cache.entries * st.cache.entry_bytes;
         o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
         o->stream_max_piece = sl_stream_max_piece(M->stream);
         o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);

@@ -12,14 +12,6 @@
 #include "loader/io.h"
 #include "runtime/cli/cli.h"
 
-enum {
-    GEN_MODEL = 1000, GEN_PREDICT, GEN_CTX, GEN_BATCH, GEN_THREADS, GEN_TEMP, GEN_TOP_K, GEN_TOP_P, GEN_MIN_P,
-    GEN_REPEAT, GEN_SEED, GEN_REVERSE, GEN_IGNORE_EOS, GEN_SESSION, GEN_SESSION_OVERWRITE, GEN_BUDGET, GEN_KV,
-    GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
-    GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET, GEN_DRAFT, GEN_DRAFT_MAX, GEN_DRAFT_FIXED,
-    GEN_LOOKUP, GEN_DRAFT_MODEL,
-};
-
 const cli_opt gen_opt_table[] = {
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_PREDICT, "-n|--n-predict|--predict", "N", "tokens to generate (-1: until end of text or a full context)" },

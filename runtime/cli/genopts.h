@@ -36,6 +36,16 @@ typedef struct gen_opts {
     const char *draft_model; /* -md FILE */
 } gen_opts;
 
+/* The shared rows' ids: a command that takes only some of them (sluice serve) writes its own rows
+ * with these ids, and gen_opt_apply consumes them all the same. */
+enum {
+    GEN_MODEL = 1000, GEN_PREDICT, GEN_CTX, GEN_BATCH, GEN_THREADS, GEN_TEMP, GEN_TOP_K, GEN_TOP_P, GEN_MIN_P,
+    GEN_REPEAT, GEN_SEED, GEN_REVERSE, GEN_IGNORE_EOS, GEN_SESSION, GEN_SESSION_OVERWRITE, GEN_BUDGET, GEN_KV,
+    GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
+    GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET, GEN_DRAFT, GEN_DRAFT_MAX, GEN_DRAFT_FIXED,
+    GEN_LOOKUP, GEN_DRAFT_MODEL,
+};
+
 /* The shared rows (ids GEN_*), for the commands' table lists. */
 extern const cli_opt gen_opt_table[];
 extern const cli_opt gen_mem_table[];

@@ -201,6 +201,12 @@ static void print_stream_stats(run_state *r)
                     PRIu64 " block passes (%.2f MiB per block pass)\n", st.stream_expert_bytes / 1048576.0,
                     st.stream_expert_pieces, st.stream_expert_wants,
                     st.stream_expert_bytes / 1048576.0 / (double)st.stream_expert_wants);
+        if (st.expert_cache_entries) {
+            const uint64_t asked = st.expert_hits + st.expert_misses;
+            fprintf(stderr, "sluice: expert cache: %" PRId64 " experts (%.1f MiB), %" PRIu64 " hits of %" PRIu64
+                    " asked (%.1f%%)\n", st.expert_cache_entries, st.expert_cache_bytes / 1048576.0, st.expert_hits,
+                    asked, asked ? 100.0 * (double)st.expert_hits / (double)asked : 0);
+        }
     }
     uint64_t res, fsz;
     if (sluice_page_cache(r->M, &res, &fsz) == 0)
@@ -259,8 +265,10 @@ static bool write_stats_json(run_state *r, int status)
                 st.backend, st.stream_bytes_read, st.stream_reads, st.stream_pass_bytes, st.stream_wait_s,
                 st.stream_compute_s, run_ns ? st.stream_bytes_read / (run_ns / 1e9) / 1e9 : 0);
     if (strcmp(st.backend, "resident") && st.stream_expert_wants)
-        fprintf(f, ",\"expert_bytes\":%" PRIu64 ",\"expert_pieces\":%" PRIu64 ",\"expert_block_passes\":%" PRIu64,
-                st.stream_expert_bytes, st.stream_expert_pieces, st.stream_expert_wants);
+        fprintf(f, ",\"expert_bytes\":%" PRIu64 ",\"expert_pieces\":%" PRIu64 ",\"expert_block_passes\":%" PRIu64
+                ",\"expert_hits\":%" PRIu64 ",\"expert_misses\":%" PRIu64 ",\"expert_cache_entries\":%" PRId64
+                ",\"expert_cache_bytes\":%" PRIu64, st.stream_expert_bytes, st.stream_expert_pieces, st.stream_expert_wants,
+                st.expert_hits, st.expert_misses, st.expert_cache_entries, st.expert_cache_bytes);
     if (!strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"resident\",\"bytes_read\":0");
     fprintf(f, "}\n");

@@ -3,7 +3,8 @@
  *
  * The signals are blocked before any thread starts and taken by sigwait() here, so no handler
  * runs inside the server's threads; the first one stops accepting requests and lets those in
- * flight finish for --grace seconds before cancelling them.
+ * flight finish for --grace seconds before cancelling them; a second one, taken by a thread while
+ * that grace runs, cancels them at once, and the exit status is then a signal's (128 + its number).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,32 +39,84 @@ int cmd_serve(int argc, char **argv)
 
 enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
-    SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER, SRV_MAX_CONNECTIONS,
-    SRV_TIMEOUT, SRV_GRACE,
+    SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
+    SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE,
 };
 
+/* Only the options the server uses (llama-server's spellings as aliases where they mean the same);
+ * the shared generation rows are written here with their GEN_* ids, with what each means here. */
 static const cli_opt serve_table[] = {
     { 0, NULL, NULL, "server" },
-    { SRV_PARALLEL, "--parallel", "N", "sequences generated together; the plan holds a KV cache for each (default 1)" },
+    { SRV_PARALLEL, "-np|--parallel", "N", "sequences generated together; the plan holds a KV cache for each (default 1)" },
     { SRV_HOST, "--host", "ADDR", "numeric address to bind (default 127.0.0.1: this machine only)" },
     { SRV_PORT, "--port", "P", "TCP port (default 8080; 0: any free port, printed on stderr)" },
     { SRV_PORT_FILE, "--port-file", "FILE", "write the port there once listening" },
     { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health stays open" },
-    { SRV_MODEL_NAME, "--model-name", "NAME", "the model id /v1/models reports (default: the file name)" },
+    { SRV_MODEL_NAME, "-a|--model-name|--alias", "NAME", "the model id /v1/models reports (default: the file name)" },
     { SRV_TEMPLATE, "--chat-template", "T", "override the model's chat template (chatml, llama3, ...)" },
     { SRV_QUEUE, "--queue", "N", "requests waiting for a slot before 503 (default 16)" },
     { SRV_MAX_TOKENS, "--max-tokens", "N", "largest max_tokens a request may ask (default: the context)" },
-    { SRV_DEFAULT_MAX_TOKENS, "--default-max-tokens", "N", "when a request gives none (default 256)" },
+    { SRV_DEFAULT_MAX_TOKENS, "-n|--default-max-tokens|--n-predict|--predict", "N",
+      "max_tokens of a request that gives none (default 256; -1: --max-tokens)" },
+    { SRV_STOP, "-r|--stop|--reverse-prompt", "TEXT", "a stop string of requests that give no \"stop\" (up to 4 times)" },
     { SRV_MAX_PROMPT, "--max-prompt", "N", "prompt tokens a request may bring (default: the context - 1)" },
     { SRV_MAX_BODY, "--max-body", "BYTES", "request body limit (default 1M)" },
     { SRV_MAX_HEADER, "--max-header", "BYTES", "request line + headers limit (default 32K)" },
-    { SRV_MAX_CONNECTIONS, "--max-connections", "N", "open connections (default 512)" },
-    { SRV_TIMEOUT, "--timeout", "S", "close a connection idle or stalled this long (default 30)" },
+    { SRV_MAX_CONNECTIONS, "--max-connections", "N", "open connections (default 512); at the limit a new one takes the\n"
+                                                     "place of an idle kept-alive one, else of a request still arriving\n"
+                                                     "after a second (503), else it is refused" },
+    { SRV_MAX_PER_CLIENT, "--max-per-client", "N", "open connections from one client address (default 64; 0: no limit)" },
+    { SRV_TIMEOUT, "-to|--timeout", "S", "close a connection idle this long, no bytes either way (default 30)" },
+    { SRV_REQUEST_TIMEOUT, "--request-timeout", "S", "a request must arrive whole (line, headers, body) this long after\n"
+                                                     "it began, else 408 (default 10; 0: no deadline)" },
     { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
+    { 0, NULL, NULL, "model and sampling defaults (a request's own fields win)" },
+    { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
+    { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length of each slot (default: the model's trained context, halved\n"
+                                           "until it costs the plan no speed)" },
+    { GEN_BATCH, "-b|--batch|--batch-size", "N", "positions per forward pass, all slots together (default 512)" },
+    { GEN_THREADS, "-t|--threads", "N", "threads (default: number of CPUs)" },
+    { GEN_TEMP, "--temp", "T", "temperature (default 0.8; 0 = greedy)" },
+    { GEN_TOP_K, "--top-k", "K", "(default 40; 0 = off)" },
+    { GEN_TOP_P, "--top-p", "P", "(default 0.95; 1 = off)" },
+    { GEN_MIN_P, "--min-p", "P", "(default 0.05; 0 = off)" },
+    { GEN_REPEAT, "--repeat-penalty", "R", "(default 1.0 = off)" },
+    { GEN_IGNORE_EOS, "--ignore-eos", NULL, "never choose an end-of-text token (requests run to max_tokens)" },
+    { 0, NULL, NULL, "speculative decoding (each request drafts from its own context; docs/speculative.md)" },
+    { GEN_DRAFT, "--draft", "auto|ngram|off", "drafter (default auto: n-gram drafts when weights stream, none when\n"
+                                               "resident); greedy output is identical either way" },
+    { GEN_DRAFT_MAX, "--draft-max", "K", "most drafted tokens per pass (default 8; adapts to the measured passes)" },
+    { GEN_DRAFT_FIXED, "--draft-fixed", NULL, "draft --draft-max tokens whenever possible (no adaptation; for benchmarks)" },
     { 0, NULL, NULL, NULL },
 };
 
-static const cli_opt *const serve_tables[] = { serve_table, gen_opt_table, gen_mem_table, cli_meta_table, NULL };
+/* Options of sluice run and chat that the server has no use for, and why. */
+static const struct { const char *flags, *why; } not_for_serve[] = {
+    { "|-s|--seed|", "each request has its own seed (\"seed\" in the request; random without it)" },
+    { "|--session|--session-overwrite|", "sessions are sluice run's and chat's; each request starts from its prompt" },
+    { "|--stats|", "the server's figures are at GET /metrics and in each response's \"timings\"" },
+    { "|-q|--quiet|", "the server prints only its start-up lines and errors" },
+    { "|--special|", "a completion prompt is text (or token ids); chat templates' special tokens are always parsed" },
+    { "|--metrics|", "GET /metrics is always served (behind --api-key when one is set)" },
+    { "|-cb|--cont-batching|", "requests are always batched continuously (--parallel N slots)" },
+    { "|-md|--draft-model|--lookup|", "supported: --draft auto|ngram|off, --draft-max K, --draft-fixed; each request "
+                                      "drafts from its own context" },
+};
+
+static bool refuse_not_for_serve(const char *arg)
+{
+    char key[64];
+    if (strlen(arg) > sizeof key - 3) return false;
+    snprintf(key, sizeof key, "|%s|", arg);
+    for (size_t i = 0; i < sizeof not_for_serve / sizeof *not_for_serve; i++)
+        if (strstr(not_for_serve[i].flags, key)) {
+            cli_err("serve: %s is not supported by the server: %s", arg, not_for_serve[i].why);
+            return true;
+        }
+    return false;
+}
+
+static const cli_opt *const serve_tables[] = { serve_table, gen_mem_table, cli_meta_table, NULL };
 const cli_cmd cli_cmd_serve = {
     "serve", "an OpenAI-compatible HTTP server; concurrent requests share each forward pass",
     "sluice serve [-m MODEL] [--ram-budget SIZE] [--parallel N] [--host 127.0.0.1] [--port 8080] [options]",
@@ -95,7 +148,17 @@ static int serve_value(serve_args *a, int id, const char *o, const char *v)
     case SRV_TEMPLATE: a->so.chat_template = v; return 0;
     case SRV_QUEUE: if (!cli_int(o, v, 0, 100000, &l)) return -1; a->so.queue_max = (int)l; return 0;
     case SRV_MAX_TOKENS: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.max_tokens = (int)l; return 0;
-    case SRV_DEFAULT_MAX_TOKENS: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.default_max_tokens = (int)l; return 0;
+    case SRV_DEFAULT_MAX_TOKENS:
+        if (!cli_int(o, v, -1, 1 << 24, &l)) return -1;
+        if (!l) { cli_err("%s: 0 tokens would answer nothing (give N >= 1, or -1 for --max-tokens)", o); return -1; }
+        a->so.default_max_tokens = l < 0 ? 1 << 24 : (int)l;   /* (the server caps it at --max-tokens) */
+        return 0;
+    case SRV_STOP:
+        if (!*v) { cli_err("%s: the stop string is empty", o); return -1; }
+        if (strlen(v) > 256) { cli_err("%s: a stop string may have at most 256 bytes", o); return -1; }
+        if (a->so.n_default_stop == 4) { cli_err("%s: at most 4 stop strings (OpenAI's limit)", o); return -1; }
+        a->so.default_stop[a->so.n_default_stop++] = v;
+        return 0;
     case SRV_MAX_PROMPT: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.max_prompt_tokens = (int)l; return 0;
     case SRV_MAX_BODY: if (!cli_size(o, v, &sz)) return -1; a->so.max_body = (size_t)sz; return 0;
     case SRV_MAX_HEADER:
@@ -104,7 +167,9 @@ static int serve_value(serve_args *a, int id, const char *o, const char *v)
         a->so.max_header = (size_t)sz;
         return 0;
     case SRV_MAX_CONNECTIONS: if (!cli_int(o, v, 1, 1 << 20, &l)) return -1; a->so.max_connections = (int)l; return 0;
+    case SRV_MAX_PER_CLIENT: if (!cli_int(o, v, 0, 1 << 20, &l)) return -1; a->so.max_per_client = (int)l; return 0;
     case SRV_TIMEOUT: if (!cli_int(o, v, 1, 86400, &l)) return -1; a->so.timeout_s = (int)l; return 0;
+    case SRV_REQUEST_TIMEOUT: if (!cli_int(o, v, 0, 86400, &l)) return -1; a->so.request_timeout_s = (int)l; return 0;
     case SRV_GRACE: if (!cli_float(o, v, 0, 3600, &d)) return -1; a->grace = d; return 0;
     default: return -1;
     }
@@ -120,6 +185,7 @@ static int parse(int argc, char **argv, serve_args *a)
     if (a->so.api_key && !*a->so.api_key) a->so.api_key = NULL;
     for (int i = 1; i < argc; i++) {
         const cli_opt *op = cli_find(serve_tables, argv[i]);
+        if (!op && refuse_not_for_serve(argv[i])) return -1;
         if (!op) { cli_unknown(&cli_cmd_serve, argv[i]); return -1; }
         if (cli_meta(&cli_cmd_serve, op)) return 1;
         int r = gen_opt_apply(argc, argv, &i, op, &a->g);
@@ -127,6 +193,12 @@ static int parse(int argc, char **argv, serve_args *a)
         if (r > 0) continue;
         const char *o = argv[i], *v;
         if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
+    }
+    /* each slot drafts from its own context (n-grams); a draft model is sluice run's and chat's */
+    if (a->g.draft == SLUICE_DRAFT_MODEL) {
+        cli_err("serve: --draft model is not supported by the server (supported: --draft auto|ngram|off, "
+                "--draft-max K, --draft-fixed; each request drafts from its own context)");
+        return -1;
     }
     return gen_opts_check(&a->g) ? 0 : -1;
 }
@@ -136,6 +208,24 @@ static void serve_log(void *user, int level, const char *msg)
     (void)user;
     (void)level;
     fprintf(stderr, "sluice serve: %s\n", msg);
+}
+
+typedef struct second_signal {
+    sl_server *S;
+    sigset_t sigs;
+    int sig;                      /* the second signal, 0: none came */
+    bool done;                    /* the shutdown is over: a signal now only wakes the thread */
+} second_signal;
+
+static void *wait_second_signal(void *arg)
+{
+    second_signal *ss = arg;
+    int sig = 0;
+    if (sigwait(&ss->sigs, &sig) || __atomic_load_n(&ss->done, __ATOMIC_SEQ_CST)) return NULL;
+    __atomic_store_n(&ss->sig, sig, __ATOMIC_SEQ_CST);
+    fprintf(stderr, "sluice serve: %s again: cancelling every request now\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sl_server_hurry(ss->S);
+    return NULL;
 }
 
 /* Connections are file descriptors: allow as many as the hard limit permits. */
@@ -154,14 +244,6 @@ int cmd_serve(int argc, char **argv)
     serve_args a;
     int r = parse(argc, argv, &a);
     if (r) return r > 0 ? 0 : 2;
-    /* each slot drafts from its own context (n-grams); a draft model and a lookup text are sluice
-     * run's and chat's */
-    if (a.g.draft_model || a.g.draft == SLUICE_DRAFT_MODEL || a.g.lookup) {
-        cli_err("serve: %s is not supported by the server (supported: --draft auto|ngram|off, --draft-max K, "
-                "--draft-fixed; each request drafts from its own context)",
-                a.g.lookup ? "--lookup" : "a draft model (-md, --draft model)");
-        return 2;
-    }
     if (!a.g.model) a.g.model = cli_default_model();
     if (!strcmp(a.so.model_name, "sluice")) {
         const char *b = strrchr(a.g.model, '/');
@@ -204,8 +286,17 @@ int cmd_serve(int argc, char **argv)
     sigwait(&sigs, &sig);
     fprintf(stderr, "sluice serve: %s: finishing requests in flight (up to %.0f s), then exiting\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", a.grace);
+    second_signal ss = { .S = S, .sigs = sigs };
+    pthread_t th;
+    bool watching = !pthread_create(&th, NULL, wait_second_signal, &ss);
     sl_server_shutdown(S, a.grace);
-    status = 0;
+    if (watching) {
+        __atomic_store_n(&ss.done, true, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&ss.sig, __ATOMIC_SEQ_CST)) pthread_kill(th, SIGTERM);   /* wake its sigwait */
+        pthread_join(th, NULL);
+    }
+    int sig2 = __atomic_load_n(&ss.sig, __ATOMIC_SEQ_CST);
+    status = sig2 ? 128 + sig2 : 0;
 done:
     sl_server_free(S);
     sluice_close(M);

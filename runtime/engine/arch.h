@@ -56,7 +56,8 @@ enum sl_expert_mat { SL_EXP_GATE, SL_EXP_UP, SL_EXP_DOWN, SL_EXPERT_MATS };
 enum sl_gating {
     SL_GATE_SOFTMAX_NORM,   /* softmax over all experts, top-k, weights renormalised to sum 1
                              * (qwen3moe, mixtral: equivalently a softmax over the k logits) */
-    SL_GATE_SOFTMAX         /* softmax over all experts, top-k, weights as they are (qwen2moe) */
+    SL_GATE_SOFTMAX,        /* softmax over all experts, top-k, weights as they are (qwen2moe) */
+    SL_GATE_TOPK_SOFTMAX    /* top-k of the (biased) logits, softmax over those k (gpt-oss) */
 };
 
 /* When a tensor row of a description applies: always, or only to a dense or a MoE model of an
@@ -79,6 +80,9 @@ enum sl_block_vec {
     SL_VEC_FFN_NORM,
     SL_VEC_POST_FFN_NORM,
     SL_VEC_SHEXP_GATE,                       /* (dim): the shared expert's scalar gate sigmoid(w . x) */
+    SL_VEC_O_BIAS,                           /* (dim): attention output bias (gpt-oss) */
+    SL_VEC_ATTN_SINKS,                       /* (n_heads): one softmax logit per head with no value (gpt-oss) */
+    SL_VEC_ROUTER_BIAS,                      /* (n_expert): added to the router logits (gpt-oss) */
     SL_BLOCK_VECS
 };
 
@@ -94,14 +98,15 @@ enum sl_dim {
     SL_DIM_HEAD,     /* head_dim */
     SL_DIM_EXP_FFN,  /* a routed expert's hidden width (expert_feed_forward_length) */
     SL_DIM_SHEXP_FFN,/* the shared expert's hidden width */
-    SL_DIM_N_EXPERT  /* expert_count (the router's rows) */
+    SL_DIM_N_EXPERT, /* expert_count (the router's rows) */
+    SL_DIM_HEADS     /* head_count */
 };
 
 /* How q and k are rotated: adjacent pairs (GGML "normal", llama) or the two halves of a head
  * (GGML "neox": qwen2, phi3, gemma2, ...). */
 enum sl_rope_kind { SL_ROPE_NORM, SL_ROPE_NEOX };
 /* The gated FFN's activation: act(gate) * up. */
-enum sl_ffn_act { SL_ACT_SILU, SL_ACT_GELU_TANH };
+enum sl_ffn_act { SL_ACT_SILU, SL_ACT_GELU_TANH, SL_ACT_SWIGLU_OAI /* gpt-oss: clamped, (up + 1) */ };
 
 /* One tensor of a block.  `name` is the GGUF name with %d for the block index. */
 typedef struct sl_arch_tensor {
@@ -124,10 +129,12 @@ enum sl_output_kind {
 enum sl_swa_layers {
     SL_SWA_NONE,     /* plain causal attention everywhere */
     SL_SWA_ALL,      /* every block (phi3; a window of 0 in the file means none) */
-    SL_SWA_EVEN      /* blocks 0, 2, 4, ... (gemma2) */
+    SL_SWA_EVEN,     /* blocks 0, 2, 4, ... (gemma2, gpt-oss) */
+    SL_SWA_LAYERS    /* the architecture's layer_settings hook says, block by block (gemma3) */
 };
 
 struct sl_config;
+struct sl_model;
 
 typedef struct sl_arch {
     const char *name;        /* general.architecture, also the prefix of its hyperparameter keys */
@@ -140,18 +147,26 @@ typedef struct sl_arch {
     bool rope_freqs;         /* may carry rope_freqs.weight (Llama 3.1 per-pair angle divisors) */
     bool rope_long_short;    /* may carry rope_factors_long/short.weight (longrope: Phi-3-128k, Phi-3.5) */
     bool rope_full;          /* rope.dimension_count must equal head_dim (llama.cpp asserts it) */
+    bool rope_yarn;          /* may carry rope.scaling.type "yarn" (gpt-oss) */
     int output;              /* enum sl_output_kind */
     /* Mixture of experts: the routed experts' stacks (slot = enum sl_expert_mat, extents of one
      * expert), the router's name (ffn_gate_inp: n_expert rows of dim, held as f32) and the gating.
      * moe: expert_count is required; moe_optional: the file decides (expert_count > 0). */
     const sl_arch_tensor *experts;
     int n_experts;
+    /* per-expert biases (gpt-oss): 2-D (width x expert_count) f32 tensors, slot = enum sl_expert_mat,
+     * cols = the matrix's output width; expert e's bias is row e.  NULL: none. */
+    const sl_arch_tensor *expert_biases;
+    int n_expert_biases;
     const char *router;
     int gating;              /* enum sl_gating */
     bool moe, moe_optional;
     /* The architecture's own hyperparameters, read after the common ones (NULL: none).  0 or
      * -errno with one line in err. */
     int (*read_hparams)(const sl_gguf *g, struct sl_config *c, char *err, size_t errlen);
+    /* Per-block settings (sl_layer.window, rope_base, rope_scale) where they are not the file-wide
+     * defaults, called after the blocks are bound (NULL: the defaults).  0 or -errno with err. */
+    int (*layer_settings)(struct sl_model *m, char *err, size_t errlen);
 } sl_arch;
 
 /* The description for general.architecture = name, NULL when sluice does not run it. */
@@ -165,8 +180,10 @@ extern const sl_arch sl_arch_qwen2;
 extern const sl_arch sl_arch_qwen3;
 extern const sl_arch sl_arch_phi3;
 extern const sl_arch sl_arch_gemma2;
+extern const sl_arch sl_arch_gemma3;
 extern const sl_arch sl_arch_qwen3moe;
 extern const sl_arch sl_arch_qwen2moe;
+extern const sl_arch sl_arch_gpt_oss;
 
 /* One line naming what model m's forward pass adds to plain llama ("neox rope, q/k/v biases, ..."). */
 struct sl_model;

@@ -208,8 +208,9 @@ static void attention_worker(void *arg, int ith, int nth)
         int n = bp->pos + 1, first = window && n > window ? n - window : 0;
         k = (const unsigned char *)k + (size_t)first * stride;
         v = (const unsigned char *)v + (size_t)first * stride;
-        sl_attn_heads_capped(c->q + off, grp, k, v, type, stride, n - first, hd, scale, cf->attn_softcap, att, tmp,
-                             c->att_out + off);
+        const float *sinks = c->m->layers[j->layer].vec[SL_VEC_ATTN_SINKS];
+        sl_attn_heads_sinks(c->q + off, grp, k, v, type, stride, n - first, hd, scale, cf->attn_softcap,
+                            sinks ? sinks + (size_t)kh * grp : NULL, att, tmp, c->att_out + off);
     }
 }
 
@@ -246,13 +247,17 @@ void sl_fwd_norm(sl_ctx *c, const float *w, int nb)
         sl_rmsnorm(c->xb + (size_t)b * cf->dim, c->x + (size_t)b * cf->dim, w, cf->dim, cf->rms_eps);
 }
 
-/* x += W xb [rmsnorm * post_norm] (through xb's twin: the product lands in xb, which is free by then). */
-static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int nb, const float *post_norm)
+/* x += W xb [+ bias] [rmsnorm * post_norm] (through xb's twin: the product lands in xb, which is free
+ * by then). */
+static int residual_matmul(sl_ctx *c, const sl_weight *w, const float *in, int nb, const float *bias, const float *post_norm)
 {
     const sl_config *cf = &c->m->cfg;
     const int dim = cf->dim;
     int rc = sl_fwd_matmul(c, w, in, nb, c->xb, dim);
     if (rc) return rc;
+    if (bias)
+        for (int b = 0; b < nb; b++)
+            for (int i = 0; i < dim; i++) c->xb[(size_t)b * dim + i] += bias[i];
     if (post_norm)
         for (int b = 0; b < nb; b++) sl_rmsnorm(c->xb + (size_t)b * dim, c->xb + (size_t)b * dim, post_norm, dim, cf->rms_eps);
     for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->xb[i];
@@ -296,15 +301,15 @@ static int attention_block(sl_ctx *c, int l, int nb)
     for (int b = 0; b < nb; b++) {
         int pos = c->bpos[b].pos;
         float *q = c->q + (size_t)b * qd, *k = c->k + (size_t)b * kvd, *v = c->v + (size_t)b * kvd;
-        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale, neox);
-        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, cf->rope_base, cf->rope_scale, c->rope_div, cf->rope_mscale,
+        sl_rope_ext(q, cf->n_heads, cf->head_dim, cf->rope_dim, pos, L->rope_base, L->rope_scale, c->rope_div, cf->rope_mscale, neox);
+        sl_rope_ext(k, cf->n_kv_heads, cf->head_dim, cf->rope_dim, pos, L->rope_base, L->rope_scale, c->rope_div, cf->rope_mscale,
                     neox);
         sl_kv_store(c->bpos[b].kv, l, pos, k, v);
     }
     att_job aj = { c, l, nb };
     sl_pool_run(c->pool, attention_worker, &aj);
     if ((rc = for_each_seq(c, nb, l, sl_kv_layer_end))) return rc;
-    return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb, L->vec[SL_VEC_POST_ATTN_NORM]);
+    return residual_matmul(c, &L->mat[SL_MAT_O], c->att_out, nb, L->vec[SL_VEC_O_BIAS], L->vec[SL_VEC_POST_ATTN_NORM]);
 }
 
 /* FFN sub-block of block l: x += W_down (act(W_gate xb) * W_up xb), or the routed experts of a MoE
@@ -321,7 +326,7 @@ static int ffn_block(sl_ctx *c, int l, int nb)
         return rc;
     if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
     else sl_swiglu(c->hb, c->hb2, (size_t)nb * (size_t)cf->ffn_dim);
-    return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb, L->vec[SL_VEC_POST_FFN_NORM]);
+    return residual_matmul(c, &L->mat[SL_MAT_DOWN], c->hb, nb, NULL, L->vec[SL_VEC_POST_FFN_NORM]);
 }
 
 /* logits = W_out rmsnorm(x) * output_norm for the positions marked in c->bpos: the last one only (all

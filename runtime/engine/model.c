@@ -14,6 +14,7 @@
 #include "kernels/types.h"
 #include "loader/errmsg.h"
 #include "loader/fileio.h"
+#include "runtime/engine/model_rope.h"
 
 /* Integer hyperparameter "<arch>.<key>", 1 <= value <= max (dflt when absent and not required). */
 static int get_hp(const sl_gguf *g, const char *arch, const char *key, int *out, int max, bool required, int dflt,
@@ -155,6 +156,7 @@ static void free_layer(sl_layer *L, int n_expert)
     for (int i = 0; i < SL_BLOCK_VECS; i++) free(L->vec[i]);
     free_weight(&L->router);
     free((void *)L->router.data);
+    for (int k = 0; k < SL_EXPERT_MATS; k++) free(L->expert_bias[k]);
     if (L->experts)
         for (int i = 0; i < n_expert * SL_EXPERT_MATS; i++) free_weight(&L->experts[i]);
     free(L->experts);
@@ -262,69 +264,6 @@ int sl_arch_get_u32(const sl_gguf *g, const char *a, const char *key, uint32_t *
     return 0;
 }
 
-/* longrope's keys (llama_model::load_hparams reads them for every architecture): the cos/sin
- * multiplier rope.scaling.attn_factor (default 1) and rope.scaling.original_context_length (default
- * the training context), the length past which rope_factors_long applies. */
-static int read_rope_attn(const sl_gguf *g, const char *a, sl_config *c, char *err, size_t errlen)
-{
-    char key[96];
-    c->rope_mscale = 1.0f;
-    int rc = sl_arch_get_f32(g, a, "rope.scaling.attn_factor", &c->rope_mscale, err, errlen);
-    if (rc) return rc;
-    if (!(c->rope_mscale > 0) || c->rope_mscale > 100) {
-        snprintf(err, errlen, "model: %s.rope.scaling.attn_factor = %g is out of range (0, 100]", a, c->rope_mscale);
-        return -EINVAL;
-    }
-    uint32_t orig = (uint32_t)c->ctx_train;
-    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a);
-    if (sl_gguf_find_key(g, key) >= 0 && (!sl_gguf_get_u32(g, key, &orig) || orig < 1 || orig > (1u << 24))) {
-        snprintf(err, errlen, "model: %s must be a count of positions in [1, 2^24]", key);
-        return -EINVAL;
-    }
-    c->rope_ctx_orig = (int)orig;
-    return 0;
-}
-
-/* Rope scaling as llama.cpp reads it (llama_model::load_hparams): the type defaults to "linear";
- * the factor is <arch>.rope.scaling.factor, else the legacy <arch>.rope.scale_linear; type "none"
- * never scales; "longrope" (per-pair divisors from rope_factors_long/short.weight, bound later)
- * only where the architecture has those tensors.  Types that change the angles otherwise (yarn) are
- * refused: running them as linear would silently change every logit. */
-static int read_rope_scaling(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
-{
-    const char *a = arch->name;
-    char key[96];
-    c->rope_scale = 1.0f;
-    int rc = read_rope_attn(g, a, c, err, errlen);
-    if (rc) return rc;
-    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
-    sl_str st = { "linear", 6 };
-    if (sl_gguf_find_key(g, key) >= 0 && !sl_gguf_get_str(g, key, &st)) {
-        snprintf(err, errlen, "model: %s must be a string (none, linear%s)", key, arch->rope_long_short ? ", longrope" : "");
-        return -EINVAL;
-    }
-    bool none = sl_str_eq(st, "none"), longrope = arch->rope_long_short && sl_str_eq(st, "longrope");
-    if (!none && !longrope && !sl_str_eq(st, "linear")) {
-        sl_errf(err, errlen, 0, "model: rope scaling '%.*s' is not supported for %s (supported: none, linear%s)",
-                (int)(st.len > 20 ? 20 : st.len), st.ptr, a, arch->rope_long_short ? ", longrope" : "");
-        return -ENOTSUP;
-    }
-    float f = 0;
-    const char *fkey = "rope.scaling.factor";
-    snprintf(key, sizeof key, "%s.%s", a, fkey);
-    if (sl_gguf_find_key(g, key) < 0) fkey = "rope.scale_linear";
-    snprintf(key, sizeof key, "%s.%s", a, fkey);
-    if (sl_gguf_find_key(g, key) < 0) return 0;
-    rc = sl_arch_get_f32(g, a, fkey, &f, err, errlen);
-    if (rc) return rc;
-    if (!(f > 0)) {
-        snprintf(err, errlen, "model: %s = %g: a rope scaling factor must be > 0", key, f);
-        return -EINVAL;
-    }
-    if (!none) c->rope_scale = 1.0f / f;
-    return 0;
-}
-
 /* RoPE base and scaling, RMSNorm epsilon, attention scale; refusals for what no description runs. */
 static int read_rope_norm(const sl_gguf *g, const sl_arch *arch, sl_config *c, char *err, size_t errlen)
 {
@@ -339,7 +278,7 @@ static int read_rope_norm(const sl_gguf *g, const sl_arch *arch, sl_config *c, c
         snprintf(err, errlen, "model: rope.freq_base %g or rms epsilon %g out of range", c->rope_base, c->rms_eps);
         return -EINVAL;
     }
-    if ((rc = read_rope_scaling(g, arch, c, err, errlen))) return rc;
+    if ((rc = sl_model_read_rope_scaling(g, arch, c, err, errlen))) return rc;
     if (arch->rope_full && c->rope_dim != c->head_dim) {
         snprintf(err, errlen, "model: %s.rope.dimension_count %d differs from the head size %d (%s rotates whole heads)",
                  a, c->rope_dim, c->head_dim, a);
@@ -412,6 +351,7 @@ static int64_t dim_of(const sl_config *c, int d)
     case SL_DIM_EXP_FFN:   return c->expert_ffn;
     case SL_DIM_SHEXP_FFN: return c->shexp_ffn;
     case SL_DIM_N_EXPERT:  return c->n_expert;
+    case SL_DIM_HEADS:     return c->n_heads;
     default:          return 1;
     }
 }
@@ -498,6 +438,16 @@ static int bind_experts(sl_model *m, sl_layer *L, int l, int fd, bool *used, cha
         free_weight(&whole);
         if (rc) return rc;
     }
+    for (int i = 0; i < a->n_expert_biases; i++) {   /* (width, n_expert) f32: expert e's bias is row e */
+        const sl_arch_tensor *t = &a->expert_biases[i];
+        sl_weight tmp;
+        snprintf(name, sizeof name, t->name, l);
+        if ((rc = bind(m->gguf, &tmp, name, dim_of(c, t->cols), c->n_expert, true, used, err, errlen))) return rc;
+        rc = load_vec(fd, &tmp, &L->expert_bias[t->slot], err, errlen);
+        m->norm_bytes += (size_t)tmp.cols * (size_t)c->n_expert * 4;
+        free_weight(&tmp);
+        if (rc) return rc;
+    }
     for (int e = 0; e < c->n_expert; e++)   /* each matrix's place in its unit: the slots in order */
         for (int k = 1; k < SL_EXPERT_MATS; k++)
             sl_expert_weight(L, e, k)->unit_off = sl_expert_weight(L, e, k - 1)->unit_off + sl_expert_weight(L, e, k - 1)->nbytes;
@@ -515,6 +465,8 @@ static int bind_blocks(sl_model *m, int fd, bool *used, char *err, size_t errlen
     for (int l = 0; l < c->n_layers; l++) {
         sl_layer *L = &m->layers[l];
         L->window = sl_config_window(c, l);
+        L->rope_base = c->rope_base;
+        L->rope_scale = c->rope_scale;
         L->moe = c->n_expert > 0;
         for (int i = 0; i < a->n_mats; i++) {
             const sl_arch_tensor *t = &a->mats[i];
@@ -641,6 +593,8 @@ int sl_model_open(const char *path, sl_model **out, char *err, size_t errlen)
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* never blocks, even if swapped for a FIFO */
     if (fd < 0) { rc = -errno; snprintf(err, errlen, "model: cannot open %s: %s", path, strerror(errno)); goto fail; }
     if ((rc = bind_blocks(m, fd, used, err, errlen)) || (rc = bind_rope_freqs(m, fd, used, err, errlen))) goto fail;
+    if (c->yarn_factor > 0 && !(m->rope_freqs = sl_model_yarn_divisors(c))) { rc = -ENOMEM; goto fail; }
+    if (m->arch->layer_settings && (rc = m->arch->layer_settings(m, err, errlen))) goto fail;
 
     sl_weight tmp;
     if ((rc = bind(g, &tmp, "output_norm.weight", c->dim, 1, true, used, err, errlen))) goto fail;

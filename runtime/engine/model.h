@@ -42,13 +42,16 @@ typedef struct sl_config {
     int   n_expert_used;/* <arch>.expert_used_count: experts each token takes (top-k) */
     int   expert_ffn;   /* a routed expert's hidden width */
     int   shexp_ffn;    /* the shared expert's hidden width (0: none) */
+    /* YaRN rope scaling (gpt-oss; yarn_factor 0: none): the angles become per-pair divisors
+     * (sl_model.rope_freqs) and cos/sin are scaled by rope_mscale */
+    float yarn_factor, yarn_beta_fast, yarn_beta_slow;
 } sl_config;
 
 /* The sliding window block l attends through, or 0 for plain causal attention, as the file-wide
  * hyperparameters say (the default of sl_layer.window). */
 static inline int sl_config_window(const sl_config *c, int l)
 {
-    if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE) return 0;
+    if (c->n_swa <= 0 || c->swa_layers == SL_SWA_NONE || c->swa_layers == SL_SWA_LAYERS) return 0;
     return c->swa_layers == SL_SWA_ALL || l % 2 == 0 ? c->n_swa : 0;
 }
 
@@ -77,10 +80,13 @@ typedef struct sl_layer {
     /* per-block settings, filled at binding from the hyperparameters (one place for what varies by
      * block, instead of a rule per field of sl_config) */
     int   window;       /* sliding window in positions; 0: causal over the whole context */
+    float rope_base;    /* RoPE base of this block (gemma3: local and global blocks differ) */
+    float rope_scale;   /* its position multiplier (linear scaling; 1: none) */
     bool  moe;          /* the FFN is routed experts (+ shared expert), not mat[GATE/UP/DOWN] */
     /* mixture of experts (moe only) */
     sl_weight router;   /* ffn_gate_inp: (n_expert rows, dim), held as f32, always resident */
     sl_weight *experts; /* n_expert * SL_EXPERT_MATS views: expert e's matrix k is [e * SL_EXPERT_MATS + k] */
+    float *expert_bias[SL_EXPERT_MATS];   /* (n_expert, matrix rows) f32, or NULL (gpt-oss has them) */
 } sl_layer;
 
 /* Routed expert e's matrix k (enum sl_expert_mat) of a MoE block. */

@@ -32,6 +32,20 @@
  * (clamped below at 6.103515625e-5, its guard for a zero sum). */
 static void route(float *logits, int E, int k, int gating, int *ids, float *w)
 {
+    if (gating == SL_GATE_TOPK_SOFTMAX) {   /* gpt-oss: the k best logits, then a softmax over them */
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool taken = false;
+                for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
+                if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
+            }
+            ids[j] = best;
+            w[j] = logits[best];
+        }
+        sl_softmax(w, k);
+        return;
+    }
     float mx = logits[0];
     for (int e = 1; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
     double sum = 0;
@@ -68,15 +82,32 @@ static void group_by_expert(const int *ids, int nb, int k, int E, int *list)
     for (int i = 0; i < nb * k; i++) list[fill[ids[i]]++] = i;
 }
 
-/* y = down (silu(gate x) * up x) for the n rows of x, through hb/hb2 (width f). */
-static int swiglu_ffn(sl_ctx *c, const sl_weight *gate, const sl_weight *up, const sl_weight *down, const float *x,
-                      int n, int f, float *y)
+/* rows[i] += bias for the n rows of w floats (no-op without a bias). */
+static void add_rows(float *rows, const float *bias, int n, int w)
 {
+    if (!bias) return;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < w; j++) rows[(size_t)i * w + j] += bias[j];
+}
+
+/* y = down (act(gate x [+ b_gate]) * (up x [+ b_up])) [+ b_down] for the n rows of x, through hb/hb2
+ * (width f); b: the three biases (each NULL or one row), or NULL for none. */
+static int gated_ffn(sl_ctx *c, const sl_weight *gate, const sl_weight *up, const sl_weight *down, const float *const *b,
+                     const float *x, int n, int f, float *y)
+{
+    const int dim = c->m->cfg.dim;
     int rc;
     if ((rc = sl_fwd_matmul(c, gate, x, n, c->hb, f)) || (rc = sl_fwd_matmul(c, up, x, n, c->hb2, f))) return rc;
-    if (c->m->arch->act == SL_ACT_GELU_TANH) sl_geglu(c->hb, c->hb2, (size_t)n * (size_t)f);
-    else sl_swiglu(c->hb, c->hb2, (size_t)n * (size_t)f);
-    return sl_fwd_matmul(c, down, c->hb, n, y, c->m->cfg.dim);
+    if (b) { add_rows(c->hb, b[SL_EXP_GATE], n, f); add_rows(c->hb2, b[SL_EXP_UP], n, f); }
+    const size_t len = (size_t)n * (size_t)f;
+    switch (c->m->arch->act) {
+    case SL_ACT_GELU_TANH:  sl_geglu(c->hb, c->hb2, len); break;
+    case SL_ACT_SWIGLU_OAI: sl_swiglu_oai(c->hb, c->hb2, len); break;
+    default:                sl_swiglu(c->hb, c->hb2, len); break;
+    }
+    if ((rc = sl_fwd_matmul(c, down, c->hb, n, y, dim))) return rc;
+    if (b) add_rows(y, b[SL_EXP_DOWN], n, dim);
+    return 0;
 }
 
 /* --moe-trace: one line per position and MoE block, "pass block position e1 .. ek" (the experts in
@@ -109,8 +140,8 @@ static int shared_expert(sl_ctx *c, const sl_layer *L, int nb)
 {
     const sl_config *cf = &c->m->cfg;
     const int dim = cf->dim;
-    int rc = swiglu_ffn(c, &L->mat[SL_MAT_SH_GATE], &L->mat[SL_MAT_SH_UP], &L->mat[SL_MAT_SH_DOWN], c->xb, nb,
-                        cf->shexp_ffn, c->moe_y);
+    int rc = gated_ffn(c, &L->mat[SL_MAT_SH_GATE], &L->mat[SL_MAT_SH_UP], &L->mat[SL_MAT_SH_DOWN], NULL, c->xb, nb,
+                       cf->shexp_ffn, c->moe_y);
     if (rc) return rc;
     const float *g = L->vec[SL_VEC_SHEXP_GATE];
     for (int b = 0; b < nb; b++) {
@@ -133,6 +164,7 @@ int sl_moe_ffn(sl_ctx *c, int l, int nb)
     int rc;
     sl_fwd_norm(c, L->vec[SL_VEC_FFN_NORM], nb);
     if ((rc = sl_fwd_matmul(c, &L->router, c->xb, nb, c->moe_logits, E))) return rc;
+    add_rows(c->moe_logits, L->vec[SL_VEC_ROUTER_BIAS], nb, E);
     for (int b = 0; b < nb; b++)
         route(c->moe_logits + (size_t)b * E, E, k, c->m->arch->gating, c->moe_ids + (size_t)b * k, c->moe_w + (size_t)b * k);
     if (c->moe_trace) trace(c, l, nb, k);
@@ -146,8 +178,11 @@ int sl_moe_ffn(sl_ctx *c, int l, int nb)
         const int *pairs = c->moe_list + start[e];
         for (int i = 0; i < n; i++)
             memcpy(c->moe_x + (size_t)i * dim, c->xb + (size_t)(pairs[i] / k) * dim, (size_t)dim * sizeof(float));
-        rc = swiglu_ffn(c, sl_expert_weight(L, e, SL_EXP_GATE), sl_expert_weight(L, e, SL_EXP_UP),
-                        sl_expert_weight(L, e, SL_EXP_DOWN), c->moe_x, n, cf->expert_ffn, c->moe_y);
+        const float *bias[SL_EXPERT_MATS];
+        for (int m = 0; m < SL_EXPERT_MATS; m++)
+            bias[m] = L->expert_bias[m] ? L->expert_bias[m] + (size_t)e * (size_t)sl_expert_weight(L, e, m)->rows : NULL;
+        rc = gated_ffn(c, sl_expert_weight(L, e, SL_EXP_GATE), sl_expert_weight(L, e, SL_EXP_UP),
+                       sl_expert_weight(L, e, SL_EXP_DOWN), bias, c->moe_x, n, cf->expert_ffn, c->moe_y);
         if (rc) return rc;
         for (int i = 0; i < n; i++) {
             const float w = c->moe_w[pairs[i]];

@@ -5,9 +5,10 @@
  * handed to the scheduler and its connection suspended; the scheduler resumes it when there is
  * text (streaming) or the answer is complete.  Limits: the body (Content-Length checked before any
  * byte is read; a chunked body that grows past it closes the connection), the request line and
- * headers (libmicrohttpd's connection memory: 431 past it), open connections, an idle timeout for
- * slow or silent clients (suspended connections, which wait on the model and not on the client,
- * do not time out), the queue (503).
+ * headers (libmicrohttpd's connection memory: 431 past it), open connections (in all and per client
+ * address), a deadline for a whole request to arrive and the watch for clients that leave while
+ * their request waits (conns.c), an idle timeout (suspended connections, which wait on the model
+ * and not on the client, do not time out), the queue (503).
  */
 #include "runtime/serve/serve_internal.h"
 
@@ -27,7 +28,8 @@
 void sl_serve_opts_default(sl_serve_opts *o)
 {
     *o = (sl_serve_opts){ .host = "127.0.0.1", .port = 8080, .model_name = "sluice", .n_parallel = 1, .queue_max = 16,
-                          .max_body = 1u << 20, .max_header = 32u << 10, .max_connections = 512, .timeout_s = 30,
+                          .max_body = 1u << 20, .max_header = 32u << 10, .max_connections = 512, .max_per_client = 64,
+                          .timeout_s = 30, .request_timeout_s = 10,
                           .default_max_tokens = 256 };
     sluice_sampler_params_default(&o->sampling);
 }
@@ -55,6 +57,7 @@ static enum MHD_Result send_buf(sl_server *s, struct MHD_Connection *c, int stat
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
+    conns_received(s, c, NULL);   /* answered: the request deadline no longer applies */
     pthread_mutex_lock(&s->mu);
     s->met.bytes_sent += len;
     if (status >= 400) s->met.requests[status == 503 ? 2 : status < 500 ? 1 : 4]++;
@@ -102,6 +105,10 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
     serve_metrics m = s->met;
     int active = s->active, q = s->q_len;
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->cmu);
+    const double n_conns = s->n_conns, n_timed_out = (double)s->n_timed_out, n_evicted = (double)s->n_evicted,
+                 n_refused = (double)s->n_refused;
+    pthread_mutex_unlock(&s->cmu);
     static const char *outcome[5] = { "ok", "client_error", "overloaded", "cancelled", "server_error" };
     char *b = malloc(8192);
     if (!b) return MHD_NO;
@@ -130,10 +137,23 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
         { "sluice_draft_max", false, "Most drafted tokens a step verifies (0: no speculative decoding).",
           (double)s->draft_max },
         { "sluice_stream_bytes_read_total", true, "Weight bytes streamed from disk.", (double)m.stream_bytes },
+        { "sluice_expert_bytes_read_total", true, "Routed-expert bytes read from disk (mixture of experts; counted in "
+          "sluice_stream_bytes_read_total too).", (double)m.expert_bytes },
+        { "sluice_expert_cache_hits_total", true, "Experts a pass asked for that the expert cache held.", (double)m.expert_hits },
+        { "sluice_expert_cache_misses_total", true, "Experts a pass asked for that were read.", (double)m.expert_misses },
+        { "sluice_expert_cache_hit_rate", false, "Expert cache hits / experts asked for.",
+          m.expert_hits + m.expert_misses ? (double)m.expert_hits / (double)(m.expert_hits + m.expert_misses) : 0.0 },
         { "sluice_response_bytes_total", true, "Response bytes sent.", (double)m.bytes_sent },
         { "sluice_queue_length", false, "Requests waiting for a slot.", (double)q },
         { "sluice_slots_busy", false, "Slots generating.", (double)active },
         { "sluice_slots", false, "Slots (--parallel).", (double)s->o.n_parallel },
+        { "sluice_connections", false, "Open connections.", n_conns },
+        { "sluice_request_timeouts_total", true, "Connections closed (408) because a request did not arrive whole in time.",
+          n_timed_out },
+        { "sluice_connections_evicted_total", true, "Idle or slow connections closed at the limit for a new one.",
+          n_evicted },
+        { "sluice_connections_refused_total", true, "Connections refused at the limit (none could be closed for them).",
+          n_refused },
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         OUT("# HELP %s %s\n# TYPE %s %s\n%s ", rows[i].name, rows[i].help, rows[i].name,
@@ -169,13 +189,21 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         j->sse_len = j->sse_off = 0;
         if (j->sse_stage == 0) {
             j->sse_stage = 1;
-            if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, true, FINISH_NONE, &j->sse_len);
+            if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, 0, 0, true, FINISH_NONE, &j->sse_len);
         } else if (j->sse_stage == 1 && j->sent < j->text_len) {
-            j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, false, FINISH_NONE, &j->sse_len);
+            int lp_to = lp_ready(j, j->lp_sent);
+            j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, j->lp_sent, lp_to, false, FINISH_NONE,
+                                   &j->sse_len);
             j->sent = j->text_len;
+            j->lp_sent = lp_to;
+        } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_CANCELLED) {
+            j->sse_stage = 4;   /* cancelled (shutdown, or the client left): the stream simply ends */
+        } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_ERROR) {
+            j->sse_stage = 3;   /* an error event in OpenAI's shape, then the end */
+            j->sse = oai_sse_error(j, &j->sse_len);
         } else if (j->sse_stage == 1 && j->state == JOB_DONE) {
             j->sse_stage = 2;
-            j->sse = oai_sse_chunk(s, j, "", 0, false, j->finish, &j->sse_len);
+            j->sse = oai_sse_chunk(s, j, "", 0, 0, 0, false, j->finish, &j->sse_len);
         } else if (j->sse_stage == 2) {
             j->sse_stage = 3;
             if (j->include_usage) j->sse = oai_sse_usage(s, j, &j->sse_len);
@@ -226,6 +254,7 @@ static enum MHD_Result start_generation(sl_server *s, struct MHD_Connection *c, 
     int rc = sched_submit(s, j);
     if (rc == -EBUSY) return send_error(s, c, 503, "the server is busy: every slot is generating and the queue is full; retry later");
     if (rc) return send_error(s, c, 503, "the server is shutting down");
+    conns_received(s, c, j);   /* from now on a client that leaves cancels it */
     if (!j->stream) {
         pthread_mutex_lock(&s->mu);
         if (j->state != JOB_DONE) {
@@ -259,7 +288,7 @@ static enum MHD_Result finish_generation(sl_server *s, struct MHD_Connection *c,
     }
     pthread_mutex_unlock(&s->mu);
     if (j->finish == FINISH_ERROR) return send_error(s, c, 500, j->err[0] ? j->err : "generation failed");
-    if (j->finish == FINISH_CANCELLED) return send_error(s, c, 503, "the request was cancelled: the server is shutting down");
+    if (j->finish == FINISH_CANCELLED) return MHD_NO;   /* shutdown, or the client left: closed without an answer */
     size_t len;
     char *b = oai_response(s, j, &len);
     if (!b) return send_error(s, c, 500, "out of memory");
@@ -302,6 +331,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     sl_server *s = cls;
     req *rq = *req_cls;
     if (!rq) {   /* headers are in: decide now whether to read a body at all */
+        conns_handled(s, c);
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *req_cls = rq;
         bool method_ok;
@@ -352,9 +382,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode why)
 {
-    (void)c;
     (void)why;
     sl_server *s = cls;
+    conns_completed(s, c);
     req *rq = *req_cls;
     if (!rq) return;
     if (rq->j) {
@@ -374,7 +404,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    sl_server *s = cls;
+    /* (0.9.75's messages for the two refusals it would answer wrongly: conns.c) */
+    if (!strncmp(fmt, "Failed to parse `Content-Length'", 32)) conns_mhd_refused(s, 400);
+    else if (!strncmp(fmt, "Too large value of 'Content-Length'", 35)) conns_mhd_refused(s, 413);
     fprintf(stderr, "sluice serve: http: ");
     vfprintf(stderr, fmt, ap);
 }
@@ -393,6 +426,8 @@ int sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, ch
     s->o.model_name = s->model_name;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->cmu, NULL);
+    pthread_cond_init(&s->ccv, NULL);
     sluice_model_info info;
     sluice_model_get_info(M, &info);
     sluice_plan_info pi;
@@ -429,14 +464,18 @@ int sl_server_start(sluice_model *M, const sl_serve_opts *o, sl_server **out, ch
         return -EINVAL;
     }
     int rc = sched_start(s, err, errlen);
+    if (!rc) rc = conns_start(s, err, errlen);
     if (rc) { freeaddrinfo(ai); sl_server_free(s); return rc; }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+    s->d = MHD_start_daemon(flags, (uint16_t)o->port, conns_accept, s, on_request, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                            MHD_OPTION_NOTIFY_CONNECTION, conns_notify, s,
+                            MHD_OPTION_URI_LOG_CALLBACK, conns_request_line, s,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_per_client,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->max_connections + CONN_HEADROOM),
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->max_header,
                             MHD_OPTION_END);
@@ -462,7 +501,7 @@ void sl_server_shutdown(sl_server *s, double grace_s)
     pthread_mutex_lock(&s->mu);
     s->stopping = true;   /* new generation requests get 503; /health says "stopping" */
     uint64_t end = sl_now_ns() + (uint64_t)(grace_s * 1e9);
-    while ((s->active || s->q_len) && sl_now_ns() < end) {
+    while ((s->active || s->q_len) && sl_now_ns() < end && !s->hurry) {
         pthread_mutex_unlock(&s->mu);
         struct timespec ts = { 0, 20 * 1000000L };
         nanosleep(&ts, NULL);
@@ -473,7 +512,7 @@ void sl_server_shutdown(sl_server *s, double grace_s)
     /* let the resumed connections send their last bytes (bounded) before the daemon goes */
     uint64_t end2 = sl_now_ns() + 2000000000ull;
     pthread_mutex_lock(&s->mu);
-    while (s->open_jobs > 0 && sl_now_ns() < end2) {
+    while (s->open_jobs > 0 && sl_now_ns() < end2 && !s->hurry) {
         pthread_mutex_unlock(&s->mu);
         struct timespec ts = { 0, 20 * 1000000L };
         nanosleep(&ts, NULL);
@@ -484,14 +523,24 @@ void sl_server_shutdown(sl_server *s, double grace_s)
     s->d = NULL;
 }
 
+void sl_server_hurry(sl_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->hurry = true;
+    pthread_mutex_unlock(&s->mu);
+}
+
 void sl_server_free(sl_server *s)
 {
     if (!s) return;
     if (s->d) sl_server_shutdown(s, 0);
+    conns_stop(s);
     sched_stop(s);
     free(s->queue);
     free(s->model_name);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->cmu);
+    pthread_cond_destroy(&s->ccv);
     free(s);
 }

@@ -5,12 +5,15 @@
  * (role + string content, or content parts of type "text"), stream, stream_options.include_usage,
  * max_tokens (max_completion_tokens), temperature, top_p, top_k, min_p, repeat_penalty, seed, stop
  * (string or up to 4), n (1 only), presence/frequency_penalty (0 only), return_tokens (sluice: the
- * generated token ids in the choice).  Unknown fields are ignored, as OpenAI's clients send many.
+ * generated token ids in the choice), logprobs (completions: 0..5 alternatives; chat: true, with
+ * top_logprobs 0..20), user.  Every other field is neutral or refused with a 400 naming it
+ * (fields.c); a message holds role and content only.
  */
 #include "runtime/serve/serve_internal.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +28,7 @@ const char *oai_finish_name(int f)
     switch (f) {
     case FINISH_STOP: return "stop";
     case FINISH_LENGTH: return "length";
-    case FINISH_CANCELLED: return "cancelled";
-    case FINISH_ERROR: return "error";
-    default: return NULL;
+    default: return NULL;   /* cancelled and failed requests have no finish_reason of OpenAI's: none is sent */
     }
 }
 
@@ -73,6 +74,25 @@ static int add_stop(job *j, const char *t, size_t n, char *msg, size_t msglen)
     return 0;
 }
 
+/* logprobs: completions "logprobs": N alternatives (0..5); chat "logprobs": true and
+ * "top_logprobs": N (0..20).  j->kind is already set. */
+static int parse_logprobs(json_t *o, job *j, char *msg, size_t msglen)
+{
+    int r;
+    long long ll;
+    bool on = false;
+    if (j->kind == JOB_COMPLETION) {
+        if ((r = get_int(o, "logprobs", 0, 5, &ll, msg, msglen)) > 1) return r;
+        if (r == 1) j->top_n = (int)ll;
+        return 0;
+    }
+    if ((r = get_bool(o, "logprobs", &on, msg, msglen)) > 1) return r;
+    if ((r = get_int(o, "top_logprobs", 0, LP_MAX_TOP, &ll, msg, msglen)) > 1) return r;
+    if (r == 1 && !on) BAD("'top_logprobs' needs \"logprobs\": true");
+    if (on) j->top_n = r == 1 ? (int)ll : 0;
+    return 0;
+}
+
 /* Sampling, limits and stop strings shared by both endpoints. */
 static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msglen)
 {
@@ -89,13 +109,22 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) BAD("'stream_options' must be an object");
         if ((r = get_bool(so, "include_usage", &j->include_usage, msg, msglen)) > 1) return r;
+        const char *key;
+        json_t *v;
+        json_object_foreach(so, key, v)
+            if (strcmp(key, "include_usage") && !json_is_null(v))
+                BAD("'stream_options'.%.32s is not supported (only include_usage)", key);
     }
     if ((r = get_bool(o, "return_tokens", &j->return_tokens, msg, msglen)) > 1) return r;
     j->max_tokens = s->o.default_max_tokens;
-    const char *mt = json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if ((r = get_int(o, mt, 1, 1ll << 40, &ll, msg, msglen)) > 1) return r;
+    json_t *mct = json_object_get(o, "max_completion_tokens"), *mtk = json_object_get(o, "max_tokens");
+    if (mct && mtk && !json_is_null(mct) && !json_is_null(mtk))
+        BAD("'max_tokens' and 'max_completion_tokens' both given: give one (they mean the same)");
+    const char *mt = mct && !json_is_null(mct) ? "max_completion_tokens" : "max_tokens";
+    if ((r = get_int(o, mt, LLONG_MIN, LLONG_MAX, &ll, msg, msglen)) > 1) return r;
     if (r == 1) {
-        if (ll > s->o.max_tokens) BAD("'%s' is %lld; this server allows at most %d", mt, ll, s->o.max_tokens);
+        if (ll < 1 || ll > s->o.max_tokens)
+            BAD("'%s' is %lld; it must be at least 1 and at most %d (this server's --max-tokens)", mt, ll, s->o.max_tokens);
         j->max_tokens = (int)ll;
     }
     if ((r = get_num(o, "temperature", 0, 100, &d, msg, msglen)) > 1) return r;
@@ -111,6 +140,7 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if ((r = get_int(o, "seed", 0, INT64_MAX, &ll, msg, msglen)) > 1) return r;
     if (r == 1) j->sp.seed = (uint64_t)ll;
     if ((r = get_int(o, "n", 1, 1, &ll, msg, msglen)) > 1) return r;
+    if ((r = parse_logprobs(o, j, msg, msglen)) > 1) return r;
     const char *pen[] = { "presence_penalty", "frequency_penalty" };
     for (int i = 0; i < 2; i++) {
         if ((r = get_num(o, pen[i], -2, 2, &d, msg, msglen)) > 1) return r;
@@ -129,6 +159,9 @@ static int parse_common(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
         }
     } else if (st && !json_is_null(st)) {
         BAD("'stop' must be a string or an array of strings");
+    } else {   /* none given: the server's (sluice serve -r) */
+        for (int i = 0; i < s->o.n_default_stop; i++)
+            if ((r = add_stop(j, s->o.default_stop[i], strlen(s->o.default_stop[i]), msg, msglen))) return r;
     }
     return 0;
 }
@@ -153,6 +186,9 @@ static int parse_prompt(sl_server *s, json_t *o, job *j, char *msg, size_t msgle
     if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) p = json_array_get(p, 0);
     if (json_is_string(p))
         return tokenize(s, json_string_value(p), json_string_length(p), SLUICE_TOK_ADD_SPECIAL, j, msg, msglen);
+    if (json_is_array(p) && json_is_string(json_array_get(p, 0)))
+        BAD("'prompt' as a list of %zu strings (a completion for each) is not supported: send one request per prompt, "
+            "or one string", json_array_size(p));
     if (!json_is_array(p) || !json_array_size(p)) BAD("'prompt' must be a non-empty string or an array of token ids");
     size_t n = json_array_size(p), i;
     if (n > (size_t)s->o.max_prompt_tokens)
@@ -177,7 +213,7 @@ static char *content_text(json_t *c, size_t idx, char *msg, size_t msglen)
     json_t *part;
     json_array_foreach(c, i, part) {
         json_t *t = json_object_get(part, "type"), *tx = json_object_get(part, "text");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text") || !json_is_string(tx)) {
+        if (!json_is_string(t) || strcmp(json_string_value(t), "text") || !json_is_string(tx) || json_object_size(part) > 2) {
             snprintf(msg, msglen, "'messages'[%zu].content[%zu]: only parts {\"type\":\"text\",\"text\":...} are supported", idx, i);
             return NULL;
         }
@@ -219,6 +255,15 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
             break;
         }
         cm[i].role = r;
+        const char *key;
+        json_t *v;
+        json_object_foreach(e, key, v)
+            if (strcmp(key, "role") && strcmp(key, "content") && !json_is_null(v)) {
+                snprintf(msg, msglen, "'messages'[%zu].%.32s is not supported (a message holds role and content)", i, key);
+                rc = 400;
+                break;
+            }
+        if (rc) break;
         if (!(cm[i].content = content_text(json_object_get(e, "content"), i, msg, msglen))) { rc = 400; break; }
     }
     if (!rc) {
@@ -243,7 +288,9 @@ int oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job 
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!o) BAD("invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
     int rc = 0;
+    j->kind = kind;
     if (!json_is_object(o)) { snprintf(msg, msglen, "the request body must be a JSON object"); rc = 400; }
+    if (!rc) rc = oai_check_fields(o, kind, msg, msglen);
     if (!rc) rc = parse_common(s, o, j, msg, msglen);
     if (!rc) rc = kind == JOB_CHAT ? parse_messages(s, o, j, msg, msglen) : parse_prompt(s, o, j, msg, msglen);
     if (!rc && j->n_prompt >= s->n_ctx)
@@ -287,8 +334,8 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion" : "text_completion");
     json_t *text = json_stringn(j->text ? j->text : "", j->text_len);
     json_t *ch = j->kind == JOB_CHAT
-                     ? json_pack("{s:i,s:{s:s,s:o},s:s?}", "index", 0, "message", "role", "assistant", "content", text,
-                                 "finish_reason", oai_finish_name(j->finish))
+                     ? json_pack("{s:i,s:{s:s,s:o},s:n,s:s?}", "index", 0, "message", "role", "assistant", "content", text,
+                                 "logprobs", "finish_reason", oai_finish_name(j->finish))
                      : json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "text", text, "logprobs", "finish_reason",
                                  oai_finish_name(j->finish));
     if (j->return_tokens) {
@@ -296,6 +343,7 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
         for (int i = 0; i < j->n_out; i++) json_array_append_new(a, json_integer(j->out_toks[i]));
         json_object_set_new(ch, "tokens", a);
     }
+    if (j->top_n >= 0) json_object_set_new(ch, "logprobs", lp_json(s, j, 0, lp_ready(j, 0)));
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     json_object_set_new(o, "usage", usage(j));
     json_object_set_new(o, "timings", timings(j));
@@ -319,7 +367,8 @@ static char *event(json_t *o, size_t *len)
     return e;
 }
 
-char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool role, int finish, size_t *len)
+char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int lp_from, int lp_to, bool role, int finish,
+                    size_t *len)
 {
     json_t *o = head(s, j, j->kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion");
     json_t *ch;
@@ -327,11 +376,11 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
         if (n || role) json_object_set_new(delta, "content", json_stringn(text, n));
-        ch = json_pack("{s:i,s:o,s:s?}", "index", 0, "delta", delta, "finish_reason", oai_finish_name(finish));
+        ch = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", oai_finish_name(finish));
     } else {
         ch = json_pack("{s:i,s:s%,s:n,s:s?}", "index", 0, "text", text, n, "logprobs", "finish_reason", oai_finish_name(finish));
     }
-    if (finish == FINISH_ERROR && j->err[0]) json_object_set_new(o, "error", json_pack("{s:s}", "message", j->err));
+    if (j->top_n >= 0 && !role && !finish) json_object_set_new(ch, "logprobs", lp_json(s, j, lp_from, lp_to));
     if (finish && j->return_tokens) {
         json_t *a = json_array();
         for (int i = 0; i < j->n_out; i++) json_array_append_new(a, json_integer(j->out_toks[i]));
@@ -339,6 +388,12 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool
     }
     json_object_set_new(o, "choices", json_pack("[o]", ch));
     return event(o, len);
+}
+
+char *oai_sse_error(const job *j, size_t *len)
+{
+    return event(json_pack("{s:{s:s,s:s,s:i}}", "error", "message", j->err[0] ? j->err : "generation failed", "type",
+                           "server_error", "code", 500), len);
 }
 
 char *oai_sse_usage(sl_server *s, const job *j, size_t *len)

@@ -31,6 +31,7 @@ typedef struct slot {
     int span;                     /* index in the current batch, -1: not in it */
     bool decoding;                /* the span is next + drafts (else a prompt chunk) */
     int n_draft;                  /* drafts in that span */
+    int span_n;                   /* tokens in that span */
     char pend[8];                 /* bytes of an incomplete UTF-8 character */
     size_t pend_len;
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
@@ -99,6 +100,7 @@ job *job_new(void)
     if (!j) return NULL;
     j->refs = 1;
     j->end_tok = -1;
+    j->top_n = -1;
     return j;
 }
 
@@ -110,6 +112,7 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->text);
     free(j->out_toks);
     free(j->sse);
+    free(j->lp);
     free(j);
     s->open_jobs--;
     pthread_cond_broadcast(&s->cv);
@@ -217,9 +220,6 @@ static bool emit(sl_server *s, slot *sl, int32_t id, int n_past)
         j->out_cap = nc;
     }
     j->out_toks[j->n_out++] = id;
-    /* a non-streaming connection waits suspended, where libmicrohttpd cannot see its client leave:
-     * wake it each token so that a closed socket is noticed (it suspends again at once) */
-    if (!j->stream) wake(s, j);
     if (sluice_token_is_eog(s->M, id) || id == j->end_tok) { finish(s, sl, FINISH_STOP, NULL); return true; }
     char piece[512];
     int pl = sluice_token_piece(s->M, id, false, piece, sizeof piece);
@@ -250,6 +250,9 @@ static void step(sl_server *s, slot *sl)
             j->accepted++;
             s->met.accepted++;
         }
+        /* a drafting span keeps every row (out[i] came from row i); a prompt's last chunk, its last */
+        const float *row = sluice_batch_logits(s->sch->b, sl->span, sl->decoding ? i : sl->span_n - 1);
+        if (!lp_record(s, j, row, out[i], sl->raw_len)) { finish(s, sl, FINISH_ERROR, "logprobs: out of memory"); return; }
         if (emit(s, sl, out[i], past0 + i)) return;
     }
     sl->next = out[n - 1];
@@ -286,25 +289,37 @@ int sched_submit(sl_server *s, job *j)
     return rc;
 }
 
+static bool cancelled(const sl_server *s, const job *j) { return j->gone || j->client_left || s->cancel_all; }
+
+/* Under mu: a queued job ends without having run. */
+static void drop_queued(sl_server *s, job *j)
+{
+    j->state = JOB_DONE;
+    j->finish = FINISH_CANCELLED;
+    s->met.requests[3]++;
+    wake(s, j);
+    job_unref_locked(s, j);
+}
+
 /* Under mu: cancel what must be, admit what can be.  Returns the active slot count. */
 static int admit(sl_server *s)
 {
     sched *sc = s->sch;
     for (int i = 0; i < sc->n; i++)
-        if (sc->slots[i].j && (sc->slots[i].j->gone || s->cancel_all)) finish(s, &sc->slots[i], FINISH_CANCELLED, NULL);
+        if (sc->slots[i].j && cancelled(s, sc->slots[i].j)) finish(s, &sc->slots[i], FINISH_CANCELLED, NULL);
     const int qcap = s->o.queue_max + s->o.n_parallel;
-    while (s->q_len && (s->active < sc->n || s->cancel_all)) {
+    /* queued requests whose clients left give their places up now, not when they reach a slot */
+    int kept = 0;
+    for (int k = 0; k < s->q_len; k++) {
+        job *j = s->queue[(s->q_head + k) % qcap];
+        if (cancelled(s, j)) drop_queued(s, j);
+        else s->queue[(s->q_head + kept++) % qcap] = j;
+    }
+    s->q_len = kept;
+    while (s->q_len && s->active < sc->n) {
         job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % qcap;
         s->q_len--;
-        if (j->gone || s->cancel_all) {
-            j->state = JOB_DONE;
-            j->finish = FINISH_CANCELLED;
-            s->met.requests[3]++;
-            wake(s, j);
-            job_unref_locked(s, j);
-            continue;
-        }
         for (int i = 0; i < sc->n; i++)
             if (!sc->slots[i].j) { start(s, &sc->slots[i], j); break; }
     }
@@ -338,6 +353,7 @@ static void fill_batch(sl_server *s)
         if (k_max > SERVE_MAX_DRAFT) k_max = SERVE_MAX_DRAFT;
         sl->span = sluice_batch_add_draft(sc->b, sl->c, sl->next, k_max > 0 ? k_max : 0, &sl->n_draft);
         if (sl->span < 0) continue;
+        sl->span_n = 1 + sl->n_draft;
         sl->decoding = true;
         room -= 1 + sl->n_draft;
     }
@@ -347,6 +363,7 @@ static void fill_batch(sl_server *s)
         int n = sl->j->n_prompt - sl->fed < room ? sl->j->n_prompt - sl->fed : room;
         sl->span = sluice_batch_add(sc->b, sl->c, sl->j->prompt + sl->fed, n, false);
         if (sl->span < 0) continue;
+        sl->span_n = n;
         sl->fed += n;
         room -= n;
         if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)sl->j->n_prompt;
@@ -388,6 +405,9 @@ static void *sched_main(void *arg)
             sluice_stats st;
             sluice_get_stats(s->M, NULL, &st);
             s->met.stream_bytes = st.stream_bytes_read;
+            s->met.expert_bytes = st.stream_expert_bytes;
+            s->met.expert_hits = st.expert_hits;
+            s->met.expert_misses = st.expert_misses;
             sc->t_stats_ns = sl_now_ns();
         }
         for (int i = 0; i < sc->n; i++) {

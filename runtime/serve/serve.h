@@ -26,11 +26,16 @@ typedef struct sl_serve_opts {
     int queue_max;              /* requests waiting for a slot beyond n_parallel; more get 503 */
     size_t max_body;            /* bytes of a request body; larger: 413 */
     size_t max_header;          /* bytes of the request line + headers (connection memory); larger: 431 */
-    int max_connections;        /* open connections; more are refused at accept */
-    int timeout_s;              /* an idle or slow connection is closed after this many seconds */
+    int max_connections;        /* open connections; at the limit a new one takes the place of an idle kept-alive
+                                   one (else of a request arriving for over a second), or is refused */
+    int max_per_client;         /* open connections from one client address (0: no limit); more are refused */
+    int timeout_s;              /* a connection idle (no bytes either way) this long is closed */
+    int request_timeout_s;      /* a request must arrive whole within this long (else 408); 0: no deadline */
     int max_prompt_tokens;      /* 0: the context size - 1 */
     int max_tokens;             /* largest max_tokens a request may ask (0: the context size) */
     int default_max_tokens;     /* when a request gives none */
+    const char *default_stop[4];/* stop strings of a request that gives none */
+    int n_default_stop;
     const char *chat_template;  /* NULL: the model's (or the plain one) */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
@@ -46,9 +51,12 @@ int  sl_server_port(const sl_server *s);
  * e.g. --draft off, or AUTO with every weight resident). */
 int  sl_server_draft_max(const sl_server *s);
 /* Stop accepting requests; let those in flight finish for up to grace_s seconds, then cancel them
- * (their clients get what was generated and finish_reason "cancelled"); return when every
+ * (a stream simply ends, a non-streaming request is closed without an answer); return when every
  * connection is closed or given up on. */
 void sl_server_shutdown(sl_server *s, double grace_s);
+/* From another thread during sl_server_shutdown (a second signal): cancel everything now and
+ * return without waiting out the grace period. */
+void sl_server_hurry(sl_server *s);
 void sl_server_free(sl_server *s);
 
 #endif

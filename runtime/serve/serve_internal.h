@@ -9,6 +9,7 @@
 #ifndef SL_SERVE_INTERNAL_H
 #define SL_SERVE_INTERNAL_H
 
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,7 +22,19 @@
 #define SERVE_MAX_STOP_LEN 256
 #define SERVE_MAX_DRAFT 64        /* drafts a slot's pass verifies, at most (sluice_params.draft_max's limit) */
 
+#define LP_MAX_TOP 20             /* top_logprobs (OpenAI's limit) */
+
 enum job_kind { JOB_COMPLETION, JOB_CHAT };
+
+/* One generated token's log-probability and its position's most likely alternatives (logprobs.c). */
+typedef struct lp_entry {
+    int32_t tok;
+    float lp;
+    size_t start;                 /* where its text begins in the generated text (bytes) */
+    int n_top;
+    int32_t top_id[LP_MAX_TOP];
+    float top_lp[LP_MAX_TOP];
+} lp_entry;
 enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 enum job_finish { FINISH_NONE, FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR };
 
@@ -36,6 +49,7 @@ typedef struct job {
     char *stop[SERVE_MAX_STOP + 1];  /* the request's, then the chat template's */
     int n_stop;
     int32_t end_tok;              /* the chat template's end-of-turn token, or -1 */
+    int top_n;                    /* logprobs: alternatives per token (0..LP_MAX_TOP); -1: no logprobs */
     char id[48];
     time_t created;
     struct MHD_Connection *conn;
@@ -46,7 +60,8 @@ typedef struct job {
     int state;
     int finish;
     char err[256];                /* FINISH_ERROR: what happened */
-    bool gone;                    /* the client disconnected (or the request ended) */
+    bool gone;                    /* the request ended (its connection is no more): cancel it */
+    bool client_left;             /* its client closed its end while it waited (conns.c): cancel it */
     bool suspended;               /* the connection is suspended waiting for this job */
     char *text;                   /* generated text released so far (stop strings cut, whole UTF-8) */
     size_t text_len, text_cap;
@@ -55,10 +70,13 @@ typedef struct job {
     int n_out, out_cap;
     uint64_t t_queued_ns, t_first_ns, t_done_ns;
     int passes, drafted, accepted; /* decoding passes, drafts verified in them, drafts reported */
+    lp_entry *lp;                 /* logprobs of out_toks (top_n >= 0) */
+    int n_lp, lp_cap;
 
     /* streaming response state (only the MHD thread touches these) */
     char *sse;                    /* formatted bytes not yet handed to MHD */
     size_t sse_len, sse_off;
+    int lp_sent;                  /* logprobs entries already streamed */
     int sse_stage;                /* 0 role chunk due, 1 content, 2 final sent, 3 [DONE] sent */
     size_t body_len;              /* non-streaming: response built */
 } job;
@@ -71,6 +89,7 @@ typedef struct serve_metrics {
     uint64_t drafted, accepted;   /* drafts verified in them; accepted drafts reported */
     uint64_t bytes_sent;          /* response bytes handed to libmicrohttpd */
     uint64_t stream_bytes;        /* weight bytes read from disk (sluice_stats) */
+    uint64_t expert_bytes, expert_hits, expert_misses;   /* routed experts read; the expert cache's hits/misses */
 } serve_metrics;
 
 struct sl_server {
@@ -97,8 +116,39 @@ struct sl_server {
     bool cancel_all;              /* cancel what runs */
     bool sched_exit;
     int open_jobs;                /* jobs not yet freed */
+    bool hurry;                   /* a second signal: shut down without waiting */
     serve_metrics met;
+
+    /* the connections (conns.c), guarded by cmu (taken before mu, never after it) */
+    pthread_mutex_t cmu;
+    pthread_cond_t ccv;           /* the watcher's wake-up */
+    struct conn_rec *conns;
+    int n_conns, n_closing;       /* open; of them being closed from conns.c */
+    uint64_t n_timed_out, n_evicted, n_refused;   /* closed at the request deadline, for a new one; refused at accept */
+    bool watch_exit, watcher_started;
+    pthread_t watcher;
 };
+
+/* ---- connections (conns.c) ---- */
+#define CONN_HEADROOM 32          /* libmicrohttpd's limit over max_connections: room for those being closed */
+/* libmicrohttpd's callbacks: a connection opened or closed; a request line arrived (returns NULL,
+ * the request's initial state); a new connection (at the limit it takes an idle or slow one's place). */
+void conns_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code);
+void *conns_request_line(void *cls, const char *uri, struct MHD_Connection *c);
+enum MHD_Result conns_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* c's request is in (its deadline no longer runs); j: it waits on the model, watch for its client
+ * leaving.  conns_completed: the request ended (a kept-alive connection is ready for the next). */
+void conns_received(sl_server *s, struct MHD_Connection *c, job *j);
+void conns_handled(sl_server *s, struct MHD_Connection *c);   /* c's request reached the handler */
+/* libmicrohttpd logged that it refused a request's headers itself (status 400 or 413): answer it
+ * cleanly instead (from its logger, on its thread). */
+void conns_mhd_refused(sl_server *s, int status);
+void conns_completed(sl_server *s, struct MHD_Connection *c);
+/* A whole response with `Connection: close`, written on the socket directly: for a connection
+ * libmicrohttpd has no request for (or whose error answer it would get wrong). */
+void conn_raw_reply(int fd, int status, const char *msg);
+int  conns_start(sl_server *s, char *err, size_t errlen);   /* the watcher thread */
+void conns_stop(sl_server *s);
 
 /* ---- jobs (sched.c) ---- */
 job *job_new(void);
@@ -115,14 +165,32 @@ void sched_stop(sl_server *s);                 /* cancel everything, join the th
 int  oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job *j, char *msg, size_t msglen);
 /* Whole JSON response of a finished non-streaming job (malloc'd). */
 char *oai_response(sl_server *s, const job *j, size_t *len);
-/* One SSE event carrying text[0..n) (finish: FINISH_NONE for a content chunk); malloc'd. */
-char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, bool role, int finish, size_t *len);
+/* One SSE event carrying text[0..n) and the logprobs of tokens [lp_from, lp_to) (finish: FINISH_NONE
+ * for a content chunk); malloc'd. */
+char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int lp_from, int lp_to, bool role, int finish,
+                    size_t *len);
 char *oai_sse_usage(sl_server *s, const job *j, size_t *len);
+/* The event a stream ends with when its generation failed: {"error":{...}} as OpenAI sends it. */
+char *oai_sse_error(const job *j, size_t *len);
 /* {"error":{"message":..., "type":..., "code":...}} (malloc'd). */
 char *oai_error_body(int status, const char *msg, size_t *len);
 const char *oai_finish_name(int finish);
 /* The /v1/models body (malloc'd). */
 char *oai_models_body(const sl_server *s, size_t *len);
+
+/* Every top-level field of a request body is known here and honoured, or neutral, or refused:
+ * 0, or 400 with the message naming it (fields.c). */
+typedef struct json_t json_t;
+int  oai_check_fields(json_t *o, int kind, char *msg, size_t msglen);
+
+/* ---- logprobs (logprobs.c) ---- */
+/* Under mu, before token tok is reported: its entry from the logits it was chosen from (the text
+ * it adds begins at byte `start`).  Nothing when j wants no logprobs; false: out of memory. */
+bool lp_record(sl_server *s, job *j, const float *logits, int32_t tok, size_t start);
+/* The end of the entries from `from` whose text has been released (those a response may carry). */
+int  lp_ready(const job *j, int from);
+/* The "logprobs" object of a choice for entries [from, to), in the shape of j's endpoint. */
+json_t *lp_json(sl_server *s, const job *j, int from, int to);
 
 /* ---- text (sched.c) ---- */
 /* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/serve/serve_test.sh SLUICE_BINARY [part] — `sluice serve` end to end (run by ctest, in the
+# tests/serve/serve_test.sh SLUICE_BINARY [part] (all, core = greedy + hostile, or one part) — `sluice serve` end to end (run by ctest, in the
 # normal and the ASan/UBSan build).
 #
 # Each part starts its own server on a free loopback port (--port 0, the port read back from
@@ -10,6 +10,11 @@
 #            Q4_K_M model, more requests than slots so that some queue and join running batches.
 #   hostile: malformed and hostile clients (tests/serve/hostile.mjs) each get a clear 4xx or are cut
 #            off, and the server keeps answering /health and real requests.
+#   limits:  slowloris from many loopback addresses, one address hoarding connections, idle kept-alive
+#            connections at the limit, the request deadline, HTTP edge cases (tests/serve/limits.mjs):
+#            a normal client keeps being answered within 2 s.
+#   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
+#            fields honoured or refused (logprobs), the command line, a second signal.
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -130,7 +135,7 @@ hostile_part() {
   local model=$SHARED/models/mini-llama3.Q8_0.gguf
   [ -f "$model" ] || fail "missing $model"
   start_server "$WORK/server-hostile.log" -m "$model" -c 1024 --parallel 2 --queue 1 --timeout 6 \
-    --max-connections 2400 --max-body 64K --max-header 8K --max-tokens 600
+    --max-connections 2400 --max-per-client 2400 --max-body 64K --max-header 8K --max-tokens 600
   # 2000 idle connections, fewer if the descriptor limit (shared by this test and the server) is low
   local fds idle
   fds=$(ulimit -n)
@@ -141,12 +146,74 @@ hostile_part() {
   stop_server
 }
 
+limits_part() {
+  local model=$SHARED/models/mini-llama3.Q8_0.gguf
+  [ -f "$model" ] || fail "missing $model"
+  start_server "$WORK/server-limits.log" -m "$model" -c 1024 --parallel 2 --max-connections 200 --max-per-client 40 \
+    --request-timeout 3 --timeout 30 --max-tokens 64
+  SLUICE_URL="$BASE" timeout 300 node "$HERE/limits.mjs" || fail "limits: the connection-limits test failed"
+  stop_server
+}
+
+cancel_part() {
+  local model=$SHARED/models/mini-llama3.Q8_0.gguf stories=$ROOT/models/stories260K.gguf out st
+  [ -f "$model" ] || fail "missing $model"
+  start_server "$WORK/server-cancel.log" -m "$model" --parallel 1 --queue 2 -c 8192 -b 128 --max-tokens 8000 --ignore-eos
+  SLUICE_URL="$BASE" timeout 300 node "$HERE/cancel.mjs" || fail "cancel: the departed-clients and fields test failed"
+  stop_server
+
+  # the command line: only the options the server uses, llama-server's spellings where they mean the same
+  out=$("$SLUICE" serve --help)
+  for o in -np -n -r -a -to --request-timeout --max-per-client; do
+    grep -qE -- "^ +(-[a-z]+, )?$o[ ,]" <<<"$out" || fail "serve --help does not list $o"
+  done
+  for o in --session --stats --lookup -md --special --quiet --seed; do
+    ! grep -qE -- "(^|[ ,])$o([ ,]|$)" <<<"$out" || fail "serve --help lists $o, which the server does not use"
+    st=0; out2=$("$SLUICE" serve -m "$stories" --port 0 "$o" x 2>&1) || st=$?
+    [ "$st" = 2 ] && grep -q -- "$o is not supported by the server" <<<"$out2" || fail "serve $o: status $st: $out2"
+  done
+  st=0; out2=$("$SLUICE" serve -m "$stories" --port 0 --bogus 2>&1) || st=$?
+  [ "$st" = 2 ] && grep -q "unknown option '--bogus'" <<<"$out2" || fail "serve --bogus: status $st: $out2"
+  # -np is --parallel, -n the default max_tokens, -r a default stop string
+  start_server "$WORK/server-opts.log" -m "$stories" -np 2 -n 30 -r e --ignore-eos --temp 0
+  curl -sS "$BASE/health" | grep -q '"slots":2' || fail "-np 2 did not give two slots"
+  out=$(curl -sS "$BASE/v1/completions" -d '{"prompt":"Once upon a time","stop":[]}')
+  grep -q '"completion_tokens":30' <<<"$out" || fail "-n 30: a request without max_tokens gave $out"
+  out=$(curl -sS "$BASE/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":30}')
+  node -e 'const r=JSON.parse(process.argv[1]).choices[0]; if (r.finish_reason!=="stop"||r.text.includes("e")) process.exit(1)' "$out" ||
+    fail "-r e: a request without stop gave $out"
+  stop_server
+
+  # a second SIGTERM during the grace period: every request cancelled at once, exit 128+15; the
+  # cancelled stream simply ends (no finish_reason outside OpenAI's)
+  start_server "$WORK/server-signal.log" -m "$model" --parallel 1 -c 8192 --max-tokens 8000 --ignore-eos --grace 60
+  curl -sN "$BASE/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":8000,"stream":true}' > "$WORK/sig.sse" &
+  local curl_pid=$!
+  for _ in $(seq 1 50); do curl -s "$BASE/health" | grep -q '"slots_busy":1' && break; sleep 0.1; done
+  kill -TERM "$SERVER_PID"; sleep 0.5
+  curl -s "$BASE/health" | grep -q '"status":"stopping"' || fail "after one SIGTERM the server is not stopping"
+  local t0=$SECONDS rc=0
+  kill -TERM "$SERVER_PID"
+  for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$SERVER_PID" 2>/dev/null && fail "a second SIGTERM did not end the server within 5 s (grace 60)"
+  wait "$SERVER_PID" || rc=$?
+  SERVER_PID=""
+  [ "$rc" = 143 ] || fail "after a second SIGTERM the exit status is $rc, not 143"
+  wait "$curl_pid" || true
+  grep -q '"text"' "$WORK/sig.sse" || fail "the stream sent nothing before the signals"
+  ! grep -q 'cancelled' "$WORK/sig.sse" || fail "a cancelled stream says cancelled: $(tail -c 300 "$WORK/sig.sse")"
+  ! grep -q '\[DONE\]' "$WORK/sig.sse" || fail "a cancelled stream ended as if complete"
+  echo "serve_test: cancel: a second SIGTERM exited in $((SECONDS - t0)) s with status 143"
+}
+
 case "$PART" in
-  greedy|all)
+  greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
     [ -f "$SHARED/models/micro-llama.Q4_K_M.gguf" ] || fail "missing $SHARED/models/micro-llama.Q4_K_M.gguf"
     greedy_part "$SHARED/models/micro-llama.Q4_K_M.gguf" micro-llama-streamed --parallel 3 --stream -c 256 -b 16
     ;;&
-  hostile|all) hostile_part ;;
+  hostile|core|all) hostile_part ;;&
+  limits|all) limits_part ;;&
+  cancel|all) cancel_part ;;
 esac
 echo "serve_test: $PART: every check passed"
