@@ -410,6 +410,28 @@ Test(dispatch, force_and_availability)
     cr_assert(!sl_kernels_exact());
 }
 
+/* kernels/dispatch.c's per-type table: every supported block type has a row (its activation
+ * format and a portable integer dot, whose activation block size divides the weight block's
+ * multiple), the float types and unknown ids none. */
+Test(dispatch, every_block_type_has_a_traits_row)
+{
+    int rows = 0;
+    for (int t = -2; t < SL_TYPE_COUNT + 2; t++) {
+        const sl_type_info *ti = sl_type_get(t);
+        const int act = sl_kernels_act(t);
+        if (!sl_type_supported(t) || ti->blck == 1) {
+            cr_assert_eq(act, SL_ACT_NONE, "type %d", t);
+            cr_assert_null(sl_kernels_qdot(portable(), t), "type %d", t);
+            continue;
+        }
+        cr_assert(act == SL_ACT_Q8_0 || act == SL_ACT_Q8_1 || act == SL_ACT_Q8_K, "%s: activation format %d", ti->name, act);
+        cr_assert_not_null(sl_kernels_qdot(portable(), t), "%s: no portable integer dot", ti->name);
+        cr_assert_eq(ti->blck % (act == SL_ACT_Q8_K ? 256 : 32), 0, "%s: blocks of %d", ti->name, ti->blck);
+        rows++;
+    }
+    cr_assert_eq(rows, 20, "20 block types with integer dots");
+}
+
 /* ---- sl_matmul ------------------------------------------------------------------------------- */
 
 
