@@ -184,6 +184,8 @@ static void *make_matrix(int type, int64_t rows, int64_t cols, size_t *row_bytes
                 const uint16_t h = sl_f32_to_f16((float)(rnd() % 1000 + 1) * 1e-5f);
                 memcpy(w + (size_t)b * ti->bytes + hoff[k], &h, 2);
             }
+    if (type == SL_TYPE_MXFP4)   /* the E8M0 exponent byte: scales 2^-10..2^-3 (e >= 253 gives infinities) */
+        for (int b = 0; b < nblk; b++) w[(size_t)b * ti->bytes] = (unsigned char)(118 + rnd() % 8);
     if (type == SL_TYPE_F32)
         for (size_t i = 0; i < total / 4; i++) ((float *)w)[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-4f;
     if (type == SL_TYPE_F16 || type == SL_TYPE_BF16)
@@ -220,7 +222,7 @@ static void bench_case_free(bench_case *c)
 static const int k_simd_types[] = { SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_Q8_0, SL_TYPE_Q4_0,
                                     SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
                                     SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS,
-                                    SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S };
+                                    SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S, SL_TYPE_MXFP4 };
 
 /* Best times of sl_matmul over the matrix with nb vectors, repeated for at least `secs`. */
 static timing time_matmul(sl_pool *pool, int type, const void *w, int64_t rows, int64_t cols, size_t rb,
@@ -465,7 +467,7 @@ int main(int argc, char **argv)
                           SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K, SL_TYPE_Q2_K, SL_TYPE_Q3_K,
                           SL_TYPE_IQ4_XS, SL_TYPE_IQ4_NL, SL_TYPE_Q5_0, SL_TYPE_Q4_1, SL_TYPE_Q5_1,
                           SL_TYPE_IQ3_S, SL_TYPE_IQ3_XXS, SL_TYPE_IQ2_XS, SL_TYPE_IQ2_XXS, SL_TYPE_IQ2_S,
-                          SL_TYPE_IQ1_S, SL_TYPE_IQ1_M };
+                          SL_TYPE_IQ1_S, SL_TYPE_IQ1_M, SL_TYPE_MXFP4 };
     const char *only = argc > 3 ? argv[3] : NULL, *paths = argc > 4 ? argv[4] : NULL;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int type = types[ti];

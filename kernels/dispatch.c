@@ -13,6 +13,7 @@
 #include "kernels/simd.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,46 +93,73 @@ static const type_pref k_prefs[] = {
     { "amd", 0x1a, SL_KPATH_AVX512, SL_TYPE_F32, SL_KPATH_AVX2 },
 };
 
-/* Contract: the member of `ks` for `type` (simd.h), one row per quantized type. */
-#define QDOT_ROW(T, f) case SL_TYPE_##T: return ks->f
+/* One row per quantized type: the activations its integer dots take (as llama.cpp pairs them) and
+ * where its single, 4-vector and rows dots sit in sl_kernel_set (0: no such form; offset 0 is the
+ * set's name, never a dot).  A new type's integer dots are this row and its kernel set members. */
+typedef struct qtraits { int type, act; size_t dot, dot4, dotr; } qtraits;
+#define KS(m) offsetof(sl_kernel_set, m)
+#define QT(T, A, d, d4, dr) { SL_TYPE_##T, SL_ACT_##A, KS(d), d4, dr }
+static const qtraits k_qtraits[] = {
+    QT(Q4_0, Q8_0, dot_q4_0_q8_0, KS(dot4_q4_0_q8_0), 0),
+    QT(Q8_0, Q8_0, dot_q8_0_q8_0, KS(dot4_q8_0_q8_0), 0),
+    QT(Q5_0, Q8_0, dot_q5_0_q8_0, KS(dot4_q5_0_q8_0), KS(dotr_q5_0_q8_0)),
+    QT(IQ4_NL, Q8_0, dot_iq4_nl_q8_0, KS(dot4_iq4_nl_q8_0), KS(dotr_iq4_nl_q8_0)),
+    QT(MXFP4, Q8_0, dot_mxfp4_q8_0, KS(dot4_mxfp4_q8_0), 0),
+    QT(Q4_1, Q8_1, dot_q4_1_q8_1, 0, 0),
+    QT(Q5_1, Q8_1, dot_q5_1_q8_1, 0, 0),
+    QT(Q2_K, Q8_K, dot_q2_k_q8_k, KS(dot4_q2_k_q8_k), 0),
+    QT(Q3_K, Q8_K, dot_q3_k_q8_k, KS(dot4_q3_k_q8_k), 0),
+    QT(Q4_K, Q8_K, dot_q4_k_q8_k, KS(dot4_q4_k_q8_k), 0),
+    QT(Q5_K, Q8_K, dot_q5_k_q8_k, KS(dot4_q5_k_q8_k), 0),
+    QT(Q6_K, Q8_K, dot_q6_k_q8_k, KS(dot4_q6_k_q8_k), 0),
+    QT(IQ4_XS, Q8_K, dot_iq4_xs_q8_k, KS(dot4_iq4_xs_q8_k), 0),
+    QT(IQ3_S, Q8_K, dot_iq3_s_q8_k, KS(dot4_iq3_s_q8_k), KS(dotr_iq3_s_q8_k)),
+    QT(IQ3_XXS, Q8_K, dot_iq3_xxs_q8_k, KS(dot4_iq3_xxs_q8_k), KS(dotr_iq3_xxs_q8_k)),
+    QT(IQ2_XXS, Q8_K, dot_iq2_xxs_q8_k, KS(dot4_iq2_xxs_q8_k), KS(dotr_iq2_xxs_q8_k)),
+    QT(IQ2_XS, Q8_K, dot_iq2_xs_q8_k, KS(dot4_iq2_xs_q8_k), KS(dotr_iq2_xs_q8_k)),
+    QT(IQ2_S, Q8_K, dot_iq2_s_q8_k, KS(dot4_iq2_s_q8_k), KS(dotr_iq2_s_q8_k)),
+    QT(IQ1_S, Q8_K, dot_iq1_s_q8_k, 0, 0),
+    QT(IQ1_M, Q8_K, dot_iq1_m_q8_k, 0, 0),
+};
+#undef QT
+#undef KS
+
+static const qtraits *qtraits_of(int type)
+{
+    for (size_t i = 0; i < sizeof k_qtraits / sizeof *k_qtraits; i++)
+        if (k_qtraits[i].type == type) return &k_qtraits[i];
+    return NULL;
+}
+
+/* The kernel set member at byte offset `off` (a function pointer of the type the caller reads). */
+#define MEMBER(T, ks, off) (*(const T *)((const char *)(ks) + (off)))
+
+/* Contract: see simd.h; SL_ACT_NONE for the float types and unknown ids. */
+int sl_kernels_act(int type)
+{
+    const qtraits *q = qtraits_of(type);
+    return q ? q->act : SL_ACT_NONE;
+}
+
+/* Contract: the member of `ks` for `type` (simd.h), NULL where the type or the set has none. */
 sl_qdot_fn sl_kernels_qdot(const sl_kernel_set *ks, int type)
 {
-    switch (type) {
-    QDOT_ROW(Q4_0, dot_q4_0_q8_0); QDOT_ROW(Q8_0, dot_q8_0_q8_0);
-    QDOT_ROW(Q4_1, dot_q4_1_q8_1); QDOT_ROW(Q5_0, dot_q5_0_q8_0); QDOT_ROW(Q5_1, dot_q5_1_q8_1);
-    QDOT_ROW(IQ4_NL, dot_iq4_nl_q8_0); QDOT_ROW(MXFP4, dot_mxfp4_q8_0);
-    QDOT_ROW(Q2_K, dot_q2_k_q8_k); QDOT_ROW(Q3_K, dot_q3_k_q8_k); QDOT_ROW(Q4_K, dot_q4_k_q8_k);
-    QDOT_ROW(Q5_K, dot_q5_k_q8_k); QDOT_ROW(Q6_K, dot_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot_iq4_xs_q8_k);
-    QDOT_ROW(IQ3_S, dot_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot_iq3_xxs_q8_k);
-    QDOT_ROW(IQ2_XXS, dot_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dot_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dot_iq2_s_q8_k);
-    QDOT_ROW(IQ1_S, dot_iq1_s_q8_k); QDOT_ROW(IQ1_M, dot_iq1_m_q8_k);
-    default: return NULL;
-    }
+    const qtraits *q = qtraits_of(type);
+    return q ? MEMBER(sl_qdot_fn, ks, q->dot) : NULL;
 }
 
 sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type)
 {
-    switch (type) {
-    QDOT_ROW(Q4_0, dot4_q4_0_q8_0); QDOT_ROW(Q8_0, dot4_q8_0_q8_0);
-    QDOT_ROW(Q5_0, dot4_q5_0_q8_0); QDOT_ROW(IQ4_NL, dot4_iq4_nl_q8_0); QDOT_ROW(MXFP4, dot4_mxfp4_q8_0);
-    QDOT_ROW(Q2_K, dot4_q2_k_q8_k); QDOT_ROW(Q3_K, dot4_q3_k_q8_k); QDOT_ROW(Q4_K, dot4_q4_k_q8_k);
-    QDOT_ROW(Q5_K, dot4_q5_k_q8_k); QDOT_ROW(Q6_K, dot4_q6_k_q8_k); QDOT_ROW(IQ4_XS, dot4_iq4_xs_q8_k);
-    QDOT_ROW(IQ3_S, dot4_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dot4_iq3_xxs_q8_k);
-    QDOT_ROW(IQ2_XXS, dot4_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dot4_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dot4_iq2_s_q8_k);
-    default: return NULL;   /* Q4_1, Q5_1, IQ1_S, IQ1_M have no 4-vector form */
-    }
+    const qtraits *q = qtraits_of(type);
+    return q && q->dot4 ? MEMBER(sl_qdot4_fn, ks, q->dot4) : NULL;
 }
 
 sl_qdotr_fn sl_kernels_qdotr(const sl_kernel_set *ks, int type)
 {
-    switch (type) {
-    QDOT_ROW(Q5_0, dotr_q5_0_q8_0); QDOT_ROW(IQ4_NL, dotr_iq4_nl_q8_0);
-    QDOT_ROW(IQ3_S, dotr_iq3_s_q8_k); QDOT_ROW(IQ3_XXS, dotr_iq3_xxs_q8_k);
-    QDOT_ROW(IQ2_XXS, dotr_iq2_xxs_q8_k); QDOT_ROW(IQ2_XS, dotr_iq2_xs_q8_k); QDOT_ROW(IQ2_S, dotr_iq2_s_q8_k);
-    default: return NULL;   /* the others: the single dot row by row */
-    }
+    const qtraits *q = qtraits_of(type);
+    return q && q->dotr ? MEMBER(sl_qdotr_fn, ks, q->dotr) : NULL;
 }
-#undef QDOT_ROW
+#undef MEMBER
 
 /* Contract: true when this CPU and OS can run `path` (x86 feature bits via libgcc's cpuid table,
  * which also checks that the OS saves the wide registers; aarch64 ones from the kernel's HWCAP). */

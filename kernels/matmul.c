@@ -77,16 +77,14 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     case SL_TYPE_F32:  f.fdot = ks->dot_f32; break;
     case SL_TYPE_F16:  f.fdot = ks->dot_f16; break;
     case SL_TYPE_BF16: f.fdot = ks->dot_bf16; break;
-    /* the activation format each quantized type is paired with (as llama.cpp pairs them) */
-    case SL_TYPE_Q4_0: case SL_TYPE_Q8_0: case SL_TYPE_Q5_0: case SL_TYPE_IQ4_NL: case SL_TYPE_MXFP4:
-        f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL }; break;
-    case SL_TYPE_Q4_1: case SL_TYPE_Q5_1:
-        f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL }; break;
-    case SL_TYPE_Q2_K: case SL_TYPE_Q3_K: case SL_TYPE_Q4_K: case SL_TYPE_Q5_K: case SL_TYPE_Q6_K: case SL_TYPE_IQ4_XS:
-    case SL_TYPE_IQ3_S: case SL_TYPE_IQ3_XXS: case SL_TYPE_IQ2_XXS: case SL_TYPE_IQ2_XS: case SL_TYPE_IQ2_S:
-    case SL_TYPE_IQ1_S: case SL_TYPE_IQ1_M:
-        f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL, NULL }; break;
-    default: break;   /* other types: the reference f32 dot */
+    default: break;
+    }
+    /* the activation format each quantized type is paired with (kernels/dispatch.c's table) */
+    switch (sl_kernels_act(type)) {
+    case SL_ACT_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL }; break;
+    case SL_ACT_Q8_1: f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL }; break;
+    case SL_ACT_Q8_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL, NULL }; break;
+    default: break;   /* the float types, and types without integer dots: the reference f32 dot */
     }
     f.qdot = sl_kernels_qdot(ks, type);   /* NULL for the float types */
     f.qdot4 = sl_kernels_qdot4(ks, type);

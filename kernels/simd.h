@@ -147,6 +147,10 @@ const sl_kernel_set *sl_kernels_for(int path);
 sl_qdot_fn  sl_kernels_qdot(const sl_kernel_set *ks, int type);
 sl_qdot4_fn sl_kernels_qdot4(const sl_kernel_set *ks, int type);
 sl_qdotr_fn sl_kernels_qdotr(const sl_kernel_set *ks, int type);   /* rows form, or NULL */
+/* The activations a weight type's integer dots take (kernels/dispatch.c's per-type table, which
+ * also places each type's dots in sl_kernel_set); SL_ACT_NONE: f32 activations (float types). */
+enum { SL_ACT_NONE = 0, SL_ACT_Q8_0 = 1, SL_ACT_Q8_1 = 2, SL_ACT_Q8_K = 3 };
+int sl_kernels_act(int type);
 bool sl_kernels_available(int path);
 /* The base set (chosen at first use: SLUICE_KERNELS, else the widest available path): its
  * quantizers, adot and axpy are the ones every path shares bit for bit. */

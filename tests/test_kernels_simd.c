@@ -366,7 +366,7 @@ Test(fdot, every_path_within_bound_of_exact_sum)
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 static const int mm_types[] = { SL_TYPE_Q4_0, SL_TYPE_Q8_0, SL_TYPE_Q4_K, SL_TYPE_Q5_K, SL_TYPE_Q6_K,
-                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16 };
+                                SL_TYPE_F32, SL_TYPE_F16, SL_TYPE_BF16, SL_TYPE_MXFP4 };
 
 Test(dispatch, force_and_availability)
 {
@@ -408,6 +408,28 @@ Test(dispatch, force_and_availability)
     cr_assert(sl_kernels_exact());
     sl_kernels_set_exact(false);
     cr_assert(!sl_kernels_exact());
+}
+
+/* kernels/dispatch.c's per-type table: every supported block type has a row (its activation
+ * format and a portable integer dot, whose activation block size divides the weight block's
+ * multiple), the float types and unknown ids none. */
+Test(dispatch, every_block_type_has_a_traits_row)
+{
+    int rows = 0;
+    for (int t = -2; t < SL_TYPE_COUNT + 2; t++) {
+        const sl_type_info *ti = sl_type_get(t);
+        const int act = sl_kernels_act(t);
+        if (!sl_type_supported(t) || ti->blck == 1) {
+            cr_assert_eq(act, SL_ACT_NONE, "type %d", t);
+            cr_assert_null(sl_kernels_qdot(portable(), t), "type %d", t);
+            continue;
+        }
+        cr_assert(act == SL_ACT_Q8_0 || act == SL_ACT_Q8_1 || act == SL_ACT_Q8_K, "%s: activation format %d", ti->name, act);
+        cr_assert_not_null(sl_kernels_qdot(portable(), t), "%s: no portable integer dot", ti->name);
+        cr_assert_eq(ti->blck % (act == SL_ACT_Q8_K ? 256 : 32), 0, "%s: blocks of %d", ti->name, ti->blck);
+        rows++;
+    }
+    cr_assert_eq(rows, 20, "20 block types with integer dots");
 }
 
 /* ---- sl_matmul ------------------------------------------------------------------------------- */
@@ -463,7 +485,7 @@ Test(matmul, batch_threads_and_row_split_do_not_change_bits, .timeout = 120)
                     const sl_dot_fn f = type == SL_TYPE_F32 ? ks->dot_f32 : type == SL_TYPE_F16 ? ks->dot_f16 : ks->dot_bf16;
                     want = f(w + row * rb, x + cols * 3, cols);
                 } else {
-                    const bool k = type != SL_TYPE_Q4_0 && type != SL_TYPE_Q8_0;
+                    const bool k = type != SL_TYPE_Q4_0 && type != SL_TYPE_Q8_0 && type != SL_TYPE_MXFP4;
                     uint8_t y[16 * SL_Q8_0_BYTES + 2 * SL_Q8_K_BYTES];
                     (k ? ks->quantize_q8_k : ks->quantize_q8_0)(x + cols * 3, y, cols);
                     want = sl_kernels_qdot(ks, type)(w + row * rb, y, cols);

@@ -13,7 +13,8 @@
  *     (a wrong exponent bias, nibble order or sign fails this by a factor of two or more); and
  *     dequantize + re-quantize reproduces the file's blocks (ggml's quantizer is a fixed point on
  *     its own output, since the largest level of each block is 8 or 12);
- *   - sl_matmul on one expert of the file on every kernel path: the portable bits.
+ *   - sl_matmul on one expert of the file on every kernel path: the portable bits; and on rows of an
+ *     odd number of blocks (17-byte blocks: odd row sizes, rows at odd addresses).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -274,4 +275,34 @@ Test(mxfp4, matmul_on_a_file_expert_every_path)
     sl_pool_free(pool);
     free(all); free(x); free(ref); free(got); free(v);
     sl_gguf_close(q.g); close(q.fd);
+}
+
+/* Rows of 3 blocks (51 bytes: every other row starts at an odd address), 7 rows, batch 3 and 1:
+ * each result is the path's single dot of that row, whatever the alignment. */
+Test(mxfp4, matmul_odd_row_bytes)
+{
+    tk_rng r = { 3904 };
+    const int64_t rows = 7, cols = 96;
+    const size_t rb = sl_row_bytes(SL_TYPE_MXFP4, cols);
+    cr_assert_eq(rb, 51);
+    uint8_t *w = malloc(rb * rows + 1), *y = malloc(3 * SL_Q8_0_BYTES);
+    float x[3 * 96], out[3 * 7], one[7];
+    for (size_t k = 0; k < rb * rows + 1; k++) w[k] = (uint8_t)(tk_next(&r) >> 56);
+    for (int64_t k = 0; k < rows; k++) w[1 + k * rb] = (uint8_t)(120 + k);   /* finite scales */
+    for (int k = 0; k < 3 * 96; k++) x[k] = (float)tk_gauss(&r);
+    for (int p = 0; p < SL_KPATH_COUNT; p++) {
+        if (sl_kernels_force(p) != 0) continue;
+        sl_matmul(NULL, SL_TYPE_MXFP4, w + 1, rows, cols, rb, x, 3, out, rows);
+        for (int b = 0; b < 3; b++) {
+            sl_matmul(NULL, SL_TYPE_MXFP4, w + 1, rows, cols, rb, x + b * cols, 1, one, rows);
+            sl_kernels()->quantize_q8_0(x + b * cols, y, cols);
+            for (int64_t row = 0; row < rows; row++) {
+                const float want = sl_qdot_mxfp4_q8_0(w + 1 + row * rb, y, cols);
+                cr_assert_eq(tk_fbits(out[b * rows + row]), tk_fbits(want), "%s batch 3, vector %d row %lld", sl_kpath_name(p), b, (long long)row);
+                cr_assert_eq(tk_fbits(one[row]), tk_fbits(want), "%s batch 1, vector %d row %lld", sl_kpath_name(p), b, (long long)row);
+            }
+        }
+    }
+    sl_kernels_force(SL_KPATH_AUTO);
+    free(w); free(y);
 }

@@ -79,7 +79,8 @@ static float rnd_unit(uint64_t *s) { return (float)((rnd(s) >> 40) * 0x1p-23) - 
  * kernels/k_common.h, k_quants.h, iq_common.h; the block size is checked against kernels/types.c).
  * Every other byte of a block is quants, grid indices, signs or packed sub-block scales, for which
  * any value is valid; IQ1_M has no f16 field but spreads its scale over the top nibbles of its four
- * scale words (bytes 48..55). */
+ * scale words (bytes 48..55); MXFP4 has none either, its scale is the E8M0 exponent byte 0 (any
+ * value valid, but e >= 253 gives infinities, so it gets the same magnitudes as the f16 scales). */
 static const struct { int type, bytes, n_f16, off[2]; } BLOCK_F16[] = {
     { SL_TYPE_Q4_0, 18, 1, { 0 } },     { SL_TYPE_Q4_1, 20, 2, { 0, 2 } },   { SL_TYPE_Q5_0, 22, 1, { 0 } },
     { SL_TYPE_Q5_1, 24, 2, { 0, 2 } },  { SL_TYPE_Q8_0, 34, 1, { 0 } },      { SL_TYPE_Q2_K, 84, 2, { 80, 82 } },
@@ -87,7 +88,7 @@ static const struct { int type, bytes, n_f16, off[2]; } BLOCK_F16[] = {
     { SL_TYPE_Q6_K, 210, 1, { 208 } },  { SL_TYPE_IQ2_XXS, 66, 1, { 0 } },   { SL_TYPE_IQ2_XS, 74, 1, { 0 } },
     { SL_TYPE_IQ2_S, 82, 1, { 0 } },    { SL_TYPE_IQ3_XXS, 98, 1, { 0 } },   { SL_TYPE_IQ3_S, 110, 1, { 0 } },
     { SL_TYPE_IQ1_S, 50, 1, { 0 } },    { SL_TYPE_IQ1_M, 56, 0, { 0 } },     { SL_TYPE_IQ4_NL, 18, 1, { 0 } },
-    { SL_TYPE_IQ4_XS, 136, 1, { 0 } },
+    { SL_TYPE_IQ4_XS, 136, 1, { 0 } },  { SL_TYPE_MXFP4, 17, 0, { 0 } },
 };
 
 /* Contract: a random finite normal f16 of magnitude in [2^-10, 2^-2), either sign. */
@@ -108,6 +109,7 @@ static void random_block(int e, unsigned char *blk, uint64_t *rng)
         const uint16_t h = rnd_f16(rng);
         memcpy(blk + BLOCK_F16[e].off[k], &h, 2);
     }
+    if (BLOCK_F16[e].type == SL_TYPE_MXFP4) blk[0] = (uint8_t)(118 + rnd(rng) % 8);   /* 2^-10 .. 2^-3 */
     if (BLOCK_F16[e].type == SL_TYPE_IQ1_M) {   /* nibble k of the f16 goes to the top nibble of word k */
         const uint16_t h = rnd_f16(rng);
         for (int k = 0; k < 4; k++) {
