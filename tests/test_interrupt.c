@@ -57,8 +57,8 @@ static double now_s(void)
 typedef struct child { pid_t pid; char out[128], err[128]; } child;
 
 /* Start sluice with argv; stdout and stderr go to files in the temp dir.  env_add: one extra
- * "NAME=value" (or NULL). */
-static void spawn(child *c, const char *const *argv, const char *env_add)
+ * "NAME=value" (or NULL); stdin_path: a file for its stdin (NULL: this process's). */
+static void spawn_in(child *c, const char *const *argv, const char *env_add, const char *stdin_path)
 {
     static int seq;
     snprintf(c->out, sizeof c->out, "%s/out.%d", g_tmp, seq);
@@ -67,6 +67,7 @@ static void spawn(child *c, const char *const *argv, const char *env_add)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, c->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, c->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stdin_path) posix_spawn_file_actions_addopen(&fa, 0, stdin_path, O_RDONLY, 0);
     char **env = environ;
     char *envbuf[512];
     if (env_add) {
@@ -81,6 +82,8 @@ static void spawn(child *c, const char *const *argv, const char *env_add)
     posix_spawn_file_actions_destroy(&fa);
     cr_assert_eq(rc, 0, "spawn: %s", strerror(rc));
 }
+
+static void spawn(child *c, const char *const *argv, const char *env_add) { spawn_in(c, argv, env_add, NULL); }
 
 static off_t file_size(const char *p)
 {
@@ -182,6 +185,42 @@ Test(interrupt, sigint_exits_130) { interrupt_run(SIGINT, false, false); }
 Test(interrupt, sigterm_exits_143) { interrupt_run(SIGTERM, false, false); }
 Test(interrupt, sigint_while_streaming_exits_130) { interrupt_run(SIGINT, true, false); }
 Test(interrupt, second_sigint_exits_at_once) { interrupt_run(SIGINT, false, true); }
+
+/* A pool worker that never comes back (SLUICE_POOL_STALL_MS: the last worker sleeps through its first
+ * job, signals or not) keeps the evaluation from reaching its next layer, so cancelling cannot end
+ * it; the watchdog (runtime/cli/sigwatch.c) must, within a second of the signal, with 128 + signal
+ * and one line saying why (issue 45: a `timeout 20` run took 10 min 52 s to end). */
+static void stuck_worker(const char *cmd, int sig)
+{
+    char in[96];
+    snprintf(in, sizeof in, "%s/chat_in", g_tmp);
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Tell me a story\n", f);
+    fclose(f);
+    const char *argv[] = { "sluice", cmd, "-m", SL_SOURCE_DIR "/models/stories260K.gguf", "-t", "2", "--temp", "0",
+                           "-n", "8", !strcmp(cmd, "run") ? "-p" : "-c", !strcmp(cmd, "run") ? "One" : "256", NULL };
+    child c;
+    spawn_in(&c, argv, "SLUICE_POOL_STALL_MS=600000", in);
+    /* the model (260K parameters) loads in milliseconds, natively and emulated: after a second the
+     * evaluation waits for the stalled worker */
+    usleep(1000000);
+    int st;
+    cr_assert_eq(waitpid(c.pid, &st, WNOHANG), 0, "sluice %s ended before the signal (status %d)", cmd, st);
+    cr_assert_eq(kill(c.pid, sig), 0);
+    double ts = now_s();
+    st = wait_child(&c, 30);
+    double took = now_s() - ts;
+    cr_assert(WIFEXITED(st), "killed by signal %d instead of exiting", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    cr_expect_eq(WEXITSTATUS(st), 128 + sig, "exit status %d, want %d", WEXITSTATUS(st), 128 + sig);
+    cr_expect_lt(took, 1.0, "took %.2f s to leave after the signal", took);
+    char *err = slurp(c.err, NULL);
+    cr_expect(strstr(err, "a worker thread is stuck"), "stderr does not say why: %s", err);
+    free(err);
+}
+
+Test(interrupt, sigterm_ends_a_run_whose_worker_is_stuck) { stuck_worker("run", SIGTERM); }
+Test(interrupt, sigint_ends_a_chat_whose_worker_is_stuck) { stuck_worker("chat", SIGINT); }
 
 /* ---- injected I/O faults through the CLI ----------------------------------------------------- */
 
