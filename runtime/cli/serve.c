@@ -17,6 +17,7 @@
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/cli/options.h"
+#include "runtime/cli/sigwatch.h"
 
 #ifndef SL_HAVE_SERVE
 /* Built without libmicrohttpd or jansson (e.g. a cross build without their arm64 packages): the
@@ -204,7 +205,9 @@ int cmd_serve(int argc, char **argv)
     sigwait(&sigs, &sig);
     fprintf(stderr, "sluice serve: %s: finishing requests in flight (up to %.0f s), then exiting\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM", a.grace);
+    sigwatch_after(sig, a.grace);   /* a scheduler whose worker is stuck cannot finish: leave then */
     sl_server_shutdown(S, a.grace);
+    sigwatch_busy(false);
     status = 0;
 done:
     sl_server_free(S);

@@ -67,13 +67,8 @@ static void *watchdog(void *unused)
     return NULL;
 }
 
-void sigwatch_install(void (*handler)(int))
+static void start_watchdog(void)
 {
-    struct sigaction sa = { .sa_handler = handler };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
     if (atomic_exchange(&g_started, true)) return;
     if (sem_init(&g_sem, 0, 0)) { atomic_store(&g_started, false); return; }
     /* the watchdog takes no signal: a handler running on it would post to the semaphore it waits on,
@@ -89,6 +84,27 @@ void sigwatch_install(void (*handler)(int))
     if (pthread_create(&th, &at, watchdog, NULL)) atomic_store(&g_started, false);
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void sigwatch_install(void (*handler)(int))
+{
+    struct sigaction sa = { .sa_handler = handler };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    start_watchdog();
+}
+
+/* The grace period moves the signal's time: the watchdog's 0.2 s start after it. */
+void sigwatch_after(int sig, double grace_s)
+{
+    start_watchdog();
+    if (!atomic_load(&g_started)) return;
+    atomic_store(&g_busy, 1);
+    atomic_store(&g_sig_ns, sl_now_ns() + (uint64_t)(grace_s > 0 ? grace_s * 1e9 : 0));
+    atomic_store(&g_sig, sig);
+    sem_post(&g_sem);
 }
 
 void sigwatch_busy(bool busy) { atomic_store(&g_busy, busy); }

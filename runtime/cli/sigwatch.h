@@ -23,5 +23,8 @@ void sigwatch_install(void (*handler)(int));
 void sigwatch_busy(bool busy);
 /* From a signal handler (async-signal-safe): a stop signal arrived. */
 void sigwatch_signal(int sig);
+/* serve, which takes its signals with sigwait: `sig` arrived and the server gets grace_s seconds to
+ * finish its requests; from then on the watchdog watches as above, until sigwatch_busy(false). */
+void sigwatch_after(int sig, double grace_s);
 
 #endif
