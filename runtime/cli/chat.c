@@ -744,9 +744,9 @@ static int chat_loop(chat *ch)
             if (q) return 0;
             continue;
         }
-        sigwatch_busy(true);
+        sigwatch_busy(SIGWATCH_EVAL);
         int r = turn(ch, line + skip, len - skip);
-        sigwatch_busy(false);
+        sigwatch_busy(SIGWATCH_IDLE);
         free(line);
         if (g_sigint) { g_sigint = 0; sluice_uncancel(ch->C); }
         if (r) return 1;
@@ -766,11 +766,11 @@ int cmd_chat(int argc, char **argv)
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
     sigwatch_install(on_signal);   /* no SA_RESTART: a signal must interrupt the read of the next line */
-    sigwatch_busy(true);           /* the load and a resumed session */
+    sigwatch_busy(SIGWATCH_LOAD);  /* the model and a resumed session */
     if (!chat_open(&ch)) goto done;
     if (g_sigterm) { status = 128 + g_sigterm; goto done; }
     if ((status = chat_setup(&ch, system, forced))) goto done;
-    sigwatch_busy(false);
+    sigwatch_busy(SIGWATCH_IDLE);
 #ifdef SL_HAVE_LIBEDIT
     if (ch.tty_in && ch.tty_out) editor_open(&ch);
 #endif
@@ -782,7 +782,7 @@ int cmd_chat(int argc, char **argv)
     if (ch.o.stats) print_stats(&ch);
     if (fflush(stdout) || ferror(stdout)) { cli_err("writing the answers failed: %s", strerror(errno)); status = 1; }
 done:
-    sigwatch_busy(false);
+    sigwatch_busy(SIGWATCH_IDLE);
     g_ctx = NULL;
 #ifdef SL_HAVE_LIBEDIT
     editor_close(&ch);

@@ -598,7 +598,7 @@ int cmd_run(int argc, char **argv)
     sl_progress_init(&r->bar, sl_progress_tty() && !r->o.g.quiet && !r->o.json);
     r->lc = (log_ctx){ r->o.json, r->o.g.quiet, &r->bar };
     sigwatch_install(on_signal);
-    sigwatch_busy(true);   /* loading and evaluating, until the generation returns */
+    sigwatch_busy(SIGWATCH_LOAD);
 
     if (r->o.prompt_file && !(r->prompt_f = fopen(r->o.prompt_file, "rb"))) {
         cli_err("cannot open prompt file %s: %s", r->o.prompt_file, strerror(errno));
@@ -607,15 +607,16 @@ int cmd_run(int argc, char **argv)
     if (!run_open(r) || !run_read_prompt(r) || !run_tokenize(r)) goto done;
     run_load_session(r);
     r->t_load = sl_now_ns();
+    sigwatch_busy(SIGWATCH_EVAL);   /* until the generation returns */
     if (!run_prompt(r, &status)) goto done;
     run_generate(r);
-    sigwatch_busy(false);
+    sigwatch_busy(SIGWATCH_IDLE);
     status = run_status(r);
     if (!run_save_final(r) && status == 0) status = 1;
     if (r->o.stats_json && !write_stats_json(r, status) && status == 0) status = 1;
     if (r->o.g.stats) print_stats(r);
 done:
-    sigwatch_busy(false);
+    sigwatch_busy(SIGWATCH_IDLE);
     run_free(r);
     free(r);
     return status;

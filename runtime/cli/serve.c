@@ -207,7 +207,7 @@ int cmd_serve(int argc, char **argv)
             sig == SIGINT ? "SIGINT" : "SIGTERM", a.grace);
     sigwatch_after(sig, a.grace);   /* a scheduler whose worker is stuck cannot finish: leave then */
     sl_server_shutdown(S, a.grace);
-    sigwatch_busy(false);
+    sigwatch_busy(SIGWATCH_IDLE);
     status = 0;
 done:
     sl_server_free(S);

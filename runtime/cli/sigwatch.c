@@ -25,7 +25,7 @@
 
 static sem_t g_sem;
 static atomic_bool g_started;
-static atomic_int g_busy;
+static atomic_int g_busy;      /* the phase: SIGWATCH_IDLE, _LOAD or _EVAL */
 static atomic_int g_sig;
 static _Atomic uint64_t g_sig_ns;
 
@@ -34,20 +34,29 @@ static const char *sig_name(int sig)
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal";
 }
 
-/* Contract: returns when the command left the evaluation; _exit(128 + sig) when the evaluation
- * stopped moving first. */
+static void leave(int sig, const char *why)
+{
+    char msg[240];
+    int n = snprintf(msg, sizeof msg, "\nsluice: %s: %s\n", sig_name(sig), why);
+    if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0) { /* nothing more to do */ }
+    _exit(128 + sig);
+}
+
+/* Contract: returns when the command left its busy phase; _exit(128 + sig) when it is still loading
+ * MIN_NS after the signal (nothing to save yet: a large model's load is not made to wait for), or
+ * when an evaluation stopped moving first. */
 static void watch(int sig, uint64_t t_sig)
 {
-    while (atomic_load(&g_busy)) {
+    for (int phase; (phase = atomic_load(&g_busy)) != SIGWATCH_IDLE;) {
         uint64_t now = sl_now_ns(), last = sl_alive_last_ns();
-        uint64_t deadline = last + STILL_NS > t_sig + MIN_NS ? last + STILL_NS : t_sig + MIN_NS;
+        uint64_t deadline = phase == SIGWATCH_LOAD || last + STILL_NS < t_sig + MIN_NS ? t_sig + MIN_NS : last + STILL_NS;
         if (now >= deadline) {
-            char msg[200], still[48] = "since it started";
+            if (phase == SIGWATCH_LOAD) leave(sig, "leaving during the model load (nothing to save yet)");
+            char why[200], still[48] = "since it started";
             if (last) snprintf(still, sizeof still, "for %.1f s", (double)(now - last) / 1e9);
-            int n = snprintf(msg, sizeof msg, "\nsluice: %s: the evaluation has not moved %s (a worker thread is "
-                             "stuck): leaving without finishing it\n", sig_name(sig), still);
-            if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0) { /* nothing more to do */ }
-            _exit(128 + sig);
+            snprintf(why, sizeof why, "the evaluation has not moved %s (a worker thread is stuck): leaving without "
+                     "finishing it", still);
+            leave(sig, why);
         }
         uint64_t wait = deadline - now < POLL_NS ? deadline - now : POLL_NS;
         struct timespec ts = { 0, (long)wait };
@@ -101,13 +110,13 @@ void sigwatch_after(int sig, double grace_s)
 {
     start_watchdog();
     if (!atomic_load(&g_started)) return;
-    atomic_store(&g_busy, 1);
+    atomic_store(&g_busy, SIGWATCH_EVAL);
     atomic_store(&g_sig_ns, sl_now_ns() + (uint64_t)(grace_s > 0 ? grace_s * 1e9 : 0));
     atomic_store(&g_sig, sig);
     sem_post(&g_sem);
 }
 
-void sigwatch_busy(bool busy) { atomic_store(&g_busy, busy); }
+void sigwatch_busy(int phase) { atomic_store(&g_busy, phase); }
 
 /* Async-signal-safe: atomics, clock_gettime (through sl_now_ns) and sem_post only. */
 void sigwatch_signal(int sig)

@@ -18,13 +18,17 @@
 /* Installs `handler` for SIGINT, SIGTERM and SIGHUP (without SA_RESTART: a signal interrupts a blocked
  * read) and starts the watchdog thread (once per process; without it the signals work as before). */
 void sigwatch_install(void (*handler)(int));
-/* The command enters (true) or leaves (false) an evaluation: model load, prompt, generation.  Leaving
- * means the signal was honoured (the evaluation returned), and the watchdog stands down. */
-void sigwatch_busy(bool busy);
+/* What the command is doing.  IDLE: nothing the watchdog watches (reading input, saving, printing);
+ * entering it means a signal was honoured (the evaluation returned) and the watchdog stands down.
+ * LOAD: opening the model and what comes before the first evaluation; a stop signal then leaves
+ * 0.2 s later if the command is still there (nothing is lost; a big model's load is not waited for).
+ * EVAL: prompt and generation, watched as above. */
+enum { SIGWATCH_IDLE = 0, SIGWATCH_LOAD = 1, SIGWATCH_EVAL = 2 };
+void sigwatch_busy(int phase);
 /* From a signal handler (async-signal-safe): a stop signal arrived. */
 void sigwatch_signal(int sig);
 /* serve, which takes its signals with sigwait: `sig` arrived and the server gets grace_s seconds to
- * finish its requests; from then on the watchdog watches as above, until sigwatch_busy(false). */
+ * finish its requests; from then on the watchdog watches as in EVAL, until sigwatch_busy(IDLE). */
 void sigwatch_after(int sig, double grace_s);
 
 #endif
