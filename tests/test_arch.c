@@ -472,10 +472,10 @@ Test(arch_kv, spill_q8_0_and_sessions)
         acc(&st, q8, f16, steps * V);
         cr_assert_leq(st.max, cases[mi].ll_q8, "%s: q8_0 KV max |diff| to f16 KV %g", path, st.max);
         /* under qemu-user the q8_0 cache's accuracy (NEON quantizing and dots) on every model, the
-         * spill and the session on llama31 and gemma2 (its sliding window) only: they move the same
-         * bits on every architecture */
-        if (tq_under_qemu_user() && mi != 0 && strcmp(cases[mi].model, "micro-gemma2")) {
-            fprintf(stderr, "kv: %-52s q8_0 vs f16 max %.4f (qemu-user: spill and session on llama31, gemma2)\n",
+         * spill and the session on llama31 and phi3 (a sliding window on every block) only: they move
+         * the same bits on every architecture, and gemma2, the costliest, alone took 60% of the test */
+        if (tq_under_qemu_user() && mi != 0 && strcmp(cases[mi].model, "micro-phi3")) {
+            fprintf(stderr, "kv: %-52s q8_0 vs f16 max %.4f (qemu-user: spill and session on llama31, phi3)\n",
                     path, st.max);
             free(f16); free(q8);
             continue;
