@@ -17,11 +17,12 @@ set(SL_ARM64_ROOT "${CMAKE_CURRENT_LIST_DIR}/../build-arm64-deps" CACHE PATH "ar
 set(ENV{PKG_CONFIG_LIBDIR} "${SL_ARM64_ROOT}:/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
-# ctest (and try_run) run target programs through qemu-user; QEMU_LD_PREFIX (set by
-# scripts/test-arm64.sh) points it at the arm64 loader and libraries.
+# ctest (and try_run, and the build's own run of sluice for its man page) run target programs
+# through qemu-user, with QEMU_LD_PREFIX at the private root: the libraries unpacked there
+# (Criterion, libmicrohttpd and its GnuTLS) are found first, the multiarch ones after them.
 if(NOT DEFINED CMAKE_CROSSCOMPILING_EMULATOR)
   find_program(SL_QEMU_AARCH64 qemu-aarch64-static)
   if(SL_QEMU_AARCH64)
-    set(CMAKE_CROSSCOMPILING_EMULATOR ${SL_QEMU_AARCH64})
+    set(CMAKE_CROSSCOMPILING_EMULATOR env QEMU_LD_PREFIX=${SL_ARM64_ROOT} ${SL_QEMU_AARCH64})
   endif()
 endif()

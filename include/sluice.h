@@ -403,6 +403,7 @@ const char *sluice_version(void);
  *   SLUICE_KERNELS=portable|avx2|avx512  force a kernel path      SLUICE_EXACT=1   exact kernels
  *   SLUICE_SPIN_US=N   pool workers spin N µs between products     SLUICE_NO_URING=1  no io_uring
  *   SLUICE_IO_FAULT=eintr=K,short=N,eio_at=OFFSET,cqe_err=K  injected read faults
+ *   SLUICE_POOL_STALL_MS=N  the last worker of each pool sleeps N ms before its first job (a stuck worker)
  * Call it before opening models.  0, or -EINVAL with a message naming the bad variable. */
 int sluice_debug_env(char *err, size_t errlen);
 

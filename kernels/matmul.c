@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/alive.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
 
@@ -148,6 +149,7 @@ typedef struct mm_job {
     int64_t out_stride;
     int64_t chunk;          /* rows per grab */
     atomic_llong next;      /* first row not yet handed out */
+    bool stamp;             /* a long product: each finished grab stamps kernels/alive */
 } mm_job;
 
 /* Rows [ra0, rb0) against every vector, in weight-row tiles x vector tiles. */
@@ -214,6 +216,7 @@ static void mm_worker(void *arg, int ith, int nth)
         const int64_t r = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
         if (r >= j->rows) break;
         mm_rows(j, r, r + j->chunk < j->rows ? r + j->chunk : j->rows);
+        if (j->stamp) sl_alive_stamp();
     }
 }
 
@@ -228,7 +231,7 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
     assert(row_bytes == sl_row_bytes(in->type, in->cols));
     assert(sl_type_get(in->type)->bytes % 2 || (((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0));   /* MXFP4: 17 */
     assert(out_stride >= rows);
-    mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0 };
+    mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0, false };
     if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL, j.f.qdotr = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
     /* ~8 grabs per thread, at least 16 rows (a grab costs an atomic add; rows are >= 128 bytes) */
@@ -238,6 +241,10 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
         if (j.chunk < 16) j.chunk = 16;
     }
     atomic_init(&j.next, 0);
+    /* A product of 2^27 multiply-adds (a prefill batch of a large model) can outlast the stop-signal
+     * watchdog's second on a slow board: its grabs stamp as they finish, so it is seen moving.  A
+     * decode product is far below that and does not pay the clock reads. */
+    j.stamp = (double)rows * (double)in->cols * in->nb >= (double)(1 << 27);
     if ((double)rows * (double)in->cols * in->nb < PAR_MM_MIN) mm_worker(&j, 0, 1);
     else sl_pool_run(pool, mm_worker, &j);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/alive.h"
 #include "kernels/clock.h"
 
 /* Spin 50 µs (longer than the gaps between the parallel loops of a token), pausing for the first
@@ -48,6 +49,7 @@ struct sl_pool {
     void *arg;
     atomic_ullong spin_ns;      /* relaxed: a tuning knob, read while workers idle */
     bool spin_forced;           /* sl_pool_force_spin_us was in force at creation: set_spin leaves it */
+    long stall_ms;              /* sl_pool_debug_stall_ms at creation: the last worker's first job waits */
 };
 
 typedef struct { sl_pool *p; int ith; } worker_arg;
@@ -56,6 +58,23 @@ typedef struct { sl_pool *p; int ith; } worker_arg;
 static atomic_long g_forced_spin_us = -1;
 
 void sl_pool_force_spin_us(long us) { atomic_store(&g_forced_spin_us, us < 0 ? -1 : us); }
+
+/* Process-wide injected stall for pools created from now on (0: none). */
+static atomic_long g_stall_ms;
+
+void sl_pool_debug_stall_ms(long ms) { atomic_store(&g_stall_ms, ms > 0 ? ms : 0); }
+
+/* The injected stall: the whole time, whatever signals interrupt the sleep (a stuck worker does not
+ * come back because the process got a signal). */
+static void stall(long ms)
+{
+    const uint64_t end = sl_now_ns() + (uint64_t)ms * 1000000u;
+    for (uint64_t t; (t = sl_now_ns()) < end;) {
+        uint64_t left = end - t;
+        struct timespec ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+        nanosleep(&ts, NULL);
+    }
+}
 
 static inline void cpu_relax(void)
 {
@@ -106,6 +125,7 @@ static void *worker(void *a)
     const int ith = wa->ith;
     free(wa);
     unsigned long seen = 0;
+    bool first = true;
     for (;;) {
         if (!spin_until(p, new_job, seen)) {
             pthread_mutex_lock(&p->mu);
@@ -117,6 +137,8 @@ static void *worker(void *a)
         if (atomic_load(&p->quit)) break;
         seen = atomic_load(&p->gen);
         /* fn and arg were written before gen was bumped (seq_cst store), so they are visible */
+        if (first && p->stall_ms && ith == p->n - 1) stall(p->stall_ms);
+        first = false;
         p->fn(p->arg, ith, p->n);
         if (atomic_fetch_sub(&p->pending, 1) == 1) {
             pthread_mutex_lock(&p->mu);
@@ -148,6 +170,7 @@ sl_pool *sl_pool_create(int n_threads)
         atomic_store(&p->spin_ns, (unsigned long long)forced * 1000u);
         p->spin_forced = true;
     }
+    p->stall_ms = atomic_load(&g_stall_ms);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -185,7 +208,7 @@ int sl_pool_size(const sl_pool *p) { return p ? p->n : 1; }
  * thread).  Not reentrant: one sl_pool_run at a time per pool. */
 void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *arg)
 {
-    if (!p || p->n == 1) { fn(arg, 0, 1); return; }
+    if (!p || p->n == 1) { fn(arg, 0, 1); sl_alive_stamp(); return; }
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
@@ -201,6 +224,7 @@ void sl_pool_run(sl_pool *p, sl_pool_fn fn, void *arg)
         p->caller_sleeps = 0;
         pthread_mutex_unlock(&p->mu);
     }
+    sl_alive_stamp();
 }
 
 int sl_ncpu(void)

@@ -26,6 +26,10 @@ void     sl_pool_set_spin(sl_pool *p, long us);
 /* Debug/test hook (the CLI applies env SLUICE_SPIN_US through sluice_debug_env): pools created after
  * this call spin for `us` microseconds and ignore sl_pool_set_spin; us < 0 restores the default. */
 void     sl_pool_force_spin_us(long us);
+/* Test hook (env SLUICE_POOL_STALL_MS through sluice_debug_env): in pools created after this call the
+ * last worker sleeps `ms` milliseconds before its first job, signals or not: a stuck worker, for the
+ * tests of the stop-signal watchdog (runtime/cli/sigwatch.c).  0 turns it off. */
+void     sl_pool_debug_stall_ms(long ms);
 
 /* Number of online CPUs (>= 1). */
 int sl_ncpu(void);

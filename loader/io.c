@@ -20,6 +20,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernels/alive.h"
 #include "kernels/clock.h"
 
 
@@ -100,6 +101,7 @@ int sl_io__read_range(sl_io *io, uint8_t *buf, uint64_t start, size_t total, siz
             return -e;
         }
         done += (size_t)n;
+        sl_alive_stamp();   /* a slow disk is still moving (the stop-signal watchdog, kernels/alive.h) */
         /* A short O_DIRECT read that ends off a block boundary can only mean end of file. */
         bool eof = n == 0 || (io->direct && done < need && done % io->align != 0);
         if (eof && done < need) {

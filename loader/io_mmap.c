@@ -17,6 +17,7 @@
  * SIGBUS at any other address goes to the handler installed before ours (or kills, as by default).
  */
 #include "loader/io_internal.h"
+#include "kernels/alive.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -189,6 +190,7 @@ static int mmap_fill(sl_io *io, sl_io_slot *s)
             return err == EFAULT ? -EIO : -err;
         }
         SL_IO_ADD(io, bytes_read, n);
+        sl_alive_stamp();   /* a slow disk is still moving (the stop-signal watchdog, kernels/alive.h) */
         p += n;
     }
     s->data = s->map + (s->off - a);

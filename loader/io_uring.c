@@ -10,6 +10,7 @@
  * still write it.  In flight never exceeds the SQ size and the CQ is twice that, so no CQE is lost.
  */
 #include "loader/io_internal.h"
+#include "kernels/alive.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -193,6 +194,7 @@ static void drive(sl_io *io, sl_io_slot *s)
             seen++;
         }
         io_uring_cq_advance(&u->ring, seen);
+        if (seen) sl_alive_stamp();   /* a slow disk is still moving (the stop-signal watchdog) */
     }
     s->state = SL_S_DONE;
     if (!s->err) s->data = us->base + (s->off - us->base_off);

@@ -258,6 +258,9 @@ Test(arch_stream, bit_identical_all_backends)
     const uint64_t chunks[] = { 0, 16 << 10, 100 << 10 };
     for (size_t mi = 0; mi < N_CASES; mi++)
         for (int ti = 0; ti < 2; ti++) {
+            /* under qemu-user one type per model, alternating (both types run, each on half of the
+             * models): the streamed layout's arithmetic is the same C on every architecture */
+            if (tq_under_qemu_user() && ti != (int)(mi % 2)) continue;
             golden_run g;
             cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p5_long.txt", cases[mi].model, types[ti]), &g), 0);
             const char *path = shared_path("models/%s.%s.gguf", cases[mi].model, types[ti]);
@@ -467,13 +470,22 @@ Test(arch_kv, spill_q8_0_and_sessions)
         snprintf(path, sizeof path, "%s", shared_path("models/%s.F16.gguf", cases[mi].model));
         const int steps = 4;
         int V;
-        float *f16 = run_kv(path, &g, steps, SL_KV_F16, NULL, &V), *f16s = run_kv(path, &g, steps, SL_KV_F16, dir, &V);
-        float *q8 = run_kv(path, &g, steps, SL_KV_Q8_0, NULL, &V), *q8s = run_kv(path, &g, steps, SL_KV_Q8_0, dir, &V);
-        cr_assert_eq(memcmp(f16, f16s, (size_t)steps * V * 4), 0, "%s: spilled f16 KV differs", path);
-        cr_assert_eq(memcmp(q8, q8s, (size_t)steps * V * 4), 0, "%s: spilled q8_0 KV differs", path);
+        float *f16 = run_kv(path, &g, steps, SL_KV_F16, NULL, &V), *q8 = run_kv(path, &g, steps, SL_KV_Q8_0, NULL, &V);
         stats st = { 0 };
         acc(&st, q8, f16, steps * V);
         cr_assert_leq(st.max, cases[mi].ll_q8, "%s: q8_0 KV max |diff| to f16 KV %g", path, st.max);
+        /* under qemu-user the q8_0 cache's accuracy (NEON quantizing and dots) on every model, the
+         * spill and the session on llama31 and phi3 (a sliding window on every block) only: they move
+         * the same bits on every architecture, and gemma2, the costliest, alone took 60% of the test */
+        if (tq_under_qemu_user() && mi != 0 && strcmp(cases[mi].model, "micro-phi3")) {
+            fprintf(stderr, "kv: %-52s q8_0 vs f16 max %.4f (qemu-user: spill and session on llama31, phi3)\n",
+                    path, st.max);
+            free(f16); free(q8);
+            continue;
+        }
+        float *f16s = run_kv(path, &g, steps, SL_KV_F16, dir, &V), *q8s = run_kv(path, &g, steps, SL_KV_Q8_0, dir, &V);
+        cr_assert_eq(memcmp(f16, f16s, (size_t)steps * V * 4), 0, "%s: spilled f16 KV differs", path);
+        cr_assert_eq(memcmp(q8, q8s, (size_t)steps * V * 4), 0, "%s: spilled q8_0 KV differs", path);
         /* session: prompt, save, load into a fresh context, one more token */
         sluice_params p;
         sluice_params_default(&p);

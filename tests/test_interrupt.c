@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,8 +60,8 @@ static double now_s(void)
 typedef struct child { pid_t pid; char out[128], err[128]; } child;
 
 /* Start sluice with argv; stdout and stderr go to files in the temp dir.  env_add: one extra
- * "NAME=value" (or NULL). */
-static void spawn(child *c, const char *const *argv, const char *env_add)
+ * "NAME=value" (or NULL); stdin_path: a file for its stdin (NULL: this process's). */
+static void spawn_in(child *c, const char *const *argv, const char *env_add, const char *stdin_path)
 {
     static int seq;
     snprintf(c->out, sizeof c->out, "%s/out.%d", g_tmp, seq);
@@ -67,6 +70,7 @@ static void spawn(child *c, const char *const *argv, const char *env_add)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, c->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, c->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stdin_path) posix_spawn_file_actions_addopen(&fa, 0, stdin_path, O_RDONLY, 0);
     char **env = environ;
     char *envbuf[512];
     if (env_add) {
@@ -81,6 +85,8 @@ static void spawn(child *c, const char *const *argv, const char *env_add)
     posix_spawn_file_actions_destroy(&fa);
     cr_assert_eq(rc, 0, "spawn: %s", strerror(rc));
 }
+
+static void spawn(child *c, const char *const *argv, const char *env_add) { spawn_in(c, argv, env_add, NULL); }
 
 static off_t file_size(const char *p)
 {
@@ -182,6 +188,90 @@ Test(interrupt, sigint_exits_130) { interrupt_run(SIGINT, false, false); }
 Test(interrupt, sigterm_exits_143) { interrupt_run(SIGTERM, false, false); }
 Test(interrupt, sigint_while_streaming_exits_130) { interrupt_run(SIGINT, true, false); }
 Test(interrupt, second_sigint_exits_at_once) { interrupt_run(SIGINT, false, true); }
+
+/* A pool worker that never comes back (SLUICE_POOL_STALL_MS: the last worker sleeps through its first
+ * job, signals or not) keeps the evaluation from reaching its next layer, so cancelling cannot end
+ * it; the watchdog (runtime/cli/sigwatch.c) must, within a second of the signal, with 128 + signal
+ * and one line saying why (issue 45: a `timeout 20` run took 10 min 52 s to end). */
+static void stuck_worker(const char *cmd, int sig)
+{
+    char in[96];
+    snprintf(in, sizeof in, "%s/chat_in", g_tmp);
+    FILE *f = fopen(in, "w");
+    cr_assert_not_null(f);
+    fputs("Tell me a story\n", f);
+    fclose(f);
+    const char *argv[] = { "sluice", cmd, "-m", SL_SOURCE_DIR "/models/stories260K.gguf", "-t", "2", "--temp", "0",
+                           "-n", "8", !strcmp(cmd, "run") ? "-p" : "-c", !strcmp(cmd, "run") ? "One" : "256", NULL };
+    child c;
+    spawn_in(&c, argv, "SLUICE_POOL_STALL_MS=600000", in);
+    /* the model (260K parameters) loads in milliseconds, natively and emulated: after a second the
+     * evaluation waits for the stalled worker */
+    usleep(1000000);
+    int st;
+    cr_assert_eq(waitpid(c.pid, &st, WNOHANG), 0, "sluice %s ended before the signal (status %d)", cmd, st);
+    cr_assert_eq(kill(c.pid, sig), 0);
+    double ts = now_s();
+    st = wait_child(&c, 30);
+    double took = now_s() - ts;
+    cr_assert(WIFEXITED(st), "killed by signal %d instead of exiting", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    cr_expect_eq(WEXITSTATUS(st), 128 + sig, "exit status %d, want %d", WEXITSTATUS(st), 128 + sig);
+    cr_expect_lt(took, 1.0, "took %.2f s to leave after the signal", took);
+    char *err = slurp(c.err, NULL);
+    cr_expect(strstr(err, "a worker thread is stuck"), "stderr does not say why: %s", err);
+    free(err);
+}
+
+Test(interrupt, sigterm_ends_a_run_whose_worker_is_stuck) { stuck_worker("run", SIGTERM); }
+Test(interrupt, sigint_ends_a_chat_whose_worker_is_stuck) { stuck_worker("chat", SIGINT); }
+
+/* The server finishes its requests for --grace seconds after SIGTERM; one whose scheduler waits on a
+ * stuck worker cannot, and must leave once the grace is over (143, saying why), not hang. */
+Test(interrupt, sigterm_ends_a_server_whose_worker_is_stuck)
+{
+    char port_file[96];
+    snprintf(port_file, sizeof port_file, "%s/port", g_tmp);
+    const char *argv[] = { "sluice", "serve", "-m", SL_SOURCE_DIR "/models/stories260K.gguf", "-t", "2", "--port", "0",
+                           "--port-file", port_file, "--grace", "1", NULL };
+    child c;
+    spawn(&c, argv, "SLUICE_POOL_STALL_MS=600000");
+    double t0 = now_s();
+    int port = 0, st;
+    while (port <= 0) {
+        pid_t r = waitpid(c.pid, &st, WNOHANG);
+        if (r == c.pid) {
+            char *err = slurp(c.err, NULL);
+            if (strstr(err, "built without the server")) { free(err); cr_skip_test("sluice serve is not in this build"); }
+            cr_assert_fail("sluice serve exited at start: %s", err);
+        }
+        cr_assert_lt(now_s() - t0, 60.0, "no port after 60 s");
+        FILE *f = fopen(port_file, "r");
+        if (f) { if (fscanf(f, "%d", &port) != 1) port = 0; fclose(f); }
+        if (port <= 0) usleep(20000);
+    }
+    /* one completion request: its first pass waits for the stalled worker */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    const char *body = "{\"prompt\":\"Once\",\"max_tokens\":4,\"temperature\":0}";
+    char req[256];
+    int n = snprintf(req, sizeof req, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    usleep(1000000);
+    cr_assert_eq(kill(c.pid, SIGTERM), 0);
+    double ts = now_s();
+    st = wait_child(&c, 30);
+    double took = now_s() - ts;
+    close(fd);
+    cr_assert(WIFEXITED(st), "killed by signal %d instead of exiting", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    cr_expect_eq(WEXITSTATUS(st), 143, "exit status %d, want 143", WEXITSTATUS(st));
+    cr_expect_lt(took, 2.0, "took %.2f s to leave after the signal (grace 1 s)", took);
+    char *err = slurp(c.err, NULL);
+    cr_expect(strstr(err, "a worker thread is stuck"), "stderr does not say why: %s", err);
+    free(err);
+}
 
 /* ---- injected I/O faults through the CLI ----------------------------------------------------- */
 

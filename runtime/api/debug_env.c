@@ -38,6 +38,12 @@ int sluice_debug_env(char *err, size_t errlen)
         if (*end || us < 0 || us > 1000000) BAD("SLUICE_SPIN_US=%s is not a whole number of microseconds in [0, 1000000]", v);
         else sl_pool_force_spin_us(us);
     }
+    if ((v = env_set("SLUICE_POOL_STALL_MS"))) {
+        char *end;
+        long ms = strtol(v, &end, 10);
+        if (*end || ms < 0 || ms > 3600000) BAD("SLUICE_POOL_STALL_MS=%s is not a whole number of milliseconds in [0, 3600000]", v);
+        else sl_pool_debug_stall_ms(ms);
+    }
     if ((v = env_set("SLUICE_IO_FAULT"))) {
         char why[200];
         if (sl_io_set_default_fault(v, why, sizeof why)) BAD("SLUICE_IO_FAULT: %s", why);

@@ -32,6 +32,7 @@
 #include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
+#include "runtime/cli/sigwatch.h"
 #include "runtime/api/progress.h"
 
 static volatile sig_atomic_t g_sigint, g_sigterm;
@@ -45,6 +46,7 @@ static void on_signal(int sig)
     else g_sigint = 1;
     sluice_ctx *c = g_ctx;
     if (c) sluice_cancel(c);
+    sigwatch_signal(sig);   /* leaves if the evaluation cannot get to its next layer */
 }
 
 enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE };
@@ -742,7 +744,9 @@ static int chat_loop(chat *ch)
             if (q) return 0;
             continue;
         }
+        sigwatch_busy(SIGWATCH_EVAL);
         int r = turn(ch, line + skip, len - skip);
+        sigwatch_busy(SIGWATCH_IDLE);
         free(line);
         if (g_sigint) { g_sigint = 0; sluice_uncancel(ch->C); }
         if (r) return 1;
@@ -761,17 +765,12 @@ int cmd_chat(int argc, char **argv)
     ch.tty_out = isatty(STDOUT_FILENO);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
-
-    /* no SA_RESTART: a signal must interrupt the read of the next line */
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-
+    sigwatch_install(on_signal);   /* no SA_RESTART: a signal must interrupt the read of the next line */
+    sigwatch_busy(SIGWATCH_LOAD);  /* the model and a resumed session */
     if (!chat_open(&ch)) goto done;
     if (g_sigterm) { status = 128 + g_sigterm; goto done; }
     if ((status = chat_setup(&ch, system, forced))) goto done;
+    sigwatch_busy(SIGWATCH_IDLE);
 #ifdef SL_HAVE_LIBEDIT
     if (ch.tty_in && ch.tty_out) editor_open(&ch);
 #endif
@@ -783,6 +782,7 @@ int cmd_chat(int argc, char **argv)
     if (ch.o.stats) print_stats(&ch);
     if (fflush(stdout) || ferror(stdout)) { cli_err("writing the answers failed: %s", strerror(errno)); status = 1; }
 done:
+    sigwatch_busy(SIGWATCH_IDLE);
     g_ctx = NULL;
 #ifdef SL_HAVE_LIBEDIT
     editor_close(&ch);

@@ -12,6 +12,7 @@
 #include "kernels/clock.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
+#include "runtime/cli/sigwatch.h"
 #include "runtime/api/progress.h"
 #include "runtime/text/tokenizer.h"
 
@@ -26,6 +27,7 @@ static void on_signal(int sig)
     g_interrupted = sig;
     sluice_ctx *c = g_ctx;
     if (c) sluice_cancel(c);
+    sigwatch_signal(sig);   /* ends the run if the evaluation cannot get to its next layer */
 }
 
 enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS, RUN_MOE_TRACE };
@@ -623,11 +625,8 @@ int cmd_run(int argc, char **argv)
     r->t0 = sl_now_ns();
     sl_progress_init(&r->bar, sl_progress_tty() && !r->o.g.quiet && !r->o.json);
     r->lc = (log_ctx){ r->o.json, r->o.g.quiet, &r->bar };
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    sigwatch_install(on_signal);
+    sigwatch_busy(SIGWATCH_LOAD);
 
     if (r->o.prompt_file && !(r->prompt_f = fopen(r->o.prompt_file, "rb"))) {
         cli_err("cannot open prompt file %s: %s", r->o.prompt_file, strerror(errno));
@@ -636,8 +635,10 @@ int cmd_run(int argc, char **argv)
     if (!run_open(r) || !run_read_prompt(r) || !run_tokenize(r)) goto done;
     run_load_session(r);
     r->t_load = sl_now_ns();
+    sigwatch_busy(SIGWATCH_EVAL);   /* until the generation returns */
     if (!run_prompt(r, &status)) goto done;
     run_generate(r);
+    sigwatch_busy(SIGWATCH_IDLE);
     status = run_status(r);
     if (!run_save_final(r) && status == 0) status = 1;
     if (r->o.stats_json && !write_stats_json(r, status) && status == 0) status = 1;
@@ -651,6 +652,7 @@ int cmd_run(int argc, char **argv)
         r->moe_trace = NULL;
     }
 done:
+    sigwatch_busy(SIGWATCH_IDLE);
     run_free(r);
     free(r);
     return status;

@@ -18,6 +18,7 @@
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/cli/options.h"
+#include "runtime/cli/sigwatch.h"
 
 #ifndef SL_HAVE_SERVE
 /* Built without libmicrohttpd or jansson (e.g. a cross build without their arm64 packages): the
@@ -289,7 +290,9 @@ int cmd_serve(int argc, char **argv)
     second_signal ss = { .S = S, .sigs = sigs };
     pthread_t th;
     bool watching = !pthread_create(&th, NULL, wait_second_signal, &ss);
+    sigwatch_after(sig, a.grace);   /* a scheduler whose worker is stuck cannot finish: leave then */
     sl_server_shutdown(S, a.grace);
+    sigwatch_busy(SIGWATCH_IDLE);
     if (watching) {
         __atomic_store_n(&ss.done, true, __ATOMIC_SEQ_CST);
         if (!__atomic_load_n(&ss.sig, __ATOMIC_SEQ_CST)) pthread_kill(th, SIGTERM);   /* wake its sigwait */
