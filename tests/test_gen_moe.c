@@ -545,7 +545,7 @@ static void check_biases_and_exponents(const char *path)
 /* gpt-oss-20b at its real widths with 2 blocks and 8 experts (4 used), the test vocabulary: the keys,
  * tensor types and shapes of ggml-org's file, the weights' statistics through the kernels' MXFP4 and
  * Q8_0 dequantizers, and `sluice inspect` / `sluice run` take it (the engine runs gpt-oss). */
-Test(gen_moe, gpt_oss_real_widths_run, .timeout = 300)
+Test(gen_moe, gpt_oss_real_widths_run, .timeout = 120)
 {
     char out[300], args[1024];
     snprintf(out, sizeof out, "%s/gpt-oss.gguf", tdir);
