@@ -20,6 +20,7 @@ const sl_ftype_info sl_ftypes[] = {
     { SL_FTYPE_F16, "F16", SL_TYPE_F16 },         { SL_FTYPE_Q8_0, "Q8_0", SL_TYPE_Q8_0 },
     { SL_FTYPE_Q6_K, "Q6_K", SL_TYPE_Q6_K },      { SL_FTYPE_Q5_K_M, "Q5_K_M", SL_TYPE_Q5_K },
     { SL_FTYPE_Q4_K_M, "Q4_K_M", SL_TYPE_Q4_K },  { SL_FTYPE_Q4_0, "Q4_0", SL_TYPE_Q4_0 },
+    { SL_FTYPE_MXFP4_MOE, "MXFP4_MOE", SL_TYPE_MXFP4 },
     { SL_FTYPE_IQ4_XS, "IQ4_XS", SL_TYPE_IQ4_XS }, { SL_FTYPE_Q3_K_M, "Q3_K_M", SL_TYPE_Q3_K },
     { SL_FTYPE_Q2_K, "Q2_K", SL_TYPE_Q2_K },
 };
@@ -123,8 +124,13 @@ int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer
 int sl_ftype_tensor_type_moe(int ftype, const sl_ftype_model *m, int n_expert, int role, int layer, int64_t ne0)
 {
     const sl_ftype_info *fi = sl_ftype_get(ftype);
+    const bool stack = role & SL_ROLE_EXPS;
+    role &= ~SL_ROLE_EXPS;
     if (!fi) return -1;
     if (role == SL_ROLE_OTHER) return SL_TYPE_F32;
+    /* MXFP4_MOE (llama-quantize): expert stacks MXFP4, every other matrix (output included) Q8_0 */
+    if (ftype == SL_FTYPE_MXFP4_MOE)
+        return n_expert ? fallback(stack && n_expert > 1 ? SL_TYPE_MXFP4 : SL_TYPE_Q8_0, ne0) : -1;
     int t = fi->base_type;
     if (t == SL_TYPE_F16) return t;   /* not a quantized type: every matrix as it is */
     const int n = m->n_layers, gqa = m->n_kv_heads > 0 ? m->n_heads / m->n_kv_heads : 1;

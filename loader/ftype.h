@@ -18,7 +18,7 @@
 /* llama.cpp's LLAMA_FTYPE_* numbers (part of the file format: general.file_type). */
 enum sl_ftype {
     SL_FTYPE_F16 = 1, SL_FTYPE_Q4_0 = 2, SL_FTYPE_Q8_0 = 7, SL_FTYPE_Q2_K = 10, SL_FTYPE_Q3_K_M = 12,
-    SL_FTYPE_Q4_K_M = 15, SL_FTYPE_Q5_K_M = 17, SL_FTYPE_Q6_K = 18, SL_FTYPE_IQ4_XS = 30
+    SL_FTYPE_Q4_K_M = 15, SL_FTYPE_Q5_K_M = 17, SL_FTYPE_Q6_K = 18, SL_FTYPE_IQ4_XS = 30, SL_FTYPE_MXFP4_MOE = 38
 };
 
 /* What a weight is for, as llama.cpp's quantizer tells tensors apart (by name). */
@@ -26,11 +26,14 @@ enum sl_tensor_role {
     SL_ROLE_OTHER,        /* 1-D tensors (norms, biases, rope factors): never quantized */
     SL_ROLE_TOKEN_EMBD, SL_ROLE_OUTPUT,
     SL_ROLE_ATTN_Q, SL_ROLE_ATTN_K, SL_ROLE_ATTN_V, SL_ROLE_ATTN_QKV, SL_ROLE_ATTN_OUTPUT,
-    SL_ROLE_FFN_GATE, SL_ROLE_FFN_UP, SL_ROLE_FFN_DOWN   /* a fused gate+up (phi3's ffn_up) is FFN_UP */
+    SL_ROLE_FFN_GATE, SL_ROLE_FFN_UP, SL_ROLE_FFN_DOWN,  /* a fused gate+up (phi3's ffn_up) is FFN_UP */
+    SL_ROLE_EXPS = 0x100  /* or'ed into an FFN role: a 3-D expert stack (ffn_*_exps, ne2 = experts > 1) */
 };
 /* MoE tensors take the roles llama.cpp's name matching gives them: the expert stacks and the shared
  * expert (ffn_{gate,up,down}_exps / _shexp) are FFN_GATE/UP/DOWN, the routers (ffn_gate_inp,
- * ffn_gate_inp_shexp) are never quantized (OTHER: F32). */
+ * ffn_gate_inp_shexp) are never quantized (OTHER: F32).  The stacks add SL_ROLE_EXPS: MXFP4_MOE
+ * (llama-quantize: "MoE tensors -> MXFP4, other tensors -> Q8_0", by ne[2] > 1) tells them apart by
+ * shape, not by name; the other mixes ignore the flag. */
 
 /* The facts about a model the mix depends on. */
 typedef struct sl_ftype_model {
@@ -63,7 +66,8 @@ const char *sl_ftype_names(void);
  * (SL_ROLE_OTHER) stay F32.  -1 for an ftype the table does not know. */
 int sl_ftype_tensor_type(int ftype, const sl_ftype_model *m, int role, int layer, int64_t ne0);
 /* The same for a Mixture-of-Experts model of n_expert routed experts a block (expert_count; 0 or 1:
- * dense, as sl_ftype_tensor_type). */
+ * dense, as sl_ftype_tensor_type).  MXFP4_MOE (gpt-oss's file type) is a mix for MoE models only:
+ * -1 for a dense model (n_expert 0), where llama-quantize would write Q8_0 throughout. */
 int sl_ftype_tensor_type_moe(int ftype, const sl_ftype_model *m, int n_expert, int role, int layer, int64_t ne0);
 
 #endif

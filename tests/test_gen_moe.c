@@ -1,5 +1,6 @@
 /* tests/test_gen_moe.c — sluice-gen's Mixture-of-Experts shapes (tools/sluice-gen/shapes_moe.c):
- * qwen3-30b-a3b (qwen3moe), mixtral-8x7b (llama with experts), qwen1.5-moe-a2.7b (qwen2moe).
+ * qwen3-30b-a3b (qwen3moe), mixtral-8x7b (llama with experts), qwen1.5-moe-a2.7b (qwen2moe),
+ * gpt-oss-20b and gpt-oss-120b (gpt-oss, MXFP4_MOE).
  *
  *   - scaled down to ../shared's micro MoE models, the generated files have the tensor tables
  *     (names, order, types, 3-D shapes, offsets) and the architecture keys of the files
@@ -9,7 +10,11 @@
  *   - narrowed versions of the named shapes carry their keys, their weights have the documented
  *     statistics through the kernels' dequantizers (the 3-D stacks and llama-quantize's Q5_0, Q5_1,
  *     Q8_0, Q4_0 and IQ4_NL fallbacks too), each expert's slice is its own, and `sluice inspect`
- *     lists them. */
+ *     lists them;
+ *   - gpt-oss: scaled down to micro-gpt-oss, the F16, Q8_0 and MXFP4_MOE tables and keys of
+ *     ../shared's files; the full shapes' tensor bytes and parameter counts are llama-bench's figures
+ *     for ggml-org's mxfp4 files, their file sizes within 1% of the public ones; at real widths
+ *     (2 blocks, 8 experts) the MXFP4 stacks have the documented statistics and the file runs. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <math.h>
@@ -105,16 +110,19 @@ static void assert_same_layout(const char *ref_path, const char *gen_path, const
 /* Each micro model as the named shape it scales down (../shared/README.md "Set 5" gives the sizes). */
 Test(gen_moe, layout_matches_llama_quantize, .timeout = 120)
 {
-    static const struct { const char *model, *arch, *args; } micro[] = {
+    static const struct { const char *model, *arch, *args, *quant; } micro[] = {
         { "micro-qwen3moe", "qwen3moe", "--shape qwen3-30b-a3b --dim 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 128 "
-                                        "--experts 16 --experts-used 4 --expert-ffn 128 --ffn 768" },
-        { "micro-mixtral", "llama", "--shape mixtral-8x7b --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 256" },
+                                        "--experts 16 --experts-used 4 --expert-ffn 128 --ffn 768", "Q4_K_M" },
+        { "micro-mixtral", "llama", "--shape mixtral-8x7b --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 256", "Q4_K_M" },
         { "micro-qwen2moe", "qwen2moe", "--shape qwen1.5-moe-a2.7b --dim 256 --layers 2 --heads 4 --kv-heads 2 "
-                                        "--experts 8 --experts-used 4 --expert-ffn 128 --shexp-ffn 512 --ffn 512" },
+                                        "--experts 8 --experts-used 4 --expert-ffn 128 --shexp-ffn 512 --ffn 512", "Q4_K_M" },
+        { "micro-gpt-oss", "gpt-oss", "--shape gpt-oss-20b --dim 256 --layers 2 --heads 4 --kv-heads 2 --head-dim 64 "
+                                      "--experts 8 --experts-used 4 --expert-ffn 256 --ffn 256 --sliding-window 32 "
+                                      "--yarn-orig-ctx 256", "MXFP4_MOE" },
     };
-    static const char *types[] = { "F16", "Q8_0", "Q4_K_M" };
     for (size_t i = 0; i < sizeof micro / sizeof *micro; i++)
         for (int t = 0; t < 3; t++) {
+            const char *types[] = { "F16", "Q8_0", micro[i].quant };
             char args[1024], out[300], ref[300];
             snprintf(out, sizeof out, "%s/%s.%s.gguf", tdir, micro[i].model, types[t]);
             snprintf(ref, sizeof ref, SL_SHARED_DIR "/models/%s.%s.gguf", micro[i].model, types[t]);
@@ -232,7 +240,7 @@ static void check_weights(const char *path, int64_t dim)
         char name[80];
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
         const bool norm = strstr(name, "norm") != NULL;
-        if (!norm && (t->n_dims < 2 || t->ne[1] == 1)) continue;   /* biases, the shared-expert gate */
+        if (!norm && (t->n_dims < 2 || t->ne[1] == 1 || strstr(name, ".bias"))) continue;   /* biases, the shared-expert gate */
         int64_t n = 1;
         for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
         const sl_type_info *ti = sl_type_get(t->type);
@@ -375,6 +383,7 @@ Test(gen_moe, option_errors)
         { "--shape qwen3-30b-a3b --shexp-ffn 512", "only qwen2moe has a shared expert" },
         { "--shape mixtral-8x7b --expert-ffn 512", "a Mixtral's experts are --ffn wide" },
         { "--shape llama3-8b --experts-used 2", "need --experts" },
+        { "--shape qwen3-30b-a3b --sliding-window 64", "only the gpt-oss shapes" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char args[512], p[300], line[512] = "";
@@ -402,4 +411,173 @@ Test(gen_moe, option_errors)
     }
     fclose(f);
     cr_assert(q8 == 4 && stacks == 6, "custom llama with 8 experts: %d Q8_0 (attn_k, attn_v), %d stacks", q8, stacks);
+}
+
+/* ---- gpt-oss: the full shapes against ggml-org's files, the real widths run ------------------------ */
+
+/* Dry run of `shape` MXFP4_MOE: the file size, the tensor bytes and the parameter count (every
+ * element of every tensor, as llama-bench counts them), the tensors of each type; the tensor count. */
+static int dry_run_sums(const char *shape, unsigned long long *total, double *bytes, double *params,
+                        int count[SL_TYPE_COUNT])
+{
+    char args[512], path[300], line[512], name[128], tname[16], dims[64];
+    snprintf(args, sizeof args, "--shape %s --type MXFP4_MOE --out '%s/x.gguf' --dry-run", shape, tdir);
+    cr_assert_eq(run("sluice-gen", args), 0, "%s", args);
+    snprintf(path, sizeof path, "%s/out.txt", tdir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    memset(count, 0, SL_TYPE_COUNT * sizeof *count);
+    *bytes = *params = 0;
+    int rows = 0;
+    unsigned long long nb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "total\t%llu", total) == 1) break;
+        cr_assert_eq(sscanf(line, "%127s\t%15s\t%63s\t%llu", name, tname, dims, &nb), 4, "%s", line);
+        double n = 1;
+        for (char *p = dims, *end; *p; p = *end ? end + 1 : end) n *= (double)strtoll(p, &end, 10);
+        int t = 0;
+        while (t < SL_TYPE_COUNT && strcmp(sl_type_name(t), tname)) t++;
+        cr_assert_lt(t, SL_TYPE_COUNT, "%s", line);
+        count[t]++;
+        *bytes += (double)nb;
+        *params += n;
+        rows++;
+    }
+    fclose(f);
+    return rows;
+}
+
+/* Public figures: the Hugging Face listings (12.1 GB; 63.4 GB for the three shards) and llama-bench's
+ * "size" and "params" columns for ggml-org's mxfp4 files (gpt-oss 20B MXFP4 MoE 11.27 GiB 20.91 B;
+ * gpt-oss ?B MXFP4 MoE 59.02 GiB 116.83 B), which count the tensors only (tools/sluice-gen/plan.c).
+ * 19 tensors a block: 3 MXFP4 stacks, 4 Q8_0 attention matrices, 12 F32 (norms, biases, sinks,
+ * router); token_embd and output Q8_0, output_norm F32. */
+Test(gen_moe, gpt_oss_full_shape_sizes, .timeout = 60)
+{
+    static const struct { const char *shape; double file, gib, bparams; int layers; } want[] = {
+        { "gpt-oss-20b", 12.1e9, 11.27, 20.91, 24 },
+        { "gpt-oss-120b", 63.4e9, 59.02, 116.83, 36 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int c[SL_TYPE_COUNT], L = want[i].layers;
+        unsigned long long total = 0;
+        double bytes, params;
+        const int rows = dry_run_sums(want[i].shape, &total, &bytes, &params, c);
+        fprintf(stderr, "sluice-gen %s MXFP4_MOE: %llu bytes (%+.2f%% vs %.1f GB), tensors %.4f GiB, %.4f B params, "
+                "%d MXFP4 %d Q8_0 %d F32\n", want[i].shape, total, 100 * (total / want[i].file - 1), want[i].file / 1e9,
+                bytes / 1073741824.0, params / 1e9, c[SL_TYPE_MXFP4], c[SL_TYPE_Q8_0], c[SL_TYPE_F32]);
+        cr_assert(fabs(total / want[i].file - 1) < 0.01, "%s: %llu bytes vs %.0f", want[i].shape, total, want[i].file);
+        cr_assert(fabs(bytes / 1073741824.0 - want[i].gib) < 0.005, "%s: tensors %.4f GiB", want[i].shape, bytes / 1073741824.0);
+        cr_assert(fabs(params / 1e9 - want[i].bparams) < 0.005, "%s: %.4f B params", want[i].shape, params / 1e9);
+        cr_assert_eq(rows, 3 + 19 * L);
+        cr_assert(c[SL_TYPE_MXFP4] == 3 * L && c[SL_TYPE_Q8_0] == 4 * L + 2 && c[SL_TYPE_F32] == 12 * L + 1, "%s mix",
+                  want[i].shape);
+    }
+}
+
+/* One tensor's type and shape (ne1, ne2 0: fewer dims). */
+static void expect_tensor(const sl_gguf *g, const char *name, int type, int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    const sl_gguf_tensor *t = sl_gguf_find_tensor(g, name);
+    cr_assert_not_null(t, "missing %s", name);
+    const int dims = ne2 ? 3 : ne1 ? 2 : 1;
+    cr_assert(t->type == type && t->n_dims == dims && t->ne[0] == ne0 && (dims < 2 || t->ne[1] == ne1) &&
+              (dims < 3 || t->ne[2] == ne2), "%s: %s, %d dims, %" PRId64 " x %" PRId64, name, sl_type_name(t->type),
+              t->n_dims, t->ne[0], t->n_dims > 1 ? t->ne[1] : 1);
+}
+
+/* gpt-oss's keys at real widths (u32 and f32, and the YaRN type). */
+static void expect_gpt_oss_keys(const sl_gguf *g)
+{
+    static const struct { const char *key; uint32_t v; } u[] = {
+        { "gpt-oss.embedding_length", 2880 }, { "gpt-oss.block_count", 2 }, { "gpt-oss.attention.head_count", 64 },
+        { "gpt-oss.attention.head_count_kv", 8 }, { "gpt-oss.attention.key_length", 64 },
+        { "gpt-oss.attention.value_length", 64 }, { "gpt-oss.feed_forward_length", 2880 },
+        { "gpt-oss.expert_feed_forward_length", 2880 }, { "gpt-oss.expert_count", 8 }, { "gpt-oss.expert_used_count", 4 },
+        { "gpt-oss.attention.sliding_window", 128 }, { "gpt-oss.rope.scaling.original_context_length", 4096 },
+        { "gpt-oss.context_length", 131072 }, { "general.file_type", 38 },
+    };
+    for (size_t i = 0; i < sizeof u / sizeof *u; i++) cr_assert_eq(u32_of(g, u[i].key), u[i].v, "%s", u[i].key);
+    static const struct { const char *key; float v; } f[] = {
+        { "gpt-oss.rope.freq_base", 150000 }, { "gpt-oss.rope.scaling.factor", 32 },
+        { "gpt-oss.rope.scaling.yarn_beta_fast", 32 }, { "gpt-oss.rope.scaling.yarn_beta_slow", 1 },
+        { "gpt-oss.attention.layer_norm_rms_epsilon", 1e-5f },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        float v = 0;
+        cr_assert(sl_gguf_get_f32(g, f[i].key, &v) && v == f[i].v, "%s = %g", f[i].key, v);
+    }
+    sl_str yarn;
+    cr_assert(sl_gguf_get_str(g, "gpt-oss.rope.scaling.type", &yarn) && yarn.len == 4 && !memcmp(yarn.ptr, "yarn", 4));
+}
+
+/* The F32 biases: mean 0, std 0.1 (pooled over the block's biases); and the exponents of an MXFP4
+ * stack vary from block to block around the one of the target std. */
+static void check_biases_and_exponents(const char *path)
+{
+    sl_gguf *g = open_gguf(path);
+    double s = 0, s2 = 0;
+    long n = 0;
+    int e_min = 255, e_max = 0;
+    for (int64_t i = 0; i < sl_gguf_n_tensors(g); i++) {
+        const sl_gguf_tensor *t = sl_gguf_tensor_at(g, i);
+        const bool bias = t->name.len > 5 && !memcmp(t->name.ptr + t->name.len - 5, ".bias", 5);
+        if (!bias && t->type != SL_TYPE_MXFP4) continue;
+        uint8_t *raw = malloc(t->nbytes);
+        FILE *f = fopen(path, "rb");
+        cr_assert(f && fseeko(f, (off_t)t->offset, SEEK_SET) == 0 && fread(raw, 1, t->nbytes, f) == t->nbytes);
+        fclose(f);
+        if (bias) {
+            for (uint64_t k = 0; k < t->nbytes / 4; k++) { float v; memcpy(&v, raw + 4 * k, 4); s += v; s2 += (double)v * v; }
+            n += (long)(t->nbytes / 4);
+        } else {
+            for (uint64_t b = 0; b < t->nbytes; b += 17) { e_min = raw[b] < e_min ? raw[b] : e_min; e_max = raw[b] > e_max ? raw[b] : e_max; }
+        }
+        free(raw);
+    }
+    sl_gguf_close(g);
+    const double m = s / n, sd = sqrt(s2 / n - m * m);
+    cr_assert(fabs(m) < 0.01 && fabs(sd / 0.1 - 1) < 0.1, "biases: mean %g std %g", m, sd);
+    /* sigma 1/sqrt(2880) = 2^-5.8 over an rms code of ~4.7 (doubled units): 2^(e-128) near 2^-8 */
+    cr_assert(e_min >= 118 && e_max <= 122 && e_max > e_min, "MXFP4 exponents %d..%d", e_min, e_max);
+}
+
+/* gpt-oss-20b at its real widths with 2 blocks and 8 experts (4 used), the test vocabulary: the keys,
+ * tensor types and shapes of ggml-org's file, the weights' statistics through the kernels' MXFP4 and
+ * Q8_0 dequantizers, and `sluice inspect` / `sluice run` take it (the engine runs gpt-oss). */
+Test(gen_moe, gpt_oss_real_widths_run, .timeout = 120)
+{
+    char out[300], args[1024];
+    snprintf(out, sizeof out, "%s/gpt-oss.gguf", tdir);
+    snprintf(args, sizeof args, "--shape gpt-oss-20b --layers 2 --experts 8 --experts-used 4 --type MXFP4_MOE --vocab '%s' "
+             "--out '%s' --quiet", STORIES, out);
+    cr_assert_eq(run("sluice-gen", args), 0, "%s", args);
+    sl_gguf *g = open_gguf(out);
+    expect_gpt_oss_keys(g);
+    expect_tensor(g, "token_embd.weight", SL_TYPE_Q8_0, 2880, 512, 0);
+    expect_tensor(g, "output.weight", SL_TYPE_Q8_0, 2880, 512, 0);
+    expect_tensor(g, "blk.1.attn_q.weight", SL_TYPE_Q8_0, 2880, 4096, 0);
+    expect_tensor(g, "blk.1.attn_k.weight", SL_TYPE_Q8_0, 2880, 512, 0);
+    expect_tensor(g, "blk.1.attn_output.weight", SL_TYPE_Q8_0, 4096, 2880, 0);
+    expect_tensor(g, "blk.1.attn_output.bias", SL_TYPE_F32, 2880, 0, 0);
+    expect_tensor(g, "blk.1.attn_sinks.weight", SL_TYPE_F32, 64, 0, 0);
+    expect_tensor(g, "blk.1.post_attention_norm.weight", SL_TYPE_F32, 2880, 0, 0);
+    expect_tensor(g, "blk.1.ffn_gate_inp.weight", SL_TYPE_F32, 2880, 8, 0);
+    expect_tensor(g, "blk.1.ffn_gate_inp.bias", SL_TYPE_F32, 8, 0, 0);
+    expect_tensor(g, "blk.1.ffn_gate_exps.weight", SL_TYPE_MXFP4, 2880, 2880, 8);
+    expect_tensor(g, "blk.1.ffn_gate_exps.bias", SL_TYPE_F32, 2880, 8, 0);
+    expect_tensor(g, "blk.1.ffn_down_exps.weight", SL_TYPE_MXFP4, 2880, 2880, 8);
+    expect_tensor(g, "blk.1.ffn_down_exps.bias", SL_TYPE_F32, 2880, 8, 0);
+    cr_assert_null(sl_gguf_find_tensor(g, "blk.0.ffn_norm.weight"), "gpt-oss has no ffn_norm");
+    cr_assert_eq(sl_gguf_n_tensors(g), 3 + 2 * 19);
+    sl_gguf_close(g);
+    check_weights(out, 2880);
+    check_biases_and_exponents(out);
+    check_inspect(out, "gpt-oss");
+    snprintf(args, sizeof args, "run -m '%s' -p Hi -n 3 --temp 0 -c 64 --stream", out);
+    cr_assert_eq(run("sluice", args), 0, "sluice %s", args);
+    unlink(out);
+    /* MXFP4_MOE is a mix for models with experts */
+    snprintf(args, sizeof args, "--shape llama3-8b --type MXFP4_MOE --out '%s/d.gguf' --dry-run", tdir);
+    cr_assert_eq(run("sluice-gen", args), 2, "%s", args);
 }

@@ -17,7 +17,7 @@
  *   sub-block scales are uniform (Q4_K 32..63 with min = scale so each sub-block is centred,
  *   Q6_K 64..127), and the f16 super-block scale is d0·U(0.8, 1.2) with d0 chosen so the element
  *   std equals σ.  That is roughly what quantizing Gaussian weights gives (bell-shaped quant
- *   histograms, varying scales), without pretending to be a trained model.  Q2_K, Q3_K and IQ4_XS
+ *   histograms, varying scales), without pretending to be a trained model.  Q2_K, Q3_K, IQ4_XS, MXFP4
  *   blocks: tools/sluice-gen/lowbit.c.
  *
  * Pipeline: the tensor data is cut into ≤ 4 MiB chunks; G generator threads fill a ring of slots,
@@ -96,7 +96,8 @@ static void usage(FILE *f)
 "  the real tokenizer, random weights (no language ability).\n"
 "shapes: tinyllama-1.1b llama2-7b llama3-8b mistral-7b llama2-13b llama3.1-8b qwen2.5-7b qwen3-8b\n"
 "  gemma2-9b phi3-medium-14b mistral-nemo-12b, Mixture-of-Experts qwen3-30b-a3b mixtral-8x7b\n"
-"  qwen1.5-moe-a2.7b (their architectures' tensor sets; vocabularies without a file here are a\n"
+"  qwen1.5-moe-a2.7b gpt-oss-20b gpt-oss-120b (their architectures' tensor sets; the released\n"
+"  gpt-oss files are --type MXFP4_MOE; vocabularies without a file here are a\n"
 "  real one padded to the real size), or custom (a llama; needs --dim --layers --heads --ffn); the\n"
 "  options below override a named shape's values.\n"
 "  --seed N          weights are a pure function of (seed, tensor, block)      [1]\n"
@@ -106,7 +107,8 @@ static void usage(FILE *f)
 "  --dim D --layers L --heads H --kv-heads K --ffn F --ctx C --rope-theta T --head-dim H\n"
 "  --experts E --experts-used K   routed experts a block, used a token (a llama with experts is a\n"
 "                    Mixtral: its experts are --ffn wide)\n"
-"  --expert-ffn F --shexp-ffn S   qwen3moe/qwen2moe expert width, qwen2moe shared-expert width\n"
+"  --expert-ffn F --shexp-ffn S   qwen3moe/qwen2moe/gpt-oss expert width, qwen2moe shared-expert width\n"
+"  --sliding-window W --yarn-orig-ctx N   gpt-oss: attention window, YaRN original context\n"
 "  --vocab-size V    only checked against the vocabulary's token count\n"
 "  --tied            no output.weight (the output reuses token_embd)\n"
 "  --threads N       generator threads (1..%d)                                  [2]\n"
@@ -128,6 +130,7 @@ static void usage(FILE *f)
 "  ffn_down and attn_output Q3_K; IQ4_XS: IQ4_XS, attn_v Q5_K when heads/kv-heads >= 4 (as\n"
 "  llama-quantize makes it with an importance matrix); every quantized type but Q8_0:\n"
 "  output (and a tied token_embd) Q6_K; Q8_0: all Q8_0; F16: all F16;\n"
+"  MXFP4_MOE (MoE shapes only): expert stacks MXFP4, every other matrix Q8_0;\n"
 "  1-D tensors (norms, biases, rope factors) and MoE routers always F32.  MoE: expert stacks and\n"
 "  shared experts take their FFN role's type; 8 experts (Mixtral): attn_k, attn_v Q8_0, attn_output\n"
 "  Q5_K (Q2_K Q3_K_M Q4_K_M IQ4_XS); rows not a multiple of 256 fall back as llama-quantize does\n"
@@ -163,7 +166,7 @@ static void parse_args(int argc, char **argv, opts *o)
 {
     const char *shape_name = NULL;
     int dim = -1, layers = -1, heads = -1, kv = -1, ffn = -1, ctx = -1, hd = -1;
-    int experts = 0, used = 0, eff = 0, sff = 0;   /* MoE options (shapes_moe.c) */
+    int experts = 0, used = 0, eff = 0, sff = 0, swa = 0, yctx = 0;   /* MoE and gpt-oss options (shapes_moe.c) */
     double theta = -1;
     memset(o, 0, sizeof *o);
     o->seed = 1;
@@ -195,6 +198,8 @@ static void parse_args(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--experts-used")) used = (int)parse_int(a, v, 1, 4096);
         else if (!strcmp(a, "--expert-ffn")) eff = (int)parse_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--shexp-ffn")) sff = (int)parse_int(a, v, 1, 1 << 20);
+        else if (!strcmp(a, "--sliding-window")) swa = (int)parse_int(a, v, 1, 1 << 24);
+        else if (!strcmp(a, "--yarn-orig-ctx")) yctx = (int)parse_int(a, v, 1, 1 << 24);
         else if (!strcmp(a, "--rope-theta")) {
             char *end;
             theta = strtod(v, &end);
@@ -218,6 +223,9 @@ static void parse_args(int argc, char **argv, opts *o)
         if (dim > 0 || layers > 0 || heads > 0 || kv > 0 || ffn > 0 || hd > 0 || experts || used || eff || sff)
             o->custom = true;   /* no size reference */
     }
+    if ((swa || yctx) && o->s.arch != GA_GPT_OSS) bad_args("--sliding-window and --yarn-orig-ctx: only the gpt-oss shapes");
+    if (swa) o->s.swa = swa;
+    if (yctx) o->s.yarn_orig_ctx = yctx;
     if (dim > 0) o->s.dim = dim;
     if (layers > 0) o->s.layers = layers;
     if (heads > 0) { o->s.heads = heads; if (kv < 0 && o->custom) o->s.kv_heads = heads; }
@@ -233,6 +241,7 @@ static void parse_args(int argc, char **argv, opts *o)
     const sl_ftype_info *fi = sl_ftype_by_name(t);
     if (!fi) bad_args("unknown --type '%s' (supported: %s)", t, sl_ftype_names());
     o->ftype = fi->ftype;
+    if (o->ftype == SL_FTYPE_MXFP4_MOE && o->s.n_expert == 0) bad_args("--type MXFP4_MOE: only for shapes with experts");
 
     const shape *s = &o->s;
     if (s->dim % s->heads) bad_args("dim %d is not a multiple of heads %d", s->dim, s->heads);
@@ -652,7 +661,7 @@ int main(int argc, char **argv)
     static const int layout[][3] = { { SL_TYPE_Q4_0, 32, 18 }, { SL_TYPE_Q8_0, 32, 34 }, { SL_TYPE_Q5_K, 256, 176 },
                                      { SL_TYPE_Q4_K, 256, 144 }, { SL_TYPE_Q6_K, 256, 210 }, { SL_TYPE_Q2_K, 256, 84 },
                                      { SL_TYPE_Q3_K, 256, 110 }, { SL_TYPE_IQ4_XS, 256, 136 }, { SL_TYPE_Q5_0, 32, 22 },
-                                     { SL_TYPE_Q5_1, 32, 24 }, { SL_TYPE_IQ4_NL, 32, 18 } };
+                                     { SL_TYPE_Q5_1, 32, 24 }, { SL_TYPE_IQ4_NL, 32, 18 }, { SL_TYPE_MXFP4, 32, 17 } };
     for (int i = 0; i < (int)(sizeof layout / sizeof layout[0]); i++) {
         const sl_type_info *ti = sl_type_get(layout[i][0]);
         if (!ti || ti->blck != layout[i][1] || ti->bytes != layout[i][2]) {

@@ -11,7 +11,7 @@
 
 /* The architectures sluice-gen writes (general.architecture = gen_arch_name()).  Mixtral is GA_LLAMA
  * with experts (llama.expert_count), as llama.cpp's converter writes it. */
-typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2, GA_QWEN3MOE, GA_QWEN2MOE } gen_arch;
+typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2, GA_QWEN3MOE, GA_QWEN2MOE, GA_GPT_OSS } gen_arch;
 
 typedef struct shape {
     const char *name;
@@ -24,7 +24,8 @@ typedef struct shape {
     float rms_eps;           /* 0: 1e-5 */
     bool tied;               /* no output.weight */
     bool rope_freqs;         /* Llama 3.1 rope_freqs.weight (factor 8, low 1, high 4, original context 8192) */
-    int swa;                 /* attention.sliding_window (phi3, gemma2) */
+    int swa;                 /* attention.sliding_window (phi3, gemma2, gpt-oss) */
+    int yarn_orig_ctx;       /* gpt-oss: YaRN (factor 32) rope.scaling.original_context_length */
     /* Mixture-of-Experts (shapes_moe.c): routed experts a block (0: dense), experts used a token,
      * one expert's FFN width (expert_feed_forward_length; Mixtral's is `ffn`), the shared expert's
      * width (qwen2moe; 0: none).  `ffn` stays the config's intermediate_size, written as
@@ -73,7 +74,9 @@ enum kind {
     K_QKV, K_GATE_UP, K_Q_BIAS, K_K_BIAS, K_V_BIAS, K_Q_NORM, K_K_NORM, K_POST_ATTN_NORM, K_POST_FFN_NORM,
     K_ROPE_FREQS,
     /* MoE: the router, the 3-D expert stacks, the shared expert and its scalar gate */
-    K_GATE_INP, K_GATE_EXPS, K_UP_EXPS, K_DOWN_EXPS, K_GATE_INP_SHEXP, K_GATE_SHEXP, K_UP_SHEXP, K_DOWN_SHEXP
+    K_GATE_INP, K_GATE_EXPS, K_UP_EXPS, K_DOWN_EXPS, K_GATE_INP_SHEXP, K_GATE_SHEXP, K_UP_SHEXP, K_DOWN_SHEXP,
+    /* gpt-oss: F32 biases (the expert stacks' are 2-D: one row an expert) and the attention sinks */
+    K_O_BIAS, K_GATE_INP_BIAS, K_GATE_EXPS_BIAS, K_UP_EXPS_BIAS, K_DOWN_EXPS_BIAS, K_SINKS
 };
 
 typedef struct tplan {
@@ -100,7 +103,8 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
 void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const char *name, int64_t ne0, int64_t ne1,
                   int64_t ne2);
 /* One MoE block's tensors (shapes_moe.c), in the order of ../shared's micro MoE files (the
- * converter's); and the architecture's expert keys (<arch>.expert_count, ...).  Writer status. */
+ * converter's); and the architecture's expert keys (<arch>.expert_count, ...; gpt-oss: also its
+ * YaRN and sliding-window keys).  Writer status. */
 void gen_add_layer_moe(tplan *p, int *n, const opts *o, int l);
 int gen_write_meta_moe(sl_gguf_writer *w, const opts *o);
 /* Apply the MoE options (each 0 when not given) to s, after its dim/ffn overrides; fill the derived

@@ -1,6 +1,6 @@
 /* tools/sluice-gen/lowbit.c — sluice-gen's Q2_K, Q3_K and IQ4_XS blocks (the Q3_K_M, Q2_K and
- * IQ4_XS file types) and the 32-element fallbacks llama-quantize picks for rows that do not split
- * into 256-blocks (Q5_0, Q5_1, IQ4_NL: qwen1.5-moe's 1408-wide expert down rows), synthesized the way sluice-gen.c synthesizes the others: each element's quant
+ * IQ4_XS file types), MXFP4 (the MXFP4_MOE file type's experts) and the 32-element fallbacks
+ * llama-quantize picks for rows that do not split into 256-blocks (Q5_0, Q5_1, IQ4_NL: qwen1.5-moe's 1408-wide expert down rows), synthesized the way sluice-gen.c synthesizes the others: each element's quant
  * is a discretized Gaussian placed around the type's zero point, sub-block scales are uniform, and
  * the caller's f16 super-block scale d sets the std.  Layouts are ggml's (kernels/k_quants.h holds
  * the same structs; the byte offsets below are checked against kernels/types.c's block sizes by
@@ -16,6 +16,12 @@
  *   Q5_0   x = d·(q − 16), q = 16 + rint(7.2 z) clipped to 1..31 (the format's 0 unused: mean 0).
  *   Q5_1   x = d·q + m, q = floor(16 + 7.2 z) clipped to 0..31 (symmetric about 15.5), m = −15.5 d.
  *   IQ4_NL x = d·kvalues[q] as IQ4_XS without sub-block scales; d gets the random sign.
+ *   MXFP4  x = kvalues_mxfp4[q]·2^(e − 128) (the E2M1 levels doubled: 0 1 2 3 4 6 8 12 and their
+ *          negatives), q the level nearest 5 z with z's sign (+0, never −0, as ggml's quantizer);
+ *          5 puts a Gaussian block's largest |x| at levels 8-12, where the quantizer's exponent
+ *          rule (the block max in [4, 8) E2M1 units) puts it.  The scale is a power of two: the
+ *          block's e is log2 d rounded down or, with the probability that makes E[2^(2(e-128))] =
+ *          d², up — so the std is σ on average over blocks, and exponents vary as real files' do.
  */
 #include "tools/sluice-gen/gen.h"
 
@@ -31,8 +37,20 @@
 static const int8_t iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
 static uint8_t q2k_tab[65536], q3k_tab[65536], iq4_tab[65536];   /* 16 random bits -> quant code */
-static uint8_t q50_tab[65536], q51_tab[65536];
-static double q2k_rms, q3k_rms, iq4_rms, q50_rms, q51_rms;
+static uint8_t q50_tab[65536], q51_tab[65536], mx_tab[65536];
+static double q2k_rms, q3k_rms, iq4_rms, q50_rms, q51_rms, mx_rms;
+
+/* The MXFP4 levels doubled (ggml's kvalues_mxfp4, a format constant), codes 0..7. */
+static const int8_t mx_levels[8] = { 0, 1, 2, 3, 4, 6, 8, 12 };
+
+/* The 4-bit MXFP4 code of the level nearest |v| (the first on a tie) with v's sign; 0 for zero. */
+static uint8_t mxfp4_code(double v)
+{
+    int best = 0;
+    for (int k = 1; k < 8; k++)
+        if (fabs(fabs(v) - mx_levels[k]) < fabs(fabs(v) - mx_levels[best])) best = k;
+    return (uint8_t)(best && v < 0 ? best | 8 : best);
+}
 
 static int nearest_iq4(double v)
 {
@@ -64,6 +82,13 @@ void gen_lowbit_init(const float gauss_tab[65536])
         s50 += (double)e * e;
         s51 += (f - 15.5) * (f - 15.5);
     }
+    double smx = 0;
+    for (int i = 0; i < 65536; i++) {
+        mx_tab[i] = mxfp4_code(5.0 * gauss_tab[i]);
+        const double v = mx_levels[mx_tab[i] & 7];
+        smx += v * v;
+    }
+    mx_rms = sqrt(smx / 65536);
     q50_rms = sqrt(s50 / 65536);
     q51_rms = sqrt(s51 / 65536);
     q2k_rms = sqrt(s2 / 65536);
@@ -74,7 +99,7 @@ void gen_lowbit_init(const float gauss_tab[65536])
 bool gen_lowbit_has(int type)
 {
     return type == SL_TYPE_Q2_K || type == SL_TYPE_Q3_K || type == SL_TYPE_IQ4_XS || type == SL_TYPE_Q5_0 ||
-           type == SL_TYPE_Q5_1 || type == SL_TYPE_IQ4_NL;
+           type == SL_TYPE_Q5_1 || type == SL_TYPE_IQ4_NL || type == SL_TYPE_MXFP4;
 }
 
 /* rms of the integers lo..hi (uniform). */
@@ -95,6 +120,7 @@ double gen_lowbit_denom(int type)
     case SL_TYPE_Q5_0: return JIT_RMS * q50_rms;
     case SL_TYPE_Q5_1: return JIT_RMS * q51_rms;
     case SL_TYPE_IQ4_NL: return JIT_RMS * iq4_rms;
+    case SL_TYPE_MXFP4: return JIT_RMS * mx_rms;
     default: return 1;
     }
 }
@@ -198,6 +224,22 @@ static void gen_iq4_nl(uint8_t *dst, float d, uint64_t *s)
     }
 }
 
+/* MXFP4: u8 e, qs[16] (element j low nibble of qs[j], j + 16 high nibble).  e from d as the header
+ * says: 2^k <= d < 2^(k+1), e = 128 + k, plus 1 with probability (d^2 / 4^k - 1) / 3. */
+static void gen_mxfp4(uint8_t *dst, float d, uint64_t *s)
+{
+    int ex;
+    const double m = frexp((double)d, &ex), p = ((2 * m) * (2 * m) - 1) / 3;   /* d = 2m 2^(ex-1) */
+    uint64_t r = next64(s);
+    int e = 128 + ex - 1 + ((double)(r >> 11) * 0x1p-53 < p);
+    dst[0] = (uint8_t)(e < 2 ? 2 : e > 254 ? 254 : e);
+    for (int i = 0; i < 16; i += 2) {
+        r = next64(s);
+        dst[1 + i] = (uint8_t)(mx_tab[r & 0xffff] | mx_tab[(r >> 16) & 0xffff] << 4);
+        dst[2 + i] = (uint8_t)(mx_tab[(r >> 32) & 0xffff] | mx_tab[r >> 48] << 4);
+    }
+}
+
 /* Contract: see gen.h. */
 void gen_lowbit_block(int type, uint8_t *dst, float d, uint64_t *s)
 {
@@ -214,6 +256,7 @@ void gen_lowbit_block(int type, uint8_t *dst, float d, uint64_t *s)
         break;
     }
     case SL_TYPE_IQ4_NL: gen_iq4_nl(dst, d, s); break;
+    case SL_TYPE_MXFP4: gen_mxfp4(dst, d, s); break;
     default: break;
     }
 }

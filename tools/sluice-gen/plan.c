@@ -47,6 +47,10 @@ const shape GEN_SHAPES[] = {
       .n_expert = 8, .n_expert_used = 2, .expert_ffn = 14336 },
     { "qwen1.5-moe-a2.7b", GA_QWEN2MOE, 2048, 24, 16, 16, 5632, 151936, 8192, 1e6f, "ggml-vocab-qwen2.rebuilt.gguf",
       9.5e9, .rms_eps = 1e-6f, .n_expert = 60, .n_expert_used = 4, .expert_ffn = 1408, .shexp_ffn = 5632 },
+    { "gpt-oss-20b", GA_GPT_OSS, 2880, 24, 64, 8, 2880, 201088, 131072, 150000.0f, "ggml-vocab-gpt-oss.gguf", 0,
+      .head_dim = 64, .swa = 128, .yarn_orig_ctx = 4096, .n_expert = 32, .n_expert_used = 4, .expert_ffn = 2880 },
+    { "gpt-oss-120b", GA_GPT_OSS, 2880, 36, 64, 8, 2880, 201088, 131072, 150000.0f, "ggml-vocab-gpt-oss.gguf", 0,
+      .head_dim = 64, .swa = 128, .yarn_orig_ctx = 4096, .n_expert = 128, .n_expert_used = 4, .expert_ffn = 2880 },
 };
 const int GEN_N_SHAPES = (int)(sizeof GEN_SHAPES / sizeof GEN_SHAPES[0]);
 
@@ -66,7 +70,12 @@ const int GEN_N_SHAPES = (int)(sizeof GEN_SHAPES / sizeof GEN_SHAPES[0]);
  *                  its "ffn_down.weight" rule did not match, so no expert got Q6_K — the file is the
  *                  size of its Q4_0 and Q4_K_S; today's llama-quantize makes 28.4 GB.
  *   qwen1.5-moe    RichardErkhov/Qwen_-_Qwen1.5-MoE-A2.7B-gguf (the base model; the chat model has the
- *                  same tensors): Q4_K_M 9.5, Q3_K_M 7.44, Q2_K 5.89, Q4_0 8.15 GB. */
+ *                  same tensors): Q4_K_M 9.5, Q3_K_M 7.44, Q2_K 5.89, Q4_0 8.15 GB.
+ *   gpt-oss        ggml-org/gpt-oss-20b-GGUF gpt-oss-20b-mxfp4.gguf 12.1 GB (bartowski's MXFP4 file: the
+ *                  same), ggml-org/gpt-oss-120b-GGUF's three mxfp4 shards 63.4 GB together; their
+ *                  tensor bytes as llama-bench prints them (public benchmark tables): "gpt-oss 20B
+ *                  MXFP4 MoE 11.27 GiB 20.91 B", "gpt-oss ?B MXFP4 MoE 59.02 GiB 116.83 B" — which
+ *                  the MXFP4_MOE mix gives to 4 digits (tests/test_gen_moe.c). */
 static const struct { const char *shape; int ftype; double bytes; } REF_SIZES[] = {
     { "llama3-8b", SL_FTYPE_Q3_K_M, 4.02e9 }, { "llama3-8b", SL_FTYPE_Q2_K, 3.18e9 },
     { "llama3-8b", SL_FTYPE_IQ4_XS, 4.45e9 },
@@ -77,6 +86,7 @@ static const struct { const char *shape; int ftype; double bytes; } REF_SIZES[] 
     { "mixtral-8x7b", SL_FTYPE_Q5_K_M, 33.2e9 }, { "mixtral-8x7b", SL_FTYPE_Q6_K, 38.4e9 },
     { "qwen1.5-moe-a2.7b", SL_FTYPE_Q3_K_M, 7.44e9 }, { "qwen1.5-moe-a2.7b", SL_FTYPE_Q2_K, 5.89e9 },
     { "qwen1.5-moe-a2.7b", SL_FTYPE_Q4_0, 8.15e9 },
+    { "gpt-oss-20b", SL_FTYPE_MXFP4_MOE, 12.1e9 }, { "gpt-oss-120b", SL_FTYPE_MXFP4_MOE, 63.4e9 },
 };
 
 /* Contract: see gen.h. */
@@ -90,13 +100,21 @@ double gen_ref_bytes(const shape *s, int ftype)
 
 const char *gen_arch_name(gen_arch a)
 {
-    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2", "qwen3moe", "qwen2moe" };
+    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2", "qwen3moe", "qwen2moe", "gpt-oss" };
     return names[a];
 }
 
+static bool is_bias(enum kind k)
+{
+    return k == K_Q_BIAS || k == K_K_BIAS || k == K_V_BIAS || k == K_O_BIAS || k == K_GATE_INP_BIAS ||
+           k == K_GATE_EXPS_BIAS || k == K_UP_EXPS_BIAS || k == K_DOWN_EXPS_BIAS;
+}
+
+/* F32 tensors llama-quantize never quantizes: 1-D ones and the biases (gpt-oss's 2-D expert biases:
+ * it quantizes only names ending in "weight"). */
 static bool is_vector(enum kind k)
 {
-    return k == K_OUT_NORM || k == K_ATTN_NORM || k == K_FFN_NORM || k == K_Q_BIAS || k == K_K_BIAS || k == K_V_BIAS ||
+    return k == K_OUT_NORM || k == K_ATTN_NORM || k == K_FFN_NORM || is_bias(k) || k == K_SINKS ||
            k == K_Q_NORM || k == K_K_NORM || k == K_POST_ATTN_NORM || k == K_POST_FFN_NORM || k == K_ROPE_FREQS;
 }
 
@@ -111,9 +129,12 @@ static int role_of(enum kind k)
     case K_V: return SL_ROLE_ATTN_V;
     case K_QKV: return SL_ROLE_ATTN_QKV;
     case K_O: return SL_ROLE_ATTN_OUTPUT;
-    case K_GATE: case K_GATE_EXPS: case K_GATE_SHEXP: return SL_ROLE_FFN_GATE;
-    case K_UP: case K_GATE_UP: case K_UP_EXPS: case K_UP_SHEXP: return SL_ROLE_FFN_UP;
-    case K_DOWN: case K_DOWN_EXPS: case K_DOWN_SHEXP: return SL_ROLE_FFN_DOWN;
+    case K_GATE: case K_GATE_SHEXP: return SL_ROLE_FFN_GATE;
+    case K_UP: case K_GATE_UP: case K_UP_SHEXP: return SL_ROLE_FFN_UP;
+    case K_DOWN: case K_DOWN_SHEXP: return SL_ROLE_FFN_DOWN;
+    case K_GATE_EXPS: return SL_ROLE_FFN_GATE | SL_ROLE_EXPS;
+    case K_UP_EXPS: return SL_ROLE_FFN_UP | SL_ROLE_EXPS;
+    case K_DOWN_EXPS: return SL_ROLE_FFN_DOWN | SL_ROLE_EXPS;
     default: return SL_ROLE_OTHER;
     }
 }
@@ -140,7 +161,7 @@ void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const
 {
     tplan *t = &p[(*n)++];
     memset(t, 0, sizeof *t);
-    const char *suffix = k == K_Q_BIAS || k == K_K_BIAS || k == K_V_BIAS ? "bias" : "weight";
+    const char *suffix = is_bias(k) ? "bias" : "weight";
     if (layer >= 0) snprintf(t->name, sizeof t->name, "blk.%d.%s.%s", layer, name, suffix);
     else snprintf(t->name, sizeof t->name, "%s.%s", name, suffix);
     t->kind = k;
@@ -150,7 +171,8 @@ void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const
     t->ne[1] = ne1;
     t->ne[2] = ne2;
     t->n_dims = ne2 > 0 ? 3 : ne1 > 0 ? 2 : 1;
-    if (k == K_Q_BIAS || k == K_K_BIAS || k == K_V_BIAS) t->sigma = 0.1f;        /* around 0 */
+    if (is_bias(k)) t->sigma = 0.1f;                                           /* around 0 */
+    else if (k == K_SINKS) t->sigma = 1.0f;              /* one logit a head, beside q.k / sqrt(hd) */
     else if (k == K_ROPE_FREQS) t->center = 1.0f;                              /* computed, not random */
     else if (is_vector(k)) { t->center = 1.0f; t->sigma = 0.1f; }               /* norms: 1 + 0.1 z */
     /* gemma2 multiplies the embedding by sqrt(dim) and reuses it as the LM head: std 1/sqrt(dim)
@@ -320,7 +342,8 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
     KU32("attention.head_count_kv", s->kv_heads);
     KF32("attention.layer_norm_rms_epsilon", s->rms_eps ? s->rms_eps : 1e-5f);
     if (s->arch != GA_GEMMA2) KF32("rope.freq_base", s->theta);
-    if (hd != s->dim / s->heads || s->arch == GA_QWEN3 || s->arch == GA_QWEN3MOE || s->arch == GA_GEMMA2) {
+    if (hd != s->dim / s->heads || s->arch == GA_QWEN3 || s->arch == GA_QWEN3MOE || s->arch == GA_GEMMA2 ||
+        s->arch == GA_GPT_OSS) {
         KU32("attention.key_length", hd);
         KU32("attention.value_length", hd);
     }

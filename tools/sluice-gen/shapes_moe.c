@@ -22,7 +22,16 @@
  * mistralai/Mixtral-8x7B-v0.1: hidden 4096, 32 layers, 32/8 heads, intermediate 14336, 8 experts,
  * 2 a token, 32768, 1e6, rms 1e-5, vocab 32000; Qwen/Qwen1.5-MoE-A2.7B: hidden 2048, 24 layers,
  * 16/16 heads, intermediate 5632, moe_intermediate 1408, shared_expert_intermediate 5632, 60
- * experts, 4 a token, 8192, 1e6, rms 1e-6, vocab 151936, untied) — see plan.c's table.
+ * experts, 4 a token, 8192, 1e6, rms 1e-6, vocab 151936, untied; openai/gpt-oss-20b: hidden 2880,
+ * 24 layers, 64/8 heads, head_dim 64, intermediate 2880 (each expert's width), 32 local experts, 4 a
+ * token, sliding_window 128 (even layers), rope_theta 150000, rope_scaling yarn factor 32 beta_fast
+ * 32 beta_slow 1 original_max_position_embeddings 4096, max_position_embeddings 131072, rms 1e-5,
+ * vocab 201088 (o200k_harmony), untied; openai/gpt-oss-120b the same but 36 layers and 128 experts)
+ * — see plan.c's table.  gpt-oss (conversion/gpt_oss.py GptOssModel): expert_feed_forward_length =
+ * intermediate_size, attention.sliding_window, the rope.scaling.* keys; per block the biases of
+ * q/k/v/o, router and experts, attn_sinks, post_attention_norm (no ffn_norm); its released GGUF files
+ * (ggml-org's "mxfp4") are llama-quantize's MXFP4_MOE mix: expert stacks MXFP4, every other matrix
+ * Q8_0 (loader/ftype.c).
  */
 #include "tools/sluice-gen/gen.h"
 
@@ -30,11 +39,44 @@
 
 #include "loader/ftype.h"
 
+/* A gpt-oss block in micro-gpt-oss.F16.gguf's order: attention with q/k/v/o biases and the sinks
+ * (one logit a head), post_attention_norm (the FFN's input norm), the router and its bias, each
+ * expert stack followed by its bias ({F, E} for gate/up, {dim, E} for down: a row an expert). */
+static void add_layer_gpt_oss(tplan *p, int *n, const opts *o, int l)
+{
+    const shape *s = &o->s;
+    const int64_t d = s->dim, hd = gen_head_dim(s), qd = hd * s->heads, kvd = hd * s->kv_heads;
+    const int64_t E = s->n_expert, F = s->expert_ffn;
+    gen_add_plan(p, n, o, K_ATTN_NORM, l, "attn_norm", d, 0, 0);
+    gen_add_plan(p, n, o, K_Q, l, "attn_q", d, qd, 0);
+    gen_add_plan(p, n, o, K_Q_BIAS, l, "attn_q", qd, 0, 0);
+    gen_add_plan(p, n, o, K_K, l, "attn_k", d, kvd, 0);
+    gen_add_plan(p, n, o, K_K_BIAS, l, "attn_k", kvd, 0, 0);
+    gen_add_plan(p, n, o, K_V, l, "attn_v", d, kvd, 0);
+    gen_add_plan(p, n, o, K_V_BIAS, l, "attn_v", kvd, 0, 0);
+    gen_add_plan(p, n, o, K_O, l, "attn_output", qd, d, 0);
+    gen_add_plan(p, n, o, K_O_BIAS, l, "attn_output", d, 0, 0);
+    gen_add_plan(p, n, o, K_SINKS, l, "attn_sinks", s->heads, 0, 0);
+    gen_add_plan(p, n, o, K_POST_ATTN_NORM, l, "post_attention_norm", d, 0, 0);
+    gen_add_plan(p, n, o, K_GATE_INP, l, "ffn_gate_inp", d, E, 0);
+    gen_add_plan(p, n, o, K_GATE_INP_BIAS, l, "ffn_gate_inp", E, 0, 0);
+    gen_add_plan(p, n, o, K_GATE_EXPS, l, "ffn_gate_exps", d, F, E);
+    gen_add_plan(p, n, o, K_GATE_EXPS_BIAS, l, "ffn_gate_exps", F, E, 0);
+    gen_add_plan(p, n, o, K_UP_EXPS, l, "ffn_up_exps", d, F, E);
+    gen_add_plan(p, n, o, K_UP_EXPS_BIAS, l, "ffn_up_exps", F, E, 0);
+    gen_add_plan(p, n, o, K_DOWN_EXPS, l, "ffn_down_exps", F, d, E);
+    gen_add_plan(p, n, o, K_DOWN_EXPS_BIAS, l, "ffn_down_exps", d, E, 0);
+}
+
 /* Contract: see gen.h.  Orders: the micro MoE files of ../shared (the converter's for F16; quantized
  * files are re-sorted by gen_build_plan). */
 void gen_add_layer_moe(tplan *p, int *n, const opts *o, int l)
 {
     const shape *s = &o->s;
+    if (s->arch == GA_GPT_OSS) {
+        add_layer_gpt_oss(p, n, o, l);
+        return;
+    }
     const int64_t d = s->dim, hd = gen_head_dim(s), qd = hd * s->heads, kvd = hd * s->kv_heads;
     const int64_t E = s->n_expert, F = s->expert_ffn, S = s->shexp_ffn;
     gen_add_plan(p, n, o, K_ATTN_NORM, l, "attn_norm", d, 0, 0);
@@ -60,6 +102,19 @@ void gen_add_layer_moe(tplan *p, int *n, const opts *o, int l)
     }
 }
 
+/* gpt-oss's own keys, as the converter writes them from config.json (rope_scaling: yarn, factor 32,
+ * beta_fast 32, beta_slow 1, original_max_position_embeddings; sliding_window).  Writer status. */
+static int write_meta_gpt_oss(sl_gguf_writer *w, const shape *s)
+{
+    int rc = sl_gguf_writer_kv_str(w, "gpt-oss.rope.scaling.type", "yarn");
+    if (!rc) rc = sl_gguf_writer_kv_f32(w, "gpt-oss.rope.scaling.factor", 32.0f);
+    if (!rc) rc = sl_gguf_writer_kv_u32(w, "gpt-oss.rope.scaling.original_context_length", (uint32_t)s->yarn_orig_ctx);
+    if (!rc) rc = sl_gguf_writer_kv_f32(w, "gpt-oss.rope.scaling.yarn_beta_fast", 32.0f);
+    if (!rc) rc = sl_gguf_writer_kv_f32(w, "gpt-oss.rope.scaling.yarn_beta_slow", 1.0f);
+    if (!rc) rc = sl_gguf_writer_kv_u32(w, "gpt-oss.attention.sliding_window", (uint32_t)s->swa);
+    return rc;
+}
+
 /* Contract: see gen.h. */
 int gen_write_meta_moe(sl_gguf_writer *w, const opts *o)
 {
@@ -78,13 +133,14 @@ int gen_write_meta_moe(sl_gguf_writer *w, const opts *o)
         snprintf(k, sizeof k, "%s.expert_shared_feed_forward_length", a);
         rc = sl_gguf_writer_kv_u32(w, k, (uint32_t)s->shexp_ffn);
     }
+    if (!rc && s->arch == GA_GPT_OSS) rc = write_meta_gpt_oss(w, s);
     return rc;
 }
 
 /* Contract: see gen.h. */
 const char *gen_moe_apply(shape *s, int experts, int used, int expert_ffn, int shexp_ffn)
 {
-    const bool moe_arch = s->arch == GA_QWEN3MOE || s->arch == GA_QWEN2MOE;
+    const bool moe_arch = s->arch == GA_QWEN3MOE || s->arch == GA_QWEN2MOE || s->arch == GA_GPT_OSS;
     if (experts > 0 && !moe_arch && s->arch != GA_LLAMA) return "--experts: only llama (Mixtral) and the MoE shapes have experts";
     if (experts > 0) s->n_expert = experts;
     if ((used > 0 || expert_ffn > 0) && s->n_expert == 0) return "--experts-used and --expert-ffn need --experts";
