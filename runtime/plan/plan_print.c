@@ -118,7 +118,8 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         for (int l = p->n_layers_resident; l < c->n_layers; l++)
             for (int i = 0; i < SL_BLOCK_MATS; i++) partial += p->layer_resident[l][i] && pm->tensor_bytes[l][i];
         fprintf(f, "resident: %d of %d blocks%s%s; LM head %s\n", p->n_layers_resident, c->n_layers,
-                partial ? ", plus single tensors of later blocks" : "", "", p->lm_head_resident ? "resident" : "streams");
+                c->n_expert ? " (their dense weights; routed experts: below)" : "",
+                partial ? ", plus single tensors of later blocks" : "", p->lm_head_resident ? "resident" : "streams");
         fprintf(f, "streams:  %.1f MiB of weights per token in pieces of <= %.1f MiB (LM head: %d rows per piece), "
                 "embedding rows on demand\n", p->stream_bytes / MiB, p->chunk_bytes / MiB, p->lm_head_rows);
         if (c->n_expert) {

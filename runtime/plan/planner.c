@@ -519,7 +519,7 @@ static uint64_t pin_weights(const sl_plan_model *pm, uint64_t avail, sl_plan *p,
                 pinned++;
             }
         }
-        if (pinned == SL_BLOCK_MATS && !expert_size(pm, l)) p->n_layers_resident++;
+        if (pinned == SL_BLOCK_MATS) p->n_layers_resident++;   /* a MoE block: its dense weights (experts: the cache) */
     }
     *expert_res = expert_cache(pm, avail, p);
     return res + *expert_res;

@@ -92,7 +92,8 @@ typedef struct sl_plan {
     double   expert_hit_rate;       /* the hit rate the prediction assumes: entries / experts (uniform,
                                      * independent routing: what an LRU cache of that share hits; trained
                                      * models route with locality and hit more) */
-    int      n_layers_resident;   /* blocks entirely resident (experts included) */
+    int      n_layers_resident;   /* blocks whose matrices are all resident (a MoE block's routed experts are
+                                   * the expert cache's, counted apart) */
     uint64_t resident_bytes;  /* weights held in memory */
     uint64_t stream_bytes;    /* weights read per token (one pass): dense streamed matrices, the LM head if
                                * streamed, and the routed experts a token takes (expert_used_count of each
