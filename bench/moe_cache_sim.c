@@ -11,7 +11,8 @@
  * batch holds (or is read through when there is none).  The hit rate is hits / experts asked for;
  * with one token per pass (decoding) that is per token and block.
  *
- * Policies: LRU, LFU with decay (counts halved every E*blocks asks), LRU with
+ * Policies: LRU, LFU with decay (a count per expert of every ask for it, cached or not, halved every
+ * E*blocks asks; an entry goes to a new expert only if that one is asked for at least as often), LRU with
  * a quota per block (entries split evenly over the blocks), and Belady's optimum (evict the expert
  * asked for furthest in the future: an upper bound no online policy reaches), and what the engine
  * runs: LFU-decay while the cache holds fewer than one token's experts (blocks x k), else LRU.  Sizes
@@ -186,25 +187,28 @@ static double simulate(const trace *t, int p, int cap)
     if (p == ENGINE) p = cap < t->blocks * t->k ? LFU : LRU;   /* runtime/engine/expert_cache.c */
     const int units = t->blocks * t->experts;
     int *slot = malloc((size_t)units * sizeof *slot);      /* entry of a unit, -1 */
+    unsigned *freq = calloc((size_t)units, sizeof *freq);  /* LFU: asks per unit, halved every `units` asks */
     int *unit = malloc((size_t)cap * sizeof *unit);        /* unit of an entry, -1 */
-    double *key = malloc((size_t)cap * sizeof *key);       /* LRU: last use; LFU: count; OPT: next use */
+    double *key = malloc((size_t)cap * sizeof *key);       /* last use (LRU, LFU's ties); OPT: next use */
     int *batch = malloc((size_t)cap * sizeof *batch);
     for (int u = 0; u < units; u++) slot[u] = -1;
     for (int e = 0; e < cap; e++) { unit[e] = -1; key[e] = -1; batch[e] = -1; }
     long hits = 0, asked = 0, clock = 0, at = 0;
-    const long decay_every = (long)units;
     for (int i = 0; i < t->n; i++) {
         const ask *a = &t->a[i];
         for (int x = 0; x < a->n; x++, at++) {
             int u = a->block * t->experts + a->experts[x];
             asked++;
             clock++;
-            if (p == LFU && clock % decay_every == 0)
-                for (int e = 0; e < cap; e++) key[e] /= 2;
+            if (p == LFU) {   /* as the engine: the unit's frequency counts every ask, cached or not */
+                if (clock % units == 0)
+                    for (int v = 0; v < units; v++) freq[v] /= 2;
+                freq[u]++;
+            }
             int e = slot[u];
             if (e >= 0) {
                 hits++;
-                key[e] = p == LFU ? key[e] + 1 : p == OPT ? next_use[at] : clock;
+                key[e] = p == OPT ? next_use[at] : clock;
                 batch[e] = i;
                 continue;
             }
@@ -217,18 +221,21 @@ static double simulate(const trace *t, int p, int cap)
                 if (unit[k] < 0) { v = k; break; }
                 if (batch[k] == i) continue;
                 if (v < 0) { v = k; continue; }
-                bool worse = p == OPT ? key[k] > key[v] : key[k] < key[v];
+                bool worse = p == OPT ? key[k] > key[v]
+                           : p == LFU ? freq[unit[k]] < freq[unit[v]] || (freq[unit[k]] == freq[unit[v]] && key[k] < key[v])
+                                      : key[k] < key[v];
                 if (worse) v = k;
             }
             if (v < 0) continue;   /* read through */
+            if (p == LFU && unit[v] >= 0 && freq[unit[v]] > freq[u]) continue;   /* keep the more frequent one */
             if (unit[v] >= 0) slot[unit[v]] = -1;
             unit[v] = u;
             slot[u] = v;
-            key[v] = p == LFU ? 1 : p == OPT ? next_use[at] : clock;
+            key[v] = p == OPT ? next_use[at] : clock;
             batch[v] = i;
         }
     }
-    free(slot); free(unit); free(key); free(batch);
+    free(slot); free(freq); free(unit); free(key); free(batch);
     return asked ? (double)hits / asked : 0;
 }
 

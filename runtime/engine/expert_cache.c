@@ -13,7 +13,6 @@ typedef struct entry {
     uint64_t need;         /* the unit's bytes: whole when filled == need */
     bool whole;
     uint64_t batch;        /* the batch that last claimed it: not evicted during that batch */
-    uint32_t uses;         /* LFU: claims since it took its unit, halved at every decay */
     int prev, next;        /* LRU list: head = most recent */
 } entry;
 
@@ -24,6 +23,8 @@ struct sl_xcache {
     int *of_unit;          /* (n_units): entry index or -1 */
     int n_units;
     uint64_t *unit_bytes;  /* (n_units) */
+    uint32_t *freq;        /* (n_units) LFU: asks for the unit, cached or not, halved at every decay: an
+                            * expert asked for often wins its entry back even after it was evicted */
     uint64_t entry_bytes, batch;
     bool lfu;
     uint64_t asks, decay_every;
@@ -73,7 +74,8 @@ int sl_xcache_create(const sl_model *m, uint64_t bytes, sl_xcache **out)
     c->e = calloc((size_t)n, sizeof *c->e);
     c->of_unit = malloc((size_t)units * sizeof *c->of_unit);
     c->unit_bytes = calloc((size_t)units, sizeof *c->unit_bytes);
-    if (!c->e || !c->of_unit || !c->unit_bytes || posix_memalign((void **)&c->mem, 64, (size_t)(n * (int64_t)eb))) {
+    c->freq = calloc((size_t)units, sizeof *c->freq);
+    if (!c->e || !c->of_unit || !c->unit_bytes || !c->freq || posix_memalign((void **)&c->mem, 64, (size_t)(n * (int64_t)eb))) {
         sl_xcache_free(c);
         return -ENOMEM;
     }
@@ -102,6 +104,7 @@ void sl_xcache_free(sl_xcache *c)
     free(c->e);
     free(c->of_unit);
     free(c->unit_bytes);
+    free(c->freq);
     free(c);
 }
 
@@ -117,7 +120,7 @@ static int victim(const sl_xcache *c)
         if (x->unit < 0) return i;
         if (x->batch == c->batch) continue;
         if (!c->lfu) return i;   /* LRU: the least recent one this batch does not hold */
-        if (v < 0 || x->uses < c->e[v].uses) v = i;
+        if (v < 0 || c->freq[x->unit] < c->freq[c->e[v].unit]) v = i;
     }
     return v;
 }
@@ -125,13 +128,15 @@ static int victim(const sl_xcache *c)
 int sl_xcache_claim(sl_xcache *c, int unit)
 {
     if (unit < 0 || unit >= c->n_units) return SL_XCACHE_BYPASS;
-    if (c->lfu && ++c->asks % c->decay_every == 0)
-        for (int k = 0; k < c->n; k++) c->e[k].uses /= 2;
+    if (c->lfu) {
+        if (++c->asks % c->decay_every == 0)
+            for (int u = 0; u < c->n_units; u++) c->freq[u] /= 2;
+        c->freq[unit]++;
+    }
     int i = c->of_unit[unit];
     if (i >= 0 && c->e[i].whole) {
         c->st.hits++;
         c->e[i].batch = c->batch;
-        c->e[i].uses++;
         unlink_entry(c, i);
         push_front(c, i);
         return SL_XCACHE_HIT;
@@ -139,14 +144,19 @@ int sl_xcache_claim(sl_xcache *c, int unit)
     c->st.misses++;
     if (i < 0) {
         i = victim(c);
-        if (i < 0) { c->st.bypass++; return SL_XCACHE_BYPASS; }
+        /* none free for this batch, or (LFU) every entry it could take holds an expert asked for more
+         * often than this one: read it through and keep them */
+        if (i < 0 || (c->lfu && c->e[i].unit >= 0 && c->freq[c->e[i].unit] > c->freq[unit])) {
+            c->st.bypass++;
+            return SL_XCACHE_BYPASS;
+        }
         if (c->e[i].unit >= 0) {
             c->of_unit[c->e[i].unit] = -1;
             c->st.evictions++;
         }
         c->of_unit[unit] = i;
     }
-    c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .batch = c->batch, .uses = 1, .prev = c->e[i].prev,
+    c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .batch = c->batch, .prev = c->e[i].prev,
                        .next = c->e[i].next };
     unlink_entry(c, i);
     push_front(c, i);
