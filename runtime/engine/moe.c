@@ -2,10 +2,12 @@
  *
  *   h = rmsnorm(x) * ffn_norm                                   (nb, dim)
  *   l = router . h                                              (nb, n_expert), f32 weights
+ *   [+ router bias (gpt-oss)]
  *   per position: the k = n_expert_used experts and their weights (route(): softmax over all
- *     experts, top-k, renormalised or not: arch.h enum sl_gating)
+ *     experts, top-k, renormalised or not; or top-k of the logits, softmax over those: enum sl_gating)
  *   per expert e that any position took, in ascending e: its positions' rows of h gathered,
- *     y = down_e (silu(gate_e h) * up_e h), and each position's row acc += w_e * y
+ *     y = down_e (act(gate_e h [+ b]) * (up_e h [+ b])) [+ b], and each position's row acc += w_e * y
+ *     (act: silu, or gpt-oss's clamped swiglu_oai; [+ b]: gpt-oss's per-expert biases)
  *   [shared expert: acc += sigmoid(shexp_gate . h) * down_s (silu(gate_s h) * up_s h)]
  *   x += acc [rmsnorm * post_ffn_norm]
  *
@@ -30,19 +32,25 @@
  * descending probability (ties: the lower expert id), and their weights.  llama.cpp build_moe_ffn:
  * softmax over all experts, argsort top-k, then with norm_w the weights divided by their sum
  * (clamped below at 6.103515625e-5, its guard for a zero sum). */
+/* The k largest of the E values (descending; ties: the lower expert id) into ids, their values into w. */
+static void top_k(const float *v, int E, int k, int *ids, float *w)
+{
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            bool taken = false;
+            for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
+            if (!taken && (best < 0 || v[e] > v[best])) best = e;
+        }
+        ids[j] = best;
+        w[j] = v[best];
+    }
+}
+
 static void route(float *logits, int E, int k, int gating, int *ids, float *w)
 {
     if (gating == SL_GATE_TOPK_SOFTMAX) {   /* gpt-oss: the k best logits, then a softmax over them */
-        for (int j = 0; j < k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                bool taken = false;
-                for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
-                if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
-            }
-            ids[j] = best;
-            w[j] = logits[best];
-        }
+        top_k(logits, E, k, ids, w);
         sl_softmax(w, k);
         return;
     }
@@ -51,16 +59,7 @@ static void route(float *logits, int E, int k, int gating, int *ids, float *w)
     double sum = 0;
     for (int e = 0; e < E; e++) sum += logits[e] = expf(logits[e] - mx);
     for (int e = 0; e < E; e++) logits[e] = (float)(logits[e] / sum);
-    for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int e = 0; e < E; e++) {
-            bool taken = false;
-            for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
-            if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
-        }
-        ids[j] = best;
-        w[j] = logits[best];
-    }
+    top_k(logits, E, k, ids, w);
     if (gating == SL_GATE_SOFTMAX_NORM) {
         float s = 0;
         for (int j = 0; j < k; j++) s += w[j];
