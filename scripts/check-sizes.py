@@ -18,7 +18,7 @@ def files():
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                          capture_output=True, text=True, check=True).stdout.split()
     return [f for f in out if f.endswith((".c", ".h")) and f.startswith(ALL_DIRS)
-            and "unicode_tables.c" not in f]   # generated table
+            and not f.endswith(("unicode_tables.c", "unicode_case_tables.c"))]   # generated tables
 
 
 def strip(line):

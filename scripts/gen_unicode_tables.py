@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Generate runtime/text/unicode_tables.c from the Unicode Character Database.
+"""Generate runtime/text/unicode_tables.c (categories, White_Space, ASCII flags) and
+runtime/text/unicode_case_tables.c (lowercase mappings, letter-case ranges) from the Unicode
+Character Database.
 
 Usage (from the repository root; Debian package `unicode-data` provides the files):
 
-    python3 scripts/gen_unicode_tables.py > runtime/text/unicode_tables.c
-    python3 scripts/gen_unicode_tables.py /path/to/ucd-dir > runtime/text/unicode_tables.c
+    python3 scripts/gen_unicode_tables.py                 # writes both files into runtime/text/
+    python3 scripts/gen_unicode_tables.py /path/to/ucd-dir [--out DIR]
 
 Emits three compact tables used by the tokenizers' pre-tokenizer rules (runtime/text/unicode.c):
   * general-category ranges, one uint32 per range: (first code point << 8) | category flag,
@@ -112,7 +114,13 @@ def emit_u32_list(name, values, per_line=8, comment=""):
 
 
 def main():
-    ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
+    args = sys.argv[1:]
+    out_dir = "runtime/text"
+    if "--out" in args:
+        k = args.index("--out")
+        out_dir = args[k + 1]
+        del args[k:k + 2]
+    ucd = args[0] if args else "/usr/share/unicode"
     flags = bytearray([F_UNDEF]) * MAX_CP
     case = bytearray(MAX_CP)
     lower_pairs = []
@@ -145,40 +153,51 @@ def main():
 
     ascii_flags = [flags[c] | (F_SPACE if c in space else 0) for c in range(128)]
 
-    print("/* runtime/text/unicode_tables.c — GENERATED, do not edit.")
-    print(" *")
-    print(" * Generator: python3 scripts/gen_unicode_tables.py > runtime/text/unicode_tables.c")
-    print(" * Source:    %s/UnicodeData.txt + PropList.txt (Unicode %s, Debian package unicode-data)"
-          % (ucd, version))
-    print(" * Contents:  %d category ranges, %d White_Space code points, %d lowercase mappings,"
-          % (len(ranges), len(space), len(lower_pairs)))
-    print(" *            %d letter-case ranges." % len(case_ranges))
-    print(" */")
-    print('#include "runtime/text/unicode.h"')
-    print()
-    emit_u32_list("sl_uc_cat_ranges", ranges,
-                  comment="  /* (first << 8) | flag; a range ends where the next begins */")
-    print()
-    emit_u32_list("sl_uc_space", space)
-    print()
-    print("const uint32_t sl_uc_lower[%d][2] = {  /* (code point, simple lowercase), sorted */" % len(lower_pairs))
-    for i in range(0, len(lower_pairs), 4):
-        print("    " + " ".join("{0x%05X, 0x%05X}," % p for p in lower_pairs[i:i + 4]))
-    print("};")
-    print()
-    emit_u32_list("sl_uc_case_ranges", case_ranges,
-                  comment="  /* (first << 8) | 1 Lu/Lt, 2 Ll, 0 other; a range ends where the next begins */")
-    print()
-    print("const uint16_t sl_uc_ascii[128] = {")
-    for i in range(0, 128, 8):
-        print("    " + " ".join("0x%03X," % v for v in ascii_flags[i:i + 8]))
-    print("};")
-    print()
-    print("const size_t sl_uc_cat_ranges_n = %d;" % len(ranges))
-    print("const size_t sl_uc_space_n = %d;" % len(space))
-    print("const size_t sl_uc_lower_n = %d;" % len(lower_pairs))
-    print("const size_t sl_uc_case_ranges_n = %d;" % len(case_ranges))
-
+    source = ("%s/UnicodeData.txt + PropList.txt (Unicode %s, Debian package unicode-data)" % (ucd, version))
+    with open(os.path.join(out_dir, "unicode_tables.c"), "w", encoding="utf-8") as out:
+        sys.stdout = out
+        print("/* runtime/text/unicode_tables.c — GENERATED, do not edit.")
+        print(" *")
+        print(" * Generator: python3 scripts/gen_unicode_tables.py (also writes unicode_case_tables.c)")
+        print(" * Source:    %s" % source)
+        print(" * Contents:  %d category ranges, %d White_Space code points, ASCII flags."
+              % (len(ranges), len(space)))
+        print(" */")
+        print('#include "runtime/text/unicode.h"')
+        print()
+        emit_u32_list("sl_uc_cat_ranges", ranges,
+                      comment="  /* (first << 8) | flag; a range ends where the next begins */")
+        print()
+        emit_u32_list("sl_uc_space", space)
+        print()
+        print("const uint16_t sl_uc_ascii[128] = {")
+        for i in range(0, 128, 8):
+            print("    " + " ".join("0x%03X," % v for v in ascii_flags[i:i + 8]))
+        print("};")
+        print()
+        print("const size_t sl_uc_cat_ranges_n = %d;" % len(ranges))
+        print("const size_t sl_uc_space_n = %d;" % len(space))
+    with open(os.path.join(out_dir, "unicode_case_tables.c"), "w", encoding="utf-8") as out:
+        sys.stdout = out
+        print("/* runtime/text/unicode_case_tables.c — GENERATED, do not edit.")
+        print(" *")
+        print(" * Generator: python3 scripts/gen_unicode_tables.py (also writes unicode_tables.c)")
+        print(" * Source:    %s" % source)
+        print(" * Contents:  %d lowercase mappings, %d letter-case ranges." % (len(lower_pairs), len(case_ranges)))
+        print(" */")
+        print('#include "runtime/text/unicode.h"')
+        print()
+        print("const uint32_t sl_uc_lower[%d][2] = {  /* (code point, simple lowercase), sorted */" % len(lower_pairs))
+        for i in range(0, len(lower_pairs), 4):
+            print("    " + " ".join("{0x%05X, 0x%05X}," % p for p in lower_pairs[i:i + 4]))
+        print("};")
+        print()
+        emit_u32_list("sl_uc_case_ranges", case_ranges,
+                      comment="  /* (first << 8) | 1 Lu/Lt, 2 Ll, 0 other; a range ends where the next begins */")
+        print()
+        print("const size_t sl_uc_lower_n = %d;" % len(lower_pairs))
+        print("const size_t sl_uc_case_ranges_n = %d;" % len(case_ranges))
+    sys.stdout = sys.__stdout__
 
 if __name__ == "__main__":
     main()
