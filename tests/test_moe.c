@@ -40,6 +40,7 @@
 #include "runtime/engine/expert_cache.h"
 #include "runtime/engine/stream.h"
 #include "qemu_testutil.h"
+#include "util/budget_identity.h"
 #include "util/golden.h"
 #include "util/gguf_variant.h"
 
@@ -369,85 +370,18 @@ Test(moe_batch, sequences_share_a_pass_bit_identical)
 }
 
 /* Through the C API under budgets between the least that works and all-resident: the logits of the
- * resident run, bit for bit, and the plan within its budget. */
-static void api_open(const char *path, uint64_t budget, sluice_model **m, sluice_ctx **c)
-{
-    sluice_params p;
-    sluice_params_default(&p);
-    p.planner = budget ? SLUICE_PLANNER_ON : SLUICE_PLANNER_OFF;
-    p.ram_budget = budget;
-    p.n_threads = 2;
-    p.n_ctx = 256;
-    p.n_batch = 8;
-    p.kv_type = SLUICE_KV_F16;
-    p.disk_bw = 1.0;
-    p.compute_bw = 1.0;
-    char err[512];
-    cr_assert_eq(sluice_open(path, &p, m, err, sizeof err), 0, "%s (budget %llu): %s", path, (unsigned long long)budget, err);
-    cr_assert_eq(sluice_ctx_new(*m, c, err, sizeof err), 0, "%s", err);
-}
-
+ * resident run, bit for bit, and the plan within its budget (tests/util/budget_identity.c) — at the least
+ * budget (everything streams, experts on demand), halfway, and nine tenths of the way (dense weights
+ * pinned, an expert cache). */
 Test(moe_budget, budgets_bit_identical)
 {
+    static const int tenths[] = { 0, 5, 9 };
     for (int mi = 0; mi < N_MODELS; mi++) {
         golden_run g;
         cr_assert_eq(golden_read_txt(shared_path("golden/%s/Q8_0.p5_long.txt", models[mi]), &g), 0);
-        char path[512], err[512];
+        char path[512];
         snprintf(path, sizeof path, "%s", shared_path("models/%s.Q8_0.gguf", models[mi]));
-        sluice_model *m0;
-        sluice_ctx *c0;
-        api_open(path, 0, &m0, &c0);
-        sluice_model_info info;
-        sluice_model_get_info(m0, &info);
-        sluice_params p;
-        sluice_params_default(&p);
-        p.planner = SLUICE_PLANNER_ON;
-        p.n_ctx = 256;
-        p.n_batch = 8;
-        p.n_threads = 2;
-        p.kv_type = SLUICE_KV_F16;
-        p.disk_bw = 1.0;
-        p.compute_bw = 1.0;
-        sluice_plan_info lo, hi;
-        p.ram_budget = 1;
-        cr_assert_neq(sluice_plan(path, &p, &lo, err, sizeof err), 0);
-        cr_assert_gt(lo.min_budget, 0, "%s", err);
-        p.ram_budget = 1ull << 40;
-        cr_assert_eq(sluice_plan(path, &p, &hi, err, sizeof err), 0, "%s", err);
-        cr_assert(hi.all_resident);
-        float *ref = malloc((size_t)3 * info.n_vocab * sizeof *ref);
-        cr_assert_eq(sluice_eval(c0, g.prompt, g.n_prompt), 0);
-        for (int s = 0; s < 3; s++) {
-            memcpy(ref + (size_t)s * info.n_vocab, sluice_logits(c0), (size_t)info.n_vocab * sizeof *ref);
-            cr_assert_eq(sluice_eval(c0, &g.steps[s].token, 1), 0);
-        }
-        /* the least budget (everything streams, experts on demand), halfway, and nine tenths of the
-         * way to all-resident (dense weights pinned, some blocks' experts too) */
-        const int fr[] = { 0, 5, 9 };
-        for (int q = 0; q < 3; q++) {
-            const uint64_t budget = lo.min_budget + (hi.planned_bytes - lo.min_budget) * (uint64_t)fr[q] / 10;
-            sluice_model *m1;
-            sluice_ctx *c1;
-            sluice_plan_info pi;
-            api_open(path, budget, &m1, &c1);
-            sluice_model_get_plan(m1, &pi);
-            cr_assert(pi.planned && !pi.all_resident, "%s: budget %llu should stream", path, (unsigned long long)budget);
-            cr_assert_leq(pi.planned_bytes, budget);
-            cr_assert_eq(sluice_eval(c1, g.prompt, g.n_prompt), 0);
-            for (int s = 0; s < 3; s++) {
-                cr_assert_eq(memcmp(ref + (size_t)s * info.n_vocab, sluice_logits(c1), (size_t)info.n_vocab * sizeof(float)),
-                             0, "%s step %d at %llu bytes: budgeted logits differ from resident", path, s,
-                             (unsigned long long)budget);
-                cr_assert_eq(sluice_eval(c1, &g.steps[s].token, 1), 0);
-            }
-            fprintf(stderr, "moe budget: %s at %.2f MiB (%d/%d blocks resident) bit-identical to resident\n", path,
-                    budget / 1048576.0, pi.n_layers_resident, pi.n_layers);
-            sluice_ctx_free(c1);
-            sluice_close(m1);
-        }
-        free(ref);
-        sluice_ctx_free(c0);
-        sluice_close(m0);
+        budget_identity_check(path, &g, tenths, 3, 10, "moe budget");
     }
 }
 
