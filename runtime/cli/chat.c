@@ -21,15 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
-#ifdef SL_HAVE_LIBEDIT
-#include <histedit.h>
-#endif
 
 #include "include/sluice.h"
 #include "runtime/text/chat_template.h"
 #include "kernels/clock.h"
+#include "runtime/cli/chat_input.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/cli/sigwatch.h"
@@ -80,15 +77,10 @@ typedef struct chat {
     int32_t end_tok;               /* the template's end-of-turn token, or -1 */
     msg *msgs;
     int n_msgs, cap_msgs;
-    bool tty_in, tty_out;
+    bool tty_out;
+    chat_input in;                 /* stdin: terminal modes, line editor */
     bool keep_session;             /* --session is not ours to replace (another model, not a session) */
     sl_progress bar;
-#ifdef SL_HAVE_LIBEDIT
-    EditLine *el;
-    History *hist;
-    char hist_path[4096];
-#endif
-    struct termios term0;          /* the terminal as we found it (tty_in) */
     /* the answer being generated */
     char *ans;
     size_t ans_len, ans_cap, printed;
@@ -244,32 +236,6 @@ static int on_token(void *user, int32_t id, const char *text, size_t len)
 
 static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
 
-/* The terminal between two lines typed (stdin a terminal): no echo, so typed-ahead text never lands
- * inside an answer.  With libedit also not canonical, until libedit reads the next line: it prints
- * its prompt before it switches to its own mode, and keys typed as the prompt showed met the
- * kernel's line discipline: echoed twice, and typed-ahead text escaped the editor's Ctrl-U (CI once
- * sent "<typed-ahead>/quit" as a message).  libedit learns the terminal's settings
- * only in canonical mode, so it keeps those of el_init().  Without libedit lines are read canonical:
- * only the echo goes, and tty_release() restores the terminal. */
-static void tty_hold(chat *ch)
-{
-    if (!ch->tty_in) return;
-    struct termios t = ch->term0;
-    t.c_lflag &= ~(tcflag_t)ECHO;
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) { t.c_lflag &= ~(tcflag_t)ICANON; t.c_cc[VMIN] = 1; t.c_cc[VTIME] = 0; }   /* ISIG stays: Ctrl-C */
-#endif
-    tcsetattr(STDIN_FILENO, TCSANOW, &t);
-}
-
-static void tty_release(chat *ch)
-{
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) return;   /* el_gets() switches from the held mode to its own */
-#endif
-    if (ch->tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch->term0);
-}
-
 /* Render, tokenize, drop old turns until the prompt leaves room for an answer.  Returns the token
  * count (ids in *out, malloc'd) or -1 after printing why. */
 static int build_prompt(chat *ch, int32_t **out)
@@ -316,13 +282,13 @@ static int turn(chat *ch, const char *text, size_t len)
     int n = build_prompt(ch, &toks);
     if (n < 0) { drop_msgs(ch, ch->n_msgs - 1, 1); return 0; }
     uint64_t t0 = sl_now_ns();
-    tty_hold(ch);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
+    chat_input_hold(&ch->in);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
     int rc = sluice_prefill(ch->C, toks, n);
     sl_progress_clear(&ch->bar);
     free(toks);
     uint64_t t1 = sl_now_ns();
     if (rc < 0) {
-        tty_release(ch);
+        chat_input_release(&ch->in);
         drop_msgs(ch, ch->n_msgs - 1, 1);
         if (rc == -ECANCELED) { fprintf(stderr, "\n(interrupted)\n"); return 0; }
         cli_err("%s", sluice_ctx_error(ch->C));
@@ -334,7 +300,7 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->ans_len = ch->printed = 0;
     ch->at_start = true;
     int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
-    tty_release(ch);
+    chat_input_release(&ch->in);
     flush_answer(ch, true);
     uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
@@ -424,179 +390,6 @@ static int command(chat *ch, char *line)
         cli_err("unknown command %s (try /help)", line);
     }
     return 0;
-}
-
-/* ---- input ------------------------------------------------------------------------------------- */
-
-enum { LINE_OK, LINE_EOF, LINE_INTR, LINE_ERR };
-
-/* Read one line from fd 0 without stdio buffering (so a signal interrupts it), continuing lines
- * that end in a backslash.  The line is returned without its newline in *line (malloc'd). */
-static int read_line(char **line, size_t *len)
-{
-    size_t cap = 256, n = 0;
-    char *b = malloc(cap);
-    if (!b) return LINE_ERR;
-    for (;;) {
-        char c;
-        ssize_t r = read(STDIN_FILENO, &c, 1);
-        if (r < 0 && errno == EINTR) {
-            if (g_sigint || g_sigterm) { free(b); return LINE_INTR; }
-            continue;
-        }
-        if (r < 0) { free(b); return LINE_ERR; }
-        if (r == 0) {
-            if (!n) { free(b); return LINE_EOF; }
-            break;
-        }
-        if (c == '\n') {
-            if (n && b[n - 1] == '\\') { b[n - 1] = '\n'; continue; }
-            break;
-        }
-        if (n + 2 > cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) { free(b); return LINE_ERR; }
-            b = nb;
-        }
-        b[n++] = c;
-    }
-    if (n && b[n - 1] == '\r') n--;
-    b[n] = 0;
-    *line = b;
-    *len = n;
-    return LINE_OK;
-}
-
-#ifdef SL_HAVE_LIBEDIT
-static char *el_prompt(EditLine *el) { (void)el; return "> "; }
-
-/* $XDG_STATE_HOME/sluice/chat_history (default ~/.local/state/...); "" when there is no home. */
-static void history_path(char *buf, size_t len)
-{
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    char dir[3072];
-    buf[0] = 0;
-    if (state && *state) snprintf(dir, sizeof dir, "%s/sluice", state);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/sluice", home);
-    else return;
-    /* mkdir -p of the last two levels is enough for the default layout */
-    char parent[3072];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash) { *slash = 0; mkdir(parent, 0700); }
-    if (mkdir(dir, 0700) && errno != EEXIST) return;
-    snprintf(buf, len, "%s/chat_history", dir);
-}
-
-/* Bracketed paste: the terminal wraps pasted text in ESC [ 200 ~ ... ESC [ 201 ~, and the whole
- * paste, newlines included, goes into the line being edited (one message), instead of every pasted
- * line becoming a message of its own. */
-static unsigned char paste_in(EditLine *el, int ch)
-{
-    (void)ch;
-    static const char end[] = "\x1b[201~";
-    char buf[4096];
-    size_t n = 0, matched = 0;
-    for (;;) {
-        char c;
-        if (el_getc(el, &c) != 1) break;
-        if (c == end[matched]) {
-            if (++matched == sizeof end - 1) break;
-            continue;
-        }
-        for (size_t i = 0; i < matched; i++) {   /* a false start of the end marker is text */
-            if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
-            buf[n++] = end[i];
-        }
-        matched = c == end[0];
-        if (matched) continue;
-        if (c == '\r') c = '\n';
-        if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
-        buf[n++] = c;
-    }
-    buf[n] = 0;
-    if (n) el_insertstr(el, buf);
-    return CC_REFRESH;
-}
-
-static void editor_open(chat *ch)
-{
-    HistEvent ev;
-    ch->hist = history_init();
-    ch->el = el_init("sluice", stdin, stdout, stderr);
-    if (!ch->hist || !ch->el) return;
-    history(ch->hist, &ev, H_SETSIZE, 1000);
-    history(ch->hist, &ev, H_SETUNIQUE, 1);
-    history_path(ch->hist_path, sizeof ch->hist_path);
-    if (*ch->hist_path) history(ch->hist, &ev, H_LOAD, ch->hist_path);
-    el_set(ch->el, EL_EDITOR, "emacs");
-    el_set(ch->el, EL_PROMPT, el_prompt);
-    el_set(ch->el, EL_HIST, history, ch->hist);
-    el_set(ch->el, EL_SIGNAL, 0);   /* our handlers stay in charge of Ctrl-C */
-    el_source(ch->el, NULL);        /* ~/.editrc, as every libedit program */
-    /* the wide form keeps our static names (the narrow one copies them and never frees the copies) */
-    el_wset(ch->el, EL_ADDFN, L"sluice-paste", L"insert a bracketed paste as it is", paste_in);
-    el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
-    fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
-    fflush(stdout);
-    tty_hold(ch);
-}
-
-static void editor_close(chat *ch)
-{
-    if (ch->el) { fputs("\x1b[?2004l", stdout); fflush(stdout); }
-    if (ch->el) el_end(ch->el);
-    if (ch->hist) history_end(ch->hist);
-    ch->el = NULL;
-    ch->hist = NULL;
-}
-
-/* One line from the editor (a line ending in "\" continues on the next). */
-static int editor_line(chat *ch, char **line, size_t *len)
-{
-    size_t n = 0;
-    char *b = NULL;
-    for (;;) {
-        int count = 0;
-        errno = 0;
-        const char *l = el_gets(ch->el, &count);
-        tty_hold(ch);   /* el_gets() left the terminal canonical: hold it before anything else runs */
-        if (!l || count <= 0) {
-            free(b);
-            if (g_sigint || g_sigterm) return LINE_INTR;
-            if (!l && errno == EINTR) continue;
-            return n ? LINE_OK : LINE_EOF;
-        }
-        size_t k = (size_t)count;
-        if (k && l[k - 1] == '\n') k--;
-        char *nb = realloc(b, n + k + 2);
-        if (!nb) { free(b); return LINE_ERR; }
-        b = nb;
-        memcpy(b + n, l, k);
-        n += k;
-        b[n] = 0;
-        if (n && b[n - 1] == '\\') { b[n - 1] = '\n'; continue; }
-        break;
-    }
-    HistEvent ev;
-    if (n && strspn(b, " \t") < n) {
-        history(ch->hist, &ev, H_ENTER, b);
-        if (*ch->hist_path) history(ch->hist, &ev, H_SAVE, ch->hist_path);
-    }
-    *line = b;
-    *len = n;
-    return LINE_OK;
-}
-#endif
-
-/* The next message or command. */
-static int next_line(chat *ch, char **line, size_t *len)
-{
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) return editor_line(ch, line, len);
-#endif
-    if (ch->tty_in) { fputs("> ", stdout); fflush(stdout); }
-    return read_line(line, len);
 }
 
 /* ---- main -------------------------------------------------------------------------------------- */
@@ -725,14 +518,14 @@ static int chat_loop(chat *ch)
         if (g_sigterm) return 128 + g_sigterm;
         char *line = NULL;
         size_t len = 0;
-        int lr = next_line(ch, &line, &len);
-        if (lr == LINE_EOF) { if (ch->tty_in) fputc('\n', stdout); return 0; }
-        if (lr == LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); return 1; }
-        if (lr == LINE_INTR) {
+        int lr = chat_input_line(&ch->in, &line, &len);
+        if (lr == CHAT_LINE_EOF) { if (ch->in.tty_in) fputc('\n', stdout); return 0; }
+        if (lr == CHAT_LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); return 1; }
+        if (lr == CHAT_LINE_INTR) {
             if (g_sigterm) return 128 + g_sigterm;
             g_sigint = 0;
             sluice_uncancel(ch->C);
-            if (!ch->tty_in) return 130;
+            if (!ch->in.tty_in) return 130;
             fputs("\n(Ctrl-D or /quit to leave)\n", stdout);
             continue;
         }
@@ -761,8 +554,8 @@ int cmd_chat(int argc, char **argv)
     int pr = chat_parse(argc, argv, &ch, &system, &forced);
     if (pr) return pr > 0 ? 0 : 2;
     if (!ch.o.model) ch.o.model = cli_default_model();
-    ch.tty_in = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &ch.term0) == 0;
     ch.tty_out = isatty(STDOUT_FILENO);
+    chat_input_open(&ch.in, &g_sigint, &g_sigterm);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
     sigwatch_install(on_signal);   /* no SA_RESTART: a signal must interrupt the read of the next line */
@@ -771,10 +564,8 @@ int cmd_chat(int argc, char **argv)
     if (g_sigterm) { status = 128 + g_sigterm; goto done; }
     if ((status = chat_setup(&ch, system, forced))) goto done;
     sigwatch_busy(SIGWATCH_IDLE);
-#ifdef SL_HAVE_LIBEDIT
-    if (ch.tty_in && ch.tty_out) editor_open(&ch);
-#endif
-    if (ch.tty_in && !ch.o.quiet)
+    if (ch.tty_out) chat_input_edit(&ch.in);
+    if (ch.in.tty_in && !ch.o.quiet)
         fprintf(stderr, "sluice chat: template %s, context %d tokens; /help for commands, Ctrl-D to leave\n",
                 sl_chat_template_name(ch.tmpl), sluice_n_ctx(ch.C));
     status = chat_loop(&ch);
@@ -784,10 +575,7 @@ int cmd_chat(int argc, char **argv)
 done:
     sigwatch_busy(SIGWATCH_IDLE);
     g_ctx = NULL;
-#ifdef SL_HAVE_LIBEDIT
-    editor_close(&ch);
-#endif
-    if (ch.tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch.term0);
+    chat_input_close(&ch.in);
     sl_progress_clear(&ch.bar);
     drop_msgs(&ch, 0, ch.n_msgs);
     free(ch.msgs);
