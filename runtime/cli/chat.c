@@ -26,6 +26,7 @@
 #include "include/sluice.h"
 #include "runtime/text/chat_template.h"
 #include "kernels/clock.h"
+#include "runtime/cli/chat_answer.h"
 #include "runtime/cli/chat_input.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
@@ -46,12 +47,14 @@ static void on_signal(int sig)
     sigwatch_signal(sig);   /* leaves if the evaluation cannot get to its next layer */
 }
 
-enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE };
+enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE, CHAT_SHOW_REASONING };
 
 static const cli_opt chat_table[] = {
     { CHAT_SYSTEM, "-sys|--system", "TEXT", "system message (-s is the seed, as in llama.cpp)" },
     { CHAT_TEMPLATE, "--chat-template", "NAME", "format turns with NAME instead of the model's template\n"
                                                 "(an unknown NAME lists the known ones)" },
+    { CHAT_SHOW_REASONING, "--show-reasoning", NULL, "print the model's reasoning (gpt-oss's analysis channel) on stderr\n"
+                                                     "before the answer (default: only the answer is shown)" },
     { 0, NULL, NULL, NULL },
 };
 static const cli_opt *const chat_tables[] = { chat_table, gen_opt_table, gen_mem_table, cli_meta_table, NULL };
@@ -73,7 +76,6 @@ typedef struct chat {
     sluice_sampler *S;
     gen_opts o;
     int tmpl;
-    const char *stop_text;
     int32_t end_tok;               /* the template's end-of-turn token, or -1 */
     msg *msgs;
     int n_msgs, cap_msgs;
@@ -81,10 +83,7 @@ typedef struct chat {
     chat_input in;                 /* stdin: terminal modes, line editor */
     bool keep_session;             /* --session is not ours to replace (another model, not a session) */
     sl_progress bar;
-    /* the answer being generated */
-    char *ans;
-    size_t ans_len, ans_cap, printed;
-    bool at_start;                 /* nothing of the answer printed yet (leading spaces are skipped) */
+    chat_answer ans;               /* the answer being generated */
     /* figures */
     uint64_t prompt_ns, gen_ns, n_prompt_eval, n_gen, turns;
     int last_eval, last_gen;
@@ -176,62 +175,12 @@ bad:
 
 /* ---- one turn ---------------------------------------------------------------------------------- */
 
-static void out_write(chat *ch, const char *s, size_t n)
-{
-    if (ch->at_start) {   /* answers usually start with the space of the first word piece */
-        while (n && (*s == ' ' || *s == '\n')) { s++; n--; }
-        if (n) ch->at_start = false;
-    }
-    if (n) fwrite(s, 1, n, stdout);
-    fflush(stdout);
-}
-
-/* Print what of the answer is certainly not the start of the stop text; true when the stop text
- * appeared (the answer is cut before it). */
-static bool flush_answer(chat *ch, bool final)
-{
-    size_t safe = ch->ans_len;
-    bool stop = false;
-    if (ch->stop_text) {
-        size_t sl = strlen(ch->stop_text);
-        char *hit = NULL;
-        for (size_t i = ch->printed; i + sl <= ch->ans_len; i++)
-            if (!memcmp(ch->ans + i, ch->stop_text, sl)) { hit = ch->ans + i; break; }
-        if (hit) {
-            safe = (size_t)(hit - ch->ans);
-            ch->ans_len = safe;
-            stop = true;
-        } else if (!final) {
-            /* hold back the longest tail that could still grow into the stop text */
-            for (size_t k = sl - 1; k > 0; k--)
-                if (ch->ans_len - ch->printed >= k && !memcmp(ch->ans + ch->ans_len - k, ch->stop_text, k)) {
-                    safe = ch->ans_len - k;
-                    break;
-                }
-        }
-    }
-    if (safe > ch->printed) out_write(ch, ch->ans + ch->printed, safe - ch->printed);
-    if (safe > ch->printed) ch->printed = safe;
-    return stop;
-}
-
 static int on_token(void *user, int32_t id, const char *text, size_t len)
 {
     chat *ch = user;
     if (id >= 0 && id == ch->end_tok) return 1;
-    if (ch->ans_len + len + 1 > ch->ans_cap) {
-        size_t cap = ch->ans_cap ? ch->ans_cap * 2 : 1024;
-        while (cap < ch->ans_len + len + 1) cap *= 2;
-        char *na = realloc(ch->ans, cap);
-        if (!na) return 1;
-        ch->ans = na;
-        ch->ans_cap = cap;
-    }
-    memcpy(ch->ans + ch->ans_len, text, len);
-    ch->ans_len += len;
-    ch->ans[ch->ans_len] = 0;
-    if (flush_answer(ch, false)) return 1;
-    return ch->o.n_reverse && gen_reverse_hit(&ch->o, ch->ans, ch->ans_len) ? 1 : 0;   /* -r TEXT */
+    if (chat_answer_add(&ch->ans, text, len)) return 1;
+    return ch->o.n_reverse && gen_reverse_hit(&ch->o, ch->ans.raw, ch->ans.raw_len) ? 1 : 0;   /* -r TEXT */
 }
 
 static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
@@ -297,11 +246,10 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->last_eval = rc;
     ch->n_prompt_eval += (uint64_t)rc;
     ch->prompt_ns += t1 - t0;
-    ch->ans_len = ch->printed = 0;
-    ch->at_start = true;
+    chat_answer_begin(&ch->ans);
     int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
     chat_input_release(&ch->in);
-    flush_answer(ch, true);
+    chat_answer_end(&ch->ans);
     uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
     if (g < 0 && g != -ECANCELED) {
@@ -319,7 +267,7 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->gen_ns += t2 - t1;
     ch->last_tok_s = t2 > t1 && ch->last_gen ? ch->last_gen / ((t2 - t1) / 1e9) : 0;
     ch->turns++;
-    if (!push_msg(ch, "assistant", ch->ans ? ch->ans : "", ch->ans_len)) return -1;
+    if (ch->ans.oom || !push_msg(ch, "assistant", ch->ans.msg, ch->ans.msg_len)) return -1;
     return 0;
 }
 
@@ -446,6 +394,7 @@ static int chat_parse(int argc, char **argv, chat *ch, const char **system, cons
         if (r > 0) continue;
         if (op->id == CHAT_SYSTEM && !cli_val(argc, argv, &i, system)) return -1;
         if (op->id == CHAT_TEMPLATE && !cli_val(argc, argv, &i, forced)) return -1;
+        if (op->id == CHAT_SHOW_REASONING) ch->ans.show_reasoning = true;
     }
     return gen_opts_check(&ch->o) ? 0 : -1;
 }
@@ -491,7 +440,8 @@ static void chat_resume(chat *ch)
 static int chat_setup(chat *ch, const char *system, const char *forced)
 {
     if ((ch->tmpl = pick_template(ch, forced)) < 0) return 2;
-    ch->stop_text = sl_chat_template_stop_text(ch->tmpl);
+    ch->ans.stop_text = sl_chat_template_stop_text(ch->tmpl);
+    ch->ans.harmony = ch->tmpl == SL_TMPL_HARMONY;
     const char *et = sl_chat_template_end_token(ch->tmpl);
     if (et) {
         int32_t id[2];
@@ -555,6 +505,9 @@ int cmd_chat(int argc, char **argv)
     if (pr) return pr > 0 ? 0 : 2;
     if (!ch.o.model) ch.o.model = cli_default_model();
     ch.tty_out = isatty(STDOUT_FILENO);
+    ch.ans.out = stdout;
+    ch.ans.err = stderr;
+    ch.ans.err_tty = isatty(STDERR_FILENO);
     chat_input_open(&ch.in, &g_sigint, &g_sigterm);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
@@ -579,7 +532,7 @@ done:
     sl_progress_clear(&ch.bar);
     drop_msgs(&ch, 0, ch.n_msgs);
     free(ch.msgs);
-    free(ch.ans);
+    chat_answer_free(&ch.ans);
     sluice_sampler_free(ch.S);
     sluice_ctx_free(ch.C);
     sluice_close(ch.M);
