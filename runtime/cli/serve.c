@@ -42,6 +42,7 @@ enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
     SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
     SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE,
+    SRV_NO_WEBUI,
 };
 
 /* Only the options the server uses (llama-server's spellings as aliases where they mean the same);
@@ -71,6 +72,8 @@ static const cli_opt serve_table[] = {
     { SRV_REQUEST_TIMEOUT, "--request-timeout", "S", "a request must arrive whole (line, headers, body) this long after\n"
                                                      "it began, else 408 (default 10; 0: no deadline)" },
     { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
+    { SRV_NO_WEBUI, "--no-webui", NULL, "no web page at / (by default: a chat and the plan at work; no API key\n"
+                                        "needed for the page itself, its API calls ask for one)" },
     { 0, NULL, NULL, "model and sampling defaults (a request's own fields win)" },
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length of each slot (default: the model's trained context, halved\n"
@@ -123,7 +126,8 @@ const cli_cmd cli_cmd_serve = {
     "sluice serve [-m MODEL] [--ram-budget SIZE] [--parallel N] [--host 127.0.0.1] [--port 8080] [options]",
     serve_tables,
     "Endpoints: POST /v1/chat/completions, POST /v1/completions (\"stream\": true for server-sent events),\n"
-    "GET /v1/models, /health, /metrics.  --temp, --top-k, ... set the defaults of requests that do not say.\n"
+    "GET /v1/models, /v1/plan (the plan as `sluice plan --json`), /health, /metrics; a web page at /\n"
+    "(--no-webui: none).  --temp, --top-k, ... set the defaults of requests that do not say.\n"
 };
 
 typedef struct serve_args {
@@ -192,6 +196,7 @@ static int parse(int argc, char **argv, serve_args *a)
         int r = gen_opt_apply(argc, argv, &i, op, &a->g);
         if (r < 0) return -1;
         if (r > 0) continue;
+        if (op->id == SRV_NO_WEBUI) { a->so.no_webui = true; continue; }
         const char *o = argv[i], *v;
         if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
     }
@@ -273,6 +278,9 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "sluice serve: %s on http://%s%s%s:%d/v1 (%d slot%s, context %d, batch %d%s)\n", a.so.model_name,
             strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S),
             a.so.n_parallel, a.so.n_parallel == 1 ? "" : "s", pi.n_ctx, pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx, a.so.api_key ? ", API key required" : "");
+    if (!a.so.no_webui)
+        fprintf(stderr, "sluice serve: web page: http://%s%s%s:%d/ (chat, and the plan at work)\n",
+                strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S));
     fprintf(stderr, "sluice serve: speculative decoding: %s\n", sl_server_draft_max(S) ? "n-gram drafts of each "
             "request's context, verified in the batch (--draft off to disable)" : "off (--draft ngram to force)");
     if (pi.planned)
