@@ -29,7 +29,9 @@ export function budgetParts(p) {
     { key: 'vocab_bytes', label: 'tokenizer', bytes: p.vocab_bytes },
     { key: 'norm_bytes', label: 'norm weights', bytes: p.norm_bytes },
     { key: 'act_bytes', label: `activations (batch ${p.n_batch})`, bytes: p.act_bytes },
-    { key: 'kv_bytes', label: `KV cache ${p.kv}` + (p.n_parallel > 1 ? ` (${p.n_parallel} sequences)` : ''), bytes: p.kv_bytes },
+    { key: 'kv_bytes', bytes: p.kv_bytes, label: (p.kv === 'spill'
+      ? `KV cache: a layer's buffer (spilled to a ${(p.kv_file_bytes / MiB).toFixed(2)} MiB file)` : `KV cache ${p.kv}`) +
+      (p.n_parallel > 1 ? ` (${p.n_parallel} sequences)` : '') },
     { key: 'stream_buf_bytes', label: `stream buffers (${p.prefetch} in flight + 1)`, bytes: p.stream_buf_bytes },
     { key: 'resident_weights', label: 'resident weights', bytes: p.resident_bytes - cache },
   ];
