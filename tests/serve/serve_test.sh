@@ -16,8 +16,8 @@
 #   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
 #            fields honoured or refused (logprobs), the command line, a second signal.
 #   webui:   the web page at / in Debian's chromium (tests/serve/webui.mjs, playwright-core): chat,
-#            stop, the plan view against `sluice plan --json`; screenshots into $SL_WEBUI_SHOTS
-#            (default: the work folder); then --no-webui.
+#            stop, the plan view against `sluice plan --json` (stories260K streaming; a MoE model's
+#            expert cache); screenshots into $SL_WEBUI_SHOTS (default: the work folder); then --no-webui.
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -227,6 +227,16 @@ webui_part() {
     timeout 300 node "$HERE/webui.mjs" || fail "webui: the browser test failed"
   code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/v1/plan")
   [ "$code" = 401 ] || fail "webui: /v1/plan without the key gave $code, not 401"
+  stop_server
+  # a mixture of experts at a budget where the expert cache holds some of them: its row and hit rate
+  local moe=$SHARED/models/micro-mixtral.Q8_0.gguf
+  [ -f "$moe" ] || fail "missing $moe"
+  plan_args=(-c 1024 -t 2 --ram-budget 15.5M --disk-bw 1.8 --compute-bw 2)
+  "$SLUICE" plan -m "$moe" "${plan_args[@]}" --json > "$WORK/plan-moe.json" || fail "webui: sluice plan (MoE) failed"
+  grep -q '"expert_cache_entries":[1-9]' "$WORK/plan-moe.json" || fail "webui: the MoE plan has no expert cache: $(cat "$WORK/plan-moe.json")"
+  start_server "$WORK/server-webui-moe.log" -m "$moe" "${plan_args[@]}" --draft off --api-key webui-key-7
+  SLUICE_URL="$BASE" SLUICE_KEY=webui-key-7 PLAN_JSON="$WORK/plan-moe.json" SHOTS="$SL_WEBUI_SHOTS" CHROMIUM="$chromium" \
+    MODE=moe MODEL_NAME=micro-mixtral.Q8_0.gguf timeout 300 node "$HERE/webui.mjs" || fail "webui: the browser test (MoE plan) failed"
   stop_server
   start_server "$WORK/server-nowebui.log" -m "$stories" --no-webui
   code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/")

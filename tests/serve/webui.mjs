@@ -4,7 +4,8 @@
 //
 // Env: SLUICE_URL (http://127.0.0.1:PORT), SLUICE_KEY, PLAN_JSON (what `sluice plan --json` printed for
 // the server's options), SHOTS (folder for the screenshots), CHROMIUM (the browser; default: chromium
-// on PATH).  Checks, in order:
+// on PATH), MODEL_NAME (the id the page must show), MODE (full, or moe: only the plan view of a
+// mixture-of-experts model, its expert cache row and the live hit rate).  Checks, in order:
 //   - the page's files: security headers, total size (printed; must stay under 60 KB), and no request
 //     leaves the server (every other origin is aborted and fails the test; CSP also refuses them);
 //   - the key: the page asks for it on a 401, refuses a wrong one, and works with the right one;
@@ -28,6 +29,7 @@ const SHOTS = process.env.SHOTS;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MAX_PAGE_BYTES = 60 * 1024;
 const PROMPT = 'Tell me a story about a little fox.', GREEDY_TOKENS = 48, LONG_TOKENS = 4000;
+const MODE = process.env.MODE || 'full', MODEL_NAME = process.env.MODEL_NAME || 'stories260K.gguf';
 
 let failures = 0;
 function check(ok, what) {
@@ -75,12 +77,15 @@ const { renderMarkdown } = await import(pathToFileURL(path.join(HERE, '../../run
 }
 
 // ---- what the API answers greedily for the prompt the page will send -------------------------------
-const greedy = await (await api('/v1/chat/completions', {
-  method: 'POST', headers: { 'Content-Type': 'application/json' },
-  body: JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], temperature: 0, max_tokens: GREEDY_TOKENS }),
-})).json();
-const want = greedy.choices[0].message.content;
-if (!want || want.length < 20) fatal('the API\'s greedy answer is too short to compare: ' + JSON.stringify(want));
+async function greedyAnswer(maxTokens) {
+  const r = await (await api('/v1/chat/completions', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], temperature: 0, max_tokens: maxTokens }),
+  })).json();
+  return r.choices[0].message.content;
+}
+const want = await greedyAnswer(GREEDY_TOKENS);
+if (MODE === 'full' && (!want || want.length < 20)) fatal('the API\'s greedy answer is too short to compare: ' + JSON.stringify(want));
 
 // ---- the browser -------------------------------------------------------------------------------------
 const origin = new URL(BASE).origin;
@@ -122,66 +127,68 @@ try {
   await page.fill('#key-input', KEY);
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.querySelector('#model-name').textContent.length > 0, null, { timeout: 10000 });
-  check(await page.textContent('#model-name') === 'stories260K.gguf', 'the right key: the model\'s name shown');
+  check(await page.textContent('#model-name') === MODEL_NAME, 'the right key: the model\'s name shown');
   check(await page.evaluate(() => sessionStorage.getItem('sluice.apiKey')) === KEY, 'the key is kept in sessionStorage');
 
-  // the settings
-  await page.click('#settings summary');
-  await page.fill('#temperature', '0');
-  await page.fill('#max_tokens', String(GREEDY_TOKENS));
+  if (MODE === 'full') {   // the chat
+    // the settings
+    await page.click('#settings summary');
+    await page.fill('#temperature', '0');
+    await page.fill('#max_tokens', String(GREEDY_TOKENS));
 
-  // Shift+Enter is a new line, not a send
-  await page.focus('#input');
-  await page.keyboard.type('a');
-  await page.keyboard.press('Shift+Enter');
-  await page.keyboard.type('b');
-  check(await page.inputValue('#input') === 'a\nb' && await page.locator('.msg').count() === 0, 'Shift+Enter: a new line, nothing sent');
-  await page.fill('#input', '');
+    // Shift+Enter is a new line, not a send
+    await page.focus('#input');
+    await page.keyboard.type('a');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('b');
+    check(await page.inputValue('#input') === 'a\nb' && await page.locator('.msg').count() === 0, 'Shift+Enter: a new line, nothing sent');
+    await page.fill('#input', '');
 
-  // Enter sends; the streamed answer equals the API's greedy one
-  await page.keyboard.type(PROMPT);
-  await page.keyboard.press('Enter');
-  const answer = page.locator('.msg.assistant').last();
-  await page.waitForFunction(() => { const a = [...document.querySelectorAll('.msg.assistant')].pop(); return a && a.dataset.finish; },
-    null, { timeout: 60000 });
-  check(await answer.getAttribute('data-finish') === 'length', 'the answer ran to max_tokens (finish_reason length)');
-  await answer.locator('.msg-head button.copy').click();
-  const copied = await page.evaluate(() => navigator.clipboard.readText());
-  check(copied === want, `the streamed answer (as Copy copies it) equals the API's greedy answer\n  page: ${JSON.stringify(copied)}\n  API:  ${JSON.stringify(want)}`);
-  const shown = (await answer.locator('.msg-body').textContent()).replace(/\s+/g, '');
-  check(shown === want.replace(/\s+/g, ''), 'the answer shown equals it too (markdown-rendered, spaces aside)');
-  await page.screenshot({ path: path.join(SHOTS, 'webui-chat.png') });
+    // Enter sends; the streamed answer equals the API's greedy one
+    await page.keyboard.type(PROMPT);
+    await page.keyboard.press('Enter');
+    const answer = page.locator('.msg.assistant').last();
+    await page.waitForFunction(() => { const a = [...document.querySelectorAll('.msg.assistant')].pop(); return a && a.dataset.finish; },
+      null, { timeout: 60000 });
+    check(await answer.getAttribute('data-finish') === 'length', 'the answer ran to max_tokens (finish_reason length)');
+    await answer.locator('.msg-head button.copy').click();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    check(copied === want, `the streamed answer (as Copy copies it) equals the API's greedy answer\n  page: ${JSON.stringify(copied)}\n  API:  ${JSON.stringify(want)}`);
+    const shown = (await answer.locator('.msg-body').textContent()).replace(/\s+/g, '');
+    check(shown === want.replace(/\s+/g, ''), 'the answer shown equals it too (markdown-rendered, spaces aside)');
+    await page.screenshot({ path: path.join(SHOTS, 'webui-chat.png') });
 
-  // stop mid-answer: it stops short, the server cancels it, the page takes the next message
-  const before = await metrics();
-  await page.fill('#max_tokens', String(LONG_TOKENS));
-  await page.fill('#input', 'Once upon a time, in a big forest,');
-  await page.click('#send');
-  await page.waitForFunction(() => { const a = [...document.querySelectorAll('.msg.assistant')].pop();
-    return a.getAttribute('aria-busy') === 'true' && a.querySelector('.msg-body').textContent.length > 40; }, null, { timeout: 30000 });
-  check(await page.isEnabled('#stop') && await page.isDisabled('#send'), 'while it streams: Stop enabled, Send disabled');
-  await page.click('#stop');
-  await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant')].pop().dataset.finish === 'stopped', null, { timeout: 10000 });
-  let after = null;
-  for (let i = 0; i < 50; i++) {
-    after = await metrics();
-    if (after.sluice_slots_busy === 0 && after['sluice_requests_total{outcome="cancelled"}'] > before['sluice_requests_total{outcome="cancelled"}']) break;
-    await sleep(100);
+    // stop mid-answer: it stops short, the server cancels it, the page takes the next message
+    const before = await metrics();
+    await page.fill('#max_tokens', String(LONG_TOKENS));
+    await page.fill('#input', 'Once upon a time, in a big forest,');
+    await page.click('#send');
+    await page.waitForFunction(() => { const a = [...document.querySelectorAll('.msg.assistant')].pop();
+      return a.getAttribute('aria-busy') === 'true' && a.querySelector('.msg-body').textContent.length > 40; }, null, { timeout: 30000 });
+    check(await page.isEnabled('#stop') && await page.isDisabled('#send'), 'while it streams: Stop enabled, Send disabled');
+    await page.click('#stop');
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant')].pop().dataset.finish === 'stopped', null, { timeout: 10000 });
+    let after = null;
+    for (let i = 0; i < 50; i++) {
+      after = await metrics();
+      if (after.sluice_slots_busy === 0 && after['sluice_requests_total{outcome="cancelled"}'] > before['sluice_requests_total{outcome="cancelled"}']) break;
+      await sleep(100);
+    }
+    const generated = after.sluice_completion_tokens_total - before.sluice_completion_tokens_total;
+    check(after['sluice_requests_total{outcome="cancelled"}'] === before['sluice_requests_total{outcome="cancelled"}'] + 1 &&
+          after.sluice_slots_busy === 0, 'stop: the server cancelled the request and freed its slot');
+    check(generated > 0 && generated < LONG_TOKENS, `stop: the answer stopped short (${generated} of ${LONG_TOKENS} tokens)`);
+    check(await page.isEnabled('#send') && await page.isDisabled('#stop') && !(await page.locator('#input').getAttribute('readonly')),
+          'after stop: Send enabled, Stop disabled, the input editable');
+    await page.fill('#max_tokens', '8');
+    await page.fill('#input', 'And then?');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant')].pop().dataset.finish === 'length', null, { timeout: 30000 });
+    check(await page.locator('.msg').count() === 6, 'after stop the conversation goes on (three questions, three answers)');
+    await page.click('#new-chat');
+    check(await page.locator('.msg').count() === 0, 'new conversation: the messages are gone');
+
   }
-  const generated = after.sluice_completion_tokens_total - before.sluice_completion_tokens_total;
-  check(after['sluice_requests_total{outcome="cancelled"}'] === before['sluice_requests_total{outcome="cancelled"}'] + 1 &&
-        after.sluice_slots_busy === 0, 'stop: the server cancelled the request and freed its slot');
-  check(generated > 0 && generated < LONG_TOKENS, `stop: the answer stopped short (${generated} of ${LONG_TOKENS} tokens)`);
-  check(await page.isEnabled('#send') && await page.isDisabled('#stop') && !(await page.locator('#input').getAttribute('readonly')),
-        'after stop: Send enabled, Stop disabled, the input editable');
-  await page.fill('#max_tokens', '8');
-  await page.fill('#input', 'And then?');
-  await page.keyboard.press('Enter');
-  await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant')].pop().dataset.finish === 'length', null, { timeout: 30000 });
-  check(await page.locator('.msg').count() === 6, 'after stop the conversation goes on (three questions, three answers)');
-  await page.click('#new-chat');
-  check(await page.locator('.msg').count() === 0, 'new conversation: the messages are gone');
-
   // the plan view, opened with the keyboard
   await page.focus('#tab-chat');
   await page.keyboard.press('ArrowRight');
@@ -214,22 +221,30 @@ try {
         live.tokens_per_pass.note === `${m.sluice_tokens_per_pass.toFixed(2)} over all ${m.sluice_passes_total.toLocaleString('en-US')} passes` &&
         live.slots_busy.value === `0 of ${m.sluice_slots}` && live.queue.value === '0',
         `live figures agree with /metrics (${JSON.stringify(live)})`);
-  // while a long answer streams (a client of its own): tokens/s above 0, the slot busy
-  const longReq = new AbortController();
-  const streaming = fetch(BASE + '/v1/chat/completions', { method: 'POST', signal: longReq.signal,
-    headers: { Authorization: 'Bearer ' + KEY, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], max_tokens: LONG_TOKENS, stream: true }) })
-    .then(async (r) => { for await (const _ of r.body) { /* drain */ } }).catch(() => {});
-  try {
-    await page.waitForFunction(() => document.querySelector('[data-live="slots_busy"] .value').textContent.startsWith('1 of') &&
-      Number(document.querySelector('[data-live="tok_s"] .value').textContent) > 0, null, { timeout: 15000 });
-    check(true, 'live figures while an answer streams: tokens/s above 0, 1 slot busy');
-  } catch (e) {
-    check(false, 'live figures while an answer streams: ' + e.message.split('\n')[0]);
+  if (MODE === 'moe') {   // the greedy request above looked experts up
+    check(live.hit_rate.note === `${(100 * m.sluice_expert_cache_hit_rate).toFixed(1)}% in all`,
+          `live: the expert cache hit rate is /metrics' (${live.hit_rate.note})`);
+    check(await page.locator('#experts [data-field="experts"]').count() === 1, 'plan view: the expert cache described');
+    await page.screenshot({ path: path.join(SHOTS, 'webui-plan-moe.png'), fullPage: true });
   }
-  await page.screenshot({ path: path.join(SHOTS, 'webui-plan.png'), fullPage: true });
-  longReq.abort();
-  await streaming;
+  // while a long answer streams (a client of its own): tokens/s above 0, the slot busy
+  if (MODE === 'full') {
+    const longReq = new AbortController();
+    const streaming = fetch(BASE + '/v1/chat/completions', { method: 'POST', signal: longReq.signal,
+      headers: { Authorization: 'Bearer ' + KEY, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], max_tokens: LONG_TOKENS, stream: true }) })
+      .then(async (r) => { for await (const _ of r.body) { /* drain */ } }).catch(() => {});
+    try {
+      await page.waitForFunction(() => document.querySelector('[data-live="slots_busy"] .value').textContent.startsWith('1 of') &&
+        Number(document.querySelector('[data-live="tok_s"] .value').textContent) > 0, null, { timeout: 15000 });
+      check(true, 'live figures while an answer streams: tokens/s above 0, 1 slot busy');
+    } catch (e) {
+      check(false, 'live figures while an answer streams: ' + e.message.split('\n')[0]);
+    }
+    await page.screenshot({ path: path.join(SHOTS, 'webui-plan.png'), fullPage: true });
+    longReq.abort();
+    await streaming;
+  }
 
   // nothing may leave the server: CSP refuses it in the page, and the route check would fail it
   const blocked = await page.evaluate(() => fetch('https://example.org/x').then(() => false, () => true));
@@ -242,7 +257,7 @@ try {
     const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(over <= 0, `${tab}: readable at phone width (${over} px wider than the screen)`);
   }
-  await page.screenshot({ path: path.join(SHOTS, 'webui-phone.png') });
+  await page.screenshot({ path: path.join(SHOTS, MODE === 'moe' ? 'webui-phone-moe.png' : 'webui-phone.png') });
 
   const total = Object.values(fileBytes).reduce((a, b) => a + b, 0);
   console.log(`webui: the page's files: ${JSON.stringify(fileBytes)}, ${total} bytes in all`);

@@ -77,8 +77,9 @@ function renderBlocks(p) {
   }
   box.append(el('span', { class: 'block head ' + (p.lm_head_resident || !streaming ? 'resident' : 'streamed'),
     title: 'LM head', text: 'head' }));
+  const moe = p.n_expert ? ' (their dense weights; the routed experts are read when a token picks them: the expert cache below)' : '';
   document.getElementById('blocks-note').textContent = streaming
-    ? `${p.blocks_resident} of ${p.n_layers} blocks resident; the rest streams ${(p.stream_bytes / MiB).toFixed(2)} MiB ` +
+    ? `${p.blocks_resident} of ${p.n_layers} blocks resident${moe}; ${(p.stream_bytes / MiB).toFixed(2)} MiB streams ` +
       `per pass in pieces of at most ${(p.chunk_bytes / MiB).toFixed(2)} MiB; LM head ${p.lm_head_resident ? 'resident' : 'streams'}.`
     : `all ${p.n_layers} blocks and the LM head resident: nothing is read per token.`;
 }
@@ -87,9 +88,13 @@ function renderExperts(p) {
   const box = document.getElementById('experts');
   box.replaceChildren();
   if (p.expert_cache_bytes == null) return;
+  const head = `${p.n_expert} routed experts per block, ${p.n_expert_used} per token, ${(p.expert_bytes / MiB).toFixed(2)} MiB each.`;
+  if (p.mode === 'resident') {
+    box.append(el('h2', { text: 'The experts' }), el('p', { 'data-field': 'experts', text: head + ' All resident.' }));
+    return;
+  }
   box.append(el('h2', { text: 'The expert cache' }),
-    el('p', { 'data-field': 'experts', text:
-      `${p.n_expert} routed experts per block, ${p.n_expert_used} per token. The cache holds ` +
+    el('p', { 'data-field': 'experts', text: head + ' The cache holds ' +
       `${p.expert_cache_entries} experts in ${(p.expert_cache_bytes / MiB).toFixed(2)} MiB ` +
       `(${(100 * p.expert_cache_bytes / p.budget).toFixed(1)}% of the budget); at the predicted hit rate of ` +
       `${(100 * p.expert_hit_rate).toFixed(1)}% experts read ${(p.expert_stream_bytes / MiB).toFixed(2)} MiB per token.` }));
