@@ -53,7 +53,8 @@ static const cli_opt serve_table[] = {
     { SRV_HOST, "--host", "ADDR", "numeric address to bind (default 127.0.0.1: this machine only)" },
     { SRV_PORT, "--port", "P", "TCP port (default 8080; 0: any free port, printed on stderr)" },
     { SRV_PORT_FILE, "--port-file", "FILE", "write the port there once listening" },
-    { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health stays open" },
+    { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health and\n"
+                                               "the web page's own files stay open" },
     { SRV_MODEL_NAME, "-a|--model-name|--alias", "NAME", "the model id /v1/models reports (default: the file name)" },
     { SRV_TEMPLATE, "--chat-template", "T", "override the model's chat template (chatml, llama3, ...)" },
     { SRV_QUEUE, "--queue", "N", "requests waiting for a slot before 503 (default 16)" },
