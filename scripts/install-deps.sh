@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential cmake pkg-config liburing-dev libzstd-dev libcriterion-dev
       clang libclang-rt-14-dev llvm unicode-data gnuplot-nox util-linux valgrind libsimde-dev
       libedit-dev   # libedit: the chat line (editing, history; BSD licence)
-      libmicrohttpd-dev libjansson-dev curl)   # sluice serve: HTTP server, JSON; curl drives its tests
+      libmicrohttpd-dev libjansson-dev curl    # sluice serve: HTTP server, JSON; curl drives its tests
+      chromium)   # the browser test of serve's web page (tests/serve/webui.mjs, driven by playwright-core)
 missing=()
 for p in "${PKGS[@]}"; do   # (a held package reads "hold ok installed")
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed$' || missing+=("$p")
@@ -25,7 +26,7 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   echo "install-deps: installed ${missing[*]}"
 fi
-# The official `openai` npm client for tests/serve (exact versions from its package-lock.json),
+# The official `openai` npm client and playwright-core for tests/serve (exact versions from its package-lock.json),
 # into the project-local tests/serve/node_modules; reinstalled when the lock file changes.
 if ! cmp -s tests/serve/package-lock.json tests/serve/node_modules/.package-lock.json.installed 2>/dev/null; then
   npm ci --prefix tests/serve --no-audit --no-fund --loglevel=error

@@ -42,6 +42,7 @@ enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
     SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
     SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE,
+    SRV_NO_WEBUI,
 };
 
 /* Only the options the server uses (llama-server's spellings as aliases where they mean the same);
@@ -52,7 +53,8 @@ static const cli_opt serve_table[] = {
     { SRV_HOST, "--host", "ADDR", "numeric address to bind (default 127.0.0.1: this machine only)" },
     { SRV_PORT, "--port", "P", "TCP port (default 8080; 0: any free port, printed on stderr)" },
     { SRV_PORT_FILE, "--port-file", "FILE", "write the port there once listening" },
-    { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health stays open" },
+    { SRV_API_KEY, "--api-key", "KEY", "require \"Authorization: Bearer KEY\" (also $SLUICE_API_KEY); /health and\n"
+                                               "the web page's own files stay open" },
     { SRV_MODEL_NAME, "-a|--model-name|--alias", "NAME", "the model id /v1/models reports (default: the file name)" },
     { SRV_TEMPLATE, "--chat-template", "T", "override the model's chat template (chatml, llama3, ...)" },
     { SRV_QUEUE, "--queue", "N", "requests waiting for a slot before 503 (default 16)" },
@@ -71,6 +73,8 @@ static const cli_opt serve_table[] = {
     { SRV_REQUEST_TIMEOUT, "--request-timeout", "S", "a request must arrive whole (line, headers, body) this long after\n"
                                                      "it began, else 408 (default 10; 0: no deadline)" },
     { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
+    { SRV_NO_WEBUI, "--no-webui", NULL, "no web page at / (by default: a chat and the plan at work; no API key\n"
+                                        "needed for the page itself, its API calls ask for one)" },
     { 0, NULL, NULL, "model and sampling defaults (a request's own fields win)" },
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length of each slot (default: the model's trained context, halved\n"
@@ -123,7 +127,8 @@ const cli_cmd cli_cmd_serve = {
     "sluice serve [-m MODEL] [--ram-budget SIZE] [--parallel N] [--host 127.0.0.1] [--port 8080] [options]",
     serve_tables,
     "Endpoints: POST /v1/chat/completions, POST /v1/completions (\"stream\": true for server-sent events),\n"
-    "GET /v1/models, /health, /metrics.  --temp, --top-k, ... set the defaults of requests that do not say.\n"
+    "GET /v1/models, /v1/plan (the plan as `sluice plan --json`), /health, /metrics; a web page at /\n"
+    "(--no-webui: none).  --temp, --top-k, ... set the defaults of requests that do not say.\n"
 };
 
 typedef struct serve_args {
@@ -192,6 +197,7 @@ static int parse(int argc, char **argv, serve_args *a)
         int r = gen_opt_apply(argc, argv, &i, op, &a->g);
         if (r < 0) return -1;
         if (r > 0) continue;
+        if (op->id == SRV_NO_WEBUI) { a->so.no_webui = true; continue; }
         const char *o = argv[i], *v;
         if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
     }
@@ -273,6 +279,9 @@ int cmd_serve(int argc, char **argv)
     fprintf(stderr, "sluice serve: %s on http://%s%s%s:%d/v1 (%d slot%s, context %d, batch %d%s)\n", a.so.model_name,
             strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S),
             a.so.n_parallel, a.so.n_parallel == 1 ? "" : "s", pi.n_ctx, pi.n_batch < pi.n_ctx ? pi.n_batch : pi.n_ctx, a.so.api_key ? ", API key required" : "");
+    if (!a.so.no_webui)
+        fprintf(stderr, "sluice serve: web page: http://%s%s%s:%d/ (chat, and the plan at work)\n",
+                strchr(a.so.host, ':') ? "[" : "", a.so.host, strchr(a.so.host, ':') ? "]" : "", sl_server_port(S));
     fprintf(stderr, "sluice serve: speculative decoding: %s\n", sl_server_draft_max(S) ? "n-gram drafts of each "
             "request's context, verified in the batch (--draft off to disable)" : "off (--draft ngram to force)");
     if (pi.planned)

@@ -175,6 +175,14 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
             p->lm_head_resident ? "true" : "false", p->chunk_bytes, p->prefetch, p->lm_head_rows, p->stream_bytes,
             p->read_per_token, p->pred_tok_s, p->pred_token_s, p->pred_io_s, p->pred_compute_s, req->disk_bw,
             req->compute_bw, pm->file_bytes, p->n_parallel, p->pred_pass_s, p->pred_req_tok_s, p->pred_agg_tok_s);
+    if (pm->cfg.n_expert) {   /* mixture of experts: the routed experts and the expert cache's share */
+        uint64_t one = 0;
+        for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];
+        fprintf(f, ",\"n_expert\":%d,\"n_expert_used\":%d,\"expert_bytes\":%" PRIu64 ",\"expert_cache_bytes\":%" PRIu64
+                ",\"expert_cache_entries\":%lld,\"expert_hit_rate\":%.4f,\"expert_stream_bytes\":%" PRIu64,
+                pm->cfg.n_expert, pm->cfg.n_expert_used, one, p->expert_cache_bytes, (long long)p->expert_cache_entries,
+                p->expert_hit_rate, p->expert_stream_bytes);
+    }
     sl_plan_alt alt[SL_PLAN_MAX_ALTS];
     const int n_alt = streams_weights(p) ? sl_plan_alternatives(pm, req, alt, SL_PLAN_MAX_ALTS) : 0;
     if (streams_weights(p)) {

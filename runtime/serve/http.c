@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "kernels/clock.h"
+#include "runtime/serve/webui.h"
 #include "runtime/text/chat_template.h"
 
 void sl_serve_opts_default(sl_serve_opts *o)
@@ -43,16 +44,13 @@ typedef struct req {
     job *j;                       /* generation requests, once parsed */
 } req;
 
-enum { R_NONE, R_HEALTH, R_MODELS, R_METRICS, R_COMPLETIONS, R_CHAT };
+enum { R_NONE, R_HEALTH, R_MODELS, R_METRICS, R_COMPLETIONS, R_CHAT, R_PLAN, R_PAGE };
 
 /* ---- responses ---------------------------------------------------------------------------------- */
 
-static enum MHD_Result send_buf(sl_server *s, struct MHD_Connection *c, int status, char *body, size_t len, const char *type)
+/* Queue r (len bytes) with its status's headers, and count it. */
+static enum MHD_Result queue_response(sl_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r, size_t len)
 {
-    if (!body) { body = strdup("{}"); len = 2; }
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!r) { free(body); return MHD_NO; }
-    MHD_add_response_header(r, "Content-Type", type);
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
@@ -63,6 +61,15 @@ static enum MHD_Result send_buf(sl_server *s, struct MHD_Connection *c, int stat
     if (status >= 400) s->met.requests[status == 503 ? 2 : status < 500 ? 1 : 4]++;
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+static enum MHD_Result send_buf(sl_server *s, struct MHD_Connection *c, int status, char *body, size_t len, const char *type)
+{
+    if (!body) { body = strdup("{}"); len = 2; }
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) { free(body); return MHD_NO; }
+    MHD_add_response_header(r, "Content-Type", type);
+    return queue_response(s, c, status, r, len);
 }
 
 static enum MHD_Result send_error(sl_server *s, struct MHD_Connection *c, int status, const char *msg)
@@ -164,6 +171,33 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
 #undef OUT
     if (n >= cap) n = cap - 1;
     return send_buf(s, c, 200, b, n, "text/plain; version=0.0.4");
+}
+
+static enum MHD_Result plan(sl_server *s, struct MHD_Connection *c)
+{
+    size_t len = 0;
+    char *b = webui_plan_json(s->M, &len);   /* what `sluice plan --json` prints */
+    if (!b) return send_error(s, c, 500, "out of memory");
+    return send_json(s, c, b, len);
+}
+
+/* A file of the web page (compiled in, never freed).  The page may load nothing from elsewhere
+ * (Content-Security-Policy: this server only; no inline script or style) nor be framed. */
+static enum MHD_Result page(sl_server *s, struct MHD_Connection *c, const char *url)
+{
+    const char *type = NULL;
+    const sl_embedded_file *f = webui_file(url, &type);
+    if (!f) return send_error(s, c, 404, "no such file");
+    struct MHD_Response *r = MHD_create_response_from_buffer(f->len, (void *)f->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'none'; "
+                            "frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    return queue_response(s, c, 200, r, f->len);
 }
 
 /* ---- generation ---------------------------------------------------------------------------------- */
@@ -321,14 +355,15 @@ static int route_of(const char *url, const char *method, bool *method_ok)
     static const struct { const char *url, *method; int route; } routes[] = {
         { "/health", "GET", R_HEALTH }, { "/v1/models", "GET", R_MODELS }, { "/metrics", "GET", R_METRICS },
         { "/v1/completions", "POST", R_COMPLETIONS }, { "/v1/chat/completions", "POST", R_CHAT },
+        { "/v1/plan", "GET", R_PLAN },
     };
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
         if (!strcmp(url, routes[i].url)) {
             *method_ok = !strcmp(method, routes[i].method);
             return routes[i].route;
         }
-    *method_ok = true;
-    return R_NONE;
+    *method_ok = !strcmp(method, "GET");
+    return webui_file(url, NULL) ? R_PAGE : R_NONE;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -343,10 +378,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *req_cls = rq;
         bool method_ok;
         rq->route = route_of(url, method, &method_ok);
+        if (rq->route == R_PAGE && s->o.no_webui) rq->route = R_NONE;
         rq->answered = true;
         if (rq->route == R_NONE) return send_error(s, c, 404, "no such endpoint (see GET /v1/models, POST /v1/chat/completions)");
         if (!method_ok) return send_error(s, c, 405, "wrong method for this endpoint");
-        if (s->o.api_key && rq->route != R_HEALTH &&
+        /* the page's files are open (the page asks for the key); what it reads is not */
+        if (s->o.api_key && rq->route != R_HEALTH && rq->route != R_PAGE &&
             !key_ok(s->o.api_key, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
             return send_error(s, c, 401, "missing or wrong API key (Authorization: Bearer KEY)");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -383,6 +420,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_HEALTH: return health(s, c);
     case R_MODELS: return models(s, c);
     case R_METRICS: return metrics(s, c);
+    case R_PLAN: return plan(s, c);
+    case R_PAGE: return page(s, c, url);
     default: return rq->j ? finish_generation(s, c, rq->j) : start_generation(s, c, rq);
     }
 }

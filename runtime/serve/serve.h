@@ -20,7 +20,8 @@
 typedef struct sl_serve_opts {
     const char *host;           /* address to bind (default 127.0.0.1) */
     int port;                   /* 0: any free port (sl_server_port says which) */
-    const char *api_key;        /* NULL: no authentication; else "Authorization: Bearer KEY" on /v1 and /metrics */
+    const char *api_key;        /* NULL: no authentication; else "Authorization: Bearer KEY" on /v1 and /metrics
+                                   (the web page's files stay open: the page asks for the key) */
     const char *model_name;     /* the id /v1/models reports */
     int n_parallel;             /* sequences decoded together (the model was opened for as many) */
     int queue_max;              /* requests waiting for a slot beyond n_parallel; more get 503 */
@@ -37,6 +38,7 @@ typedef struct sl_serve_opts {
     const char *default_stop[4];/* stop strings of a request that gives none */
     int n_default_stop;
     const char *chat_template;  /* NULL: the model's (or the plain one) */
+    bool no_webui;              /* no web page at GET / (then 404, as any unknown path) */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 

@@ -15,6 +15,9 @@
 #            a normal client keeps being answered within 2 s.
 #   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
 #            fields honoured or refused (logprobs), the command line, a second signal.
+#   webui:   the web page at / in Debian's chromium (tests/serve/webui.mjs, playwright-core): chat,
+#            stop, the plan view against `sluice plan --json` (stories260K streaming; a MoE model's
+#            expert cache); screenshots into $SL_WEBUI_SHOTS (default: the work folder); then --no-webui.
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -206,6 +209,44 @@ cancel_part() {
   echo "serve_test: cancel: a second SIGTERM exited in $((SECONDS - t0)) s with status 143"
 }
 
+webui_part() {
+  local stories=$ROOT/models/stories260K.gguf code
+  local chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+  [ -n "$chromium" ] || fail "webui: chromium is missing (scripts/install-deps.sh installs it: apt-get install chromium)"
+  [ -f "$HERE/node_modules/playwright-core/package.json" ] ||
+    fail "webui: playwright-core is missing: run scripts/install-deps.sh (npm ci --prefix tests/serve)"
+  # the plan both make: a budget where one block and the LM head stay resident and the rest streams
+  # (KV spilled); fixed rates, so that the two plans cannot differ by a measurement.  The server
+  # does not draft (--draft off): `sluice plan` has no draft, and a drafting server keeps more
+  # logits rows (act_bytes).  --ignore-eos: the answer to stop runs long.
+  local plan_args=(-c 4096 -t 2 --ram-budget 9.5M --disk-bw 1.8 --compute-bw 2)
+  "$SLUICE" plan -m "$stories" "${plan_args[@]}" --json > "$WORK/plan.json" || fail "webui: sluice plan failed"
+  start_server "$WORK/server-webui.log" -m "$stories" "${plan_args[@]}" --draft off --ignore-eos --api-key webui-key-7
+  mkdir -p "${SL_WEBUI_SHOTS:=$WORK}"
+  SLUICE_URL="$BASE" SLUICE_KEY=webui-key-7 PLAN_JSON="$WORK/plan.json" SHOTS="$SL_WEBUI_SHOTS" CHROMIUM="$chromium" \
+    timeout 300 node "$HERE/webui.mjs" || fail "webui: the browser test failed"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/v1/plan")
+  [ "$code" = 401 ] || fail "webui: /v1/plan without the key gave $code, not 401"
+  stop_server
+  # a mixture of experts at a budget where the expert cache holds some of them: its row and hit rate
+  local moe=$SHARED/models/micro-mixtral.Q8_0.gguf
+  [ -f "$moe" ] || fail "missing $moe"
+  plan_args=(-c 1024 -t 2 --ram-budget 15.5M --disk-bw 1.8 --compute-bw 2)
+  "$SLUICE" plan -m "$moe" "${plan_args[@]}" --json > "$WORK/plan-moe.json" || fail "webui: sluice plan (MoE) failed"
+  grep -q '"expert_cache_entries":[1-9]' "$WORK/plan-moe.json" || fail "webui: the MoE plan has no expert cache: $(cat "$WORK/plan-moe.json")"
+  start_server "$WORK/server-webui-moe.log" -m "$moe" "${plan_args[@]}" --draft off --api-key webui-key-7
+  SLUICE_URL="$BASE" SLUICE_KEY=webui-key-7 PLAN_JSON="$WORK/plan-moe.json" SHOTS="$SL_WEBUI_SHOTS" CHROMIUM="$chromium" \
+    MODE=moe MODEL_NAME=micro-mixtral.Q8_0.gguf timeout 300 node "$HERE/webui.mjs" || fail "webui: the browser test (MoE plan) failed"
+  stop_server
+  start_server "$WORK/server-nowebui.log" -m "$stories" --no-webui
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/")
+  [ "$code" = 404 ] || fail "webui: --no-webui: / gave $code, not 404"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/v1/plan")
+  [ "$code" = 200 ] || fail "webui: --no-webui: /v1/plan gave $code, not 200"
+  stop_server
+  echo "serve_test: webui: the page in chromium passed; --no-webui: / is 404"
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -214,6 +255,7 @@ case "$PART" in
     ;;&
   hostile|core|all) hostile_part ;;&
   limits|all) limits_part ;;&
-  cancel|all) cancel_part ;;
+  cancel|all) cancel_part ;;&
+  webui|all) webui_part ;;
 esac
 echo "serve_test: $PART: every check passed"
