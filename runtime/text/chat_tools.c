@@ -118,7 +118,13 @@ void sl_render_llama3_tools(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_
         put(b, "<|eot_id|>");
     }
     for (; i < n; i++) {
-        if (is_role(m[i].role, "tool")) { llama3_turn(b, "ipython", m[i].content, false); continue; }
+        if (is_role(m[i].role, "tool")) {   /* a string is iterable to Jinja: the template prints it with tojson */
+            char *q = sl_json_quote(m[i].content, NULL);
+            if (!q) b->oom = true;
+            else llama3_turn(b, "ipython", q, false);
+            free(q);
+            continue;
+        }
         if (!m[i].n_tool_calls) { llama3_turn(b, m[i].role, m[i].content, true); continue; }
         const sl_chat_tool_call *c = &m[i].tool_calls[0];   /* sl_chat_check: exactly one */
         put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"");

@@ -2,6 +2,7 @@
 #include "runtime/text/json_text.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,6 +271,25 @@ char *sl_json_pyformat(const char *s, size_t n, int indent, size_t *outlen)
             out_n(&b, &c, 1);
         }
     }
+    if (b.oom) { free(b.p); return NULL; }
+    if (outlen) *outlen = b.n;
+    return b.p;
+}
+
+char *sl_json_quote(const char *s, size_t *outlen)
+{
+    outbuf b = { 0 };
+    out_n(&b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                        : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        char u[8];
+        if (!esc && c < 0x20) { snprintf(u, sizeof u, "\\u%04x", c); esc = u; }
+        if (esc) out_n(&b, esc, strlen(esc));
+        else out_n(&b, (const char *)&c, 1);
+    }
+    out_n(&b, "\"", 1);
     if (b.oom) { free(b.p); return NULL; }
     if (outlen) *outlen = b.n;
     return b.p;

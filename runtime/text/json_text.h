@@ -31,6 +31,10 @@ const char *sl_json_member(const char *obj, size_t n, const char *key, size_t *v
  * string, holds an escaped NUL or an unpaired surrogate, or memory runs out). */
 char *sl_json_string(const char *v, size_t n);
 
+/* s as a JSON string, quoted and escaped as json.dumps(s, ensure_ascii=False) writes it ("\"",
+ * "\\", \n \r \t \b \f, other control bytes as \u00XX, everything else as is).  malloc'd. */
+char *sl_json_quote(const char *s, size_t *outlen);
+
 /* Compact JSON json[0..n) (a whole value, as jansson's JSON_COMPACT writes it) re-spaced as
  * Python's json.dumps(x, ensure_ascii=False) prints it: indent 0 puts ", " and ": " between items,
  * indent k > 0 one item per line indented by k spaces per level, "," and ": ", empty {} and []
