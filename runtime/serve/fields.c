@@ -35,9 +35,8 @@ static const field fields[] = {
     { "suffix", COMPL, "\"\"", "text after the completion (insertion) is not supported" },
     { "best_of", COMPL, "1", "only one candidate is generated" },
     { "logit_bias", BOTH, "{}", "logit biases are not supported" },
-    { "tools", CHAT, "[]", "tool calls are not supported yet" },
-    { "tool_choice", CHAT, "\"none\"|\"auto\"", "tool calls are not supported yet" },
-    { "parallel_tool_calls", CHAT, "true|false", "tool calls are not supported yet" },
+    { "tools", CHAT, NULL, NULL }, { "tool_choice", CHAT, NULL, NULL },   /* tools.c */
+    { "parallel_tool_calls", CHAT, NULL, NULL },
     { "functions", CHAT, "[]", "function calls are not supported yet" },
     { "function_call", CHAT, "\"none\"|\"auto\"", "function calls are not supported yet" },
     { "response_format", CHAT, "{\"type\":\"text\"}", "JSON output (json_object, json_schema) is not enforced yet" },

@@ -37,6 +37,7 @@ typedef struct sl_serve_opts {
     const char *default_stop[4];/* stop strings of a request that gives none */
     int n_default_stop;
     const char *chat_template;  /* NULL: the model's (or the plain one) */
+    bool reasoning_inline;      /* --reasoning-format none: Qwen3's <think> block stays in content */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 
