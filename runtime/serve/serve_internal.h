@@ -207,6 +207,12 @@ typedef struct chat_tools { char **tools; int n; } chat_tools;   /* compact JSON
  * to render in ct (free with tools_free_request).  0, or 400 with the message. */
 int  tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *msg, size_t msglen);
 void tools_free_request(chat_tools *ct);
+/* The grammar that makes the model call a tool in format fmt (enum sl_tool_format): a JSON Schema
+ * (malloc'd) of one call to the tool named `name` (NULL: any of them, "required"), between the
+ * literals *prefix and *suffix the format writes around a call ("<tool_call>\n" … "\n</tool_call>";
+ * Mistral: "[TOOL_CALLS]" and a one-call array; Llama 3.1: the object alone).  tools is the
+ * request's checked array.  0, or -1 (no tool of that name, out of memory). */
+int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, const char **prefix, const char **suffix);
 /* A message's fields besides role and content (cm->role set): tool_calls, tool_call_id, name;
  * anything else is a 400.  tools_free_message frees what it allocated. */
 int  tools_parse_message(json_t *e, size_t i, sl_chat_msg *cm, char *msg, size_t msglen);

@@ -65,6 +65,39 @@ static int check_tool(json_t *t, size_t i, char *msg, size_t msglen)
     return 0;
 }
 
+/* The JSON Schema of one call to tool t in format fmt: name fixed, arguments its parameters (none:
+ * an empty object); properties in the order the format writes them. */
+static json_t *call_schema(json_t *t, int fmt)
+{
+    json_t *fn = json_object_get(t, "function"), *params = json_object_get(fn, "parameters");
+    const char *args = fmt == SL_TOOLS_LLAMA3 ? "parameters" : "arguments";
+    json_t *props = json_pack("{s:{s:O}}", "name", "const", json_object_get(fn, "name"));
+    json_object_set_new(props, args, params ? json_deep_copy(params) : json_pack("{s:s,s:{}}", "type", "object", "properties"));
+    return json_pack("{s:s,s:o,s:[s,s],s:b}", "type", "object", "properties", props, "required", "name", args,
+                     "additionalProperties", 0);
+}
+
+int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, const char **prefix,
+                       const char **suffix)
+{
+    json_t *one = NULL, *any = json_array(), *t;
+    size_t i;
+    json_array_foreach(tools, i, t) {
+        json_t *nm = json_object_get(json_object_get(t, "function"), "name");
+        if (!name) json_array_append_new(any, call_schema(t, fmt));
+        else if (!one && !strcmp(json_string_value(nm), name)) one = call_schema(t, fmt);
+    }
+    if (!name) one = json_array_size(any) == 1 ? json_incref(json_array_get(any, 0)) : json_pack("{s:O}", "anyOf", any);
+    json_decref(any);
+    if (!one) return -1;
+    if (fmt == SL_TOOLS_MISTRAL) one = json_pack("{s:s,s:o,s:i,s:i}", "type", "array", "items", one, "minItems", 1, "maxItems", 1);
+    *prefix = fmt == SL_TOOLS_HERMES ? "<tool_call>\n" : fmt == SL_TOOLS_MISTRAL ? "[TOOL_CALLS]" : "";
+    *suffix = fmt == SL_TOOLS_HERMES ? "\n</tool_call>" : "";
+    *schema = json_dumps(one, JSON_COMPACT);
+    json_decref(one);
+    return *schema ? 0 : -1;
+}
+
 int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *msg, size_t msglen)
 {
     memset(ct, 0, sizeof *ct);
