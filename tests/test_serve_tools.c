@@ -217,6 +217,17 @@ Test(serve_tools, request_checks)
     cr_assert_eq(parse_req(SL_TMPL_CHATML, "{\"tools\":[" TOOL "],\"tool_choice\":\"none\",\"parallel_tool_calls\":false}",
                            &j, &ct, msg), 0, "%s", msg);
     cr_expect(ct.n == 0 && j.tool_fmt == SL_TOOLS_NONE && j.think, "none: tools neither rendered nor parsed");
+    cr_assert_eq(parse_req(SL_TMPL_LLAMA3, "{\"tools\":[" TOOL "],\"tool_choice\":{\"type\":\"function\",\"function\":"
+                           "{\"name\":\"get_weather\"}}}", &j, &ct, msg), 0, "%s", msg);
+    cr_expect(j.gr_schema && strstr(j.gr_schema, "\"const\":\"get_weather\"") && !strcmp(j.gr_prefix, "") && !j.think);
+    free(j.gr_schema);
+    tools_free_request(&ct);
+    /* a schema the grammar refuses is fine when nothing is forced: it is only shown to the model */
+    cr_assert_eq(parse_req(SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":"
+                           "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}]}",
+                           &j, &ct, msg), 0, "%s", msg);
+    cr_expect_null(j.gr_schema);
+    tools_free_request(&ct);
     struct { int tmpl; const char *body, *says; } bad[] = {
         { SL_TMPL_GEMMA, "{\"tools\":[" TOOL "]}", "supported: " },
         { SL_TMPL_CHATML, "{\"tools\":{}}", "must be an array" },
@@ -225,7 +236,11 @@ Test(serve_tools, request_checks)
         { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"retrieval\"}]}", "only function tools" },
         { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]}", "letters, digits" },
         { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":[]}}]}", "parameters" },
-        { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"strict\":true}}]}", "constrained decoding" },
+        { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"strict\":true}}]}", "not constrained" },
+        { SL_TMPL_CHATML, "{\"tools\":[" TOOL "],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"nope\"}}}",
+          "not one of the tools" },
+        { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"type\":\"object\","
+          "\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}],\"tool_choice\":\"required\"}", "'pattern'" },
         { SL_TMPL_CHATML, "{\"tools\":[" TOOL "],\"parallel_tool_calls\":1}", "true or false" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

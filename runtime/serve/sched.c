@@ -114,6 +114,7 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->sse);
     free(j->lp);
     sl_out_free(&j->op);
+    free(j->gr_schema);
     free(j);
     s->open_jobs--;
     pthread_cond_broadcast(&s->cv);
@@ -264,6 +265,12 @@ static void start(sl_server *s, slot *sl, job *j)
     sluice_reset(sl->c);
     sluice_sampler_free(sl->smp);
     sl->smp = sluice_sampler_new(s->M, &j->sp);
+    char gerr[256];
+    if (sl->smp && j->gr_schema &&   /* a forced tool call (tools.c); the schema was checked at the request */
+        sluice_sampler_set_grammar(sl->smp, j->gr_schema, j->gr_prefix, j->gr_suffix, gerr, sizeof gerr)) {
+        sluice_sampler_free(sl->smp);
+        sl->smp = NULL;
+    }
     sl->j = j;
     sl->fed = 0;
     sl->pend_len = 0;

@@ -58,6 +58,8 @@ typedef struct job {
     int tool_fmt;                 /* enum sl_tool_format of the calls parsed (SL_TOOLS_NONE: none) */
     bool think;                   /* Qwen3's <think> block is reasoning_content */
     bool one_call;                /* parallel_tool_calls false: the first call only */
+    char *gr_schema;              /* tool_choice required / a named function: the call's grammar (tools.c) */
+    const char *gr_prefix, *gr_suffix;
     char id[48];
     time_t created;
     struct MHD_Connection *conn;

@@ -1,8 +1,9 @@
 /* runtime/serve/tools.c — tool calls and reasoning on the OpenAI wire (chat completions).
  *
- * In: `tools` (function tools: name, description, parameters, strict), `tool_choice` ("none":
+ * In: `tools` (function tools: name, description, parameters, strict false), `tool_choice` ("none":
  * tools neither rendered nor parsed; "auto", the default with tools; "required" and a named
- * function need constrained decoding and are refused until it exists), `parallel_tool_calls`
+ * function: the model is made to write one call by constrained decoding, the call's JSON Schema
+ * between the format's literals, tools_call_grammar), `parallel_tool_calls`
  * (false: only the first call is returned), assistant messages with `tool_calls` (content may then
  * be null) and `tool` messages with `tool_call_id` (and an optional `name`, which none of the
  * templates prints).  The chat template renders them (runtime/text/chat_template.h).
@@ -58,7 +59,8 @@ static int check_tool(json_t *t, size_t i, char *msg, size_t msglen)
         if (!strcmp(key, "parameters") && json_is_object(v)) continue;
         if (!strcmp(key, "strict") && json_is_false(v)) continue;
         if (!strcmp(key, "strict") && json_is_true(v))
-            BAD("'tools'[%zu].function.strict true needs constrained decoding, which this server does not have yet", i);
+            BAD("'tools'[%zu].function.strict true is not supported: with tool_choice \"auto\" calls are not constrained "
+                "(tool_choice \"required\" or naming the function constrains them to the schema)", i);
         BAD("'tools'[%zu].function.%.32s is not supported (name, description: a string, parameters: an object, "
             "strict: false)", i, key);
     }
@@ -131,9 +133,6 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
         int r = check_tool(t, i, msg, msglen);
         if (r) return r;
     }
-    if (!strcmp(mode, "required") || !strcmp(mode, "named"))
-        BAD("'tool_choice' %s needs constrained decoding, which this server does not have yet; use \"auto\"",
-            !strcmp(mode, "named") ? "naming a function" : "\"required\"");
     j->think = s->tmpl == SL_TMPL_CHATML && !s->o.reasoning_inline;
     if (!strcmp(mode, "none")) { j->outparse = j->think; return 0; }
     if (sl_chat_tool_format(s->tmpl) == SL_TOOLS_NONE)
@@ -147,6 +146,21 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
     j->tool_fmt = sl_chat_tool_format(s->tmpl);
     j->one_call = !parallel;
     j->outparse = true;
+    if (!strcmp(mode, "required") || !strcmp(mode, "named")) {
+        const char *want = !strcmp(mode, "named") ? json_string_value(json_object_get(json_object_get(choice, "function"), "name")) : NULL;
+        if (tools_call_grammar(tools, want, j->tool_fmt, &j->gr_schema, &j->gr_prefix, &j->gr_suffix)) {
+            tools_free_request(ct);
+            if (want) BAD("'tool_choice' names '%.64s', which is not one of the tools", want);
+            BAD("out of memory");
+        }
+        char err[256];
+        if (sluice_json_schema_check(j->gr_schema, err, sizeof err)) {
+            tools_free_request(ct);
+            free(j->gr_schema);
+            j->gr_schema = NULL;
+            BAD("'tools': a forced call's schema cannot be enforced: %s", err);
+        }
+    }
     return 0;
 }
 

@@ -15,6 +15,9 @@
 #            a normal client keeps being answered within 2 s.
 #   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
 #            fields honoured or refused (logprobs), the command line, a second signal.
+#   toolcalls: tool-call round trips and reasoning (tests/serve/tools.mjs) on a random-weight model per
+#            chat template: Qwen3 (the Qwen2 vocabulary and its template, sluice-gen), Llama 3.1 (the
+#            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced).
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -206,6 +209,28 @@ cancel_part() {
   echo "serve_test: cancel: a second SIGTERM exited in $((SECONDS - t0)) s with status 143"
 }
 
+tools_part() {
+  local gen
+  gen=$(dirname "$SLUICE")/sluice-gen
+  [ -x "$gen" ] || fail "tools: missing $gen (built with sluice)"
+  "$gen" --shape qwen3-8b --dim 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --ffn 128 --ctx 2048 --type Q8_0 \
+    --quiet --out "$WORK/qwen3.gguf" || fail "tools: sluice-gen qwen3"
+  "$gen" --shape llama3.1-8b --dim 64 --layers 1 --heads 2 --kv-heads 1 --ffn 128 --ctx 2048 --type Q8_0 \
+    --quiet --out "$WORK/llama3.gguf" || fail "tools: sluice-gen llama3"
+  [ -f "$SHARED/models/micro-nemo.F16.gguf" ] || fail "missing $SHARED/models/micro-nemo.F16.gguf"
+  local spec
+  for spec in "qwen3|$WORK/qwen3.gguf|" "llama3|$WORK/llama3.gguf|--chat-template llama3" \
+              "mistral|$SHARED/models/micro-nemo.F16.gguf|--chat-template mistral-v3-tekken"; do
+    IFS='|' read -r label model extra <<<"$spec"
+    # shellcheck disable=SC2086
+    start_server "$WORK/server-tools-$label.log" -m "$model" -c 2048 --parallel 2 $extra
+    LABEL=$label REASONING=$([ "$label" = qwen3 ] && echo 1 || echo 0) SLUICE_URL="$BASE/v1" timeout 300 \
+      node "$HERE/tools.mjs" || fail "tools: $label: the tool-call test failed"
+    stop_server
+  done
+  rm -f "$WORK/qwen3.gguf" "$WORK/llama3.gguf"
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -214,6 +239,7 @@ case "$PART" in
     ;;&
   hostile|core|all) hostile_part ;;&
   limits|all) limits_part ;;&
-  cancel|all) cancel_part ;;
+  cancel|all) cancel_part ;;&
+  toolcalls|all) tools_part ;;
 esac
 echo "serve_test: $PART: every check passed"
