@@ -12,7 +12,9 @@
  * string the API carries for Qwen3 (its template prints a string as is), an object for Llama 3.1
  * and Mistral Nemo (their templates print it with tojson).  Mistral needs 9-character ids: the
  * template got "abc123XYZ", sluice the id "call_abc123XYZ" (printed as its last 9 letters and
- * digits).  Rendering is string-exact.
+ * digits).  gpt-oss (openai-gpt-oss-120b.jinja, strftime_now fixed to 2025-08-05): three tools
+ * whose parameters exercise the TypeScript rendering (arrays, nested objects, enums, defaults,
+ * type lists, nullable, an empty schema).  Rendering is string-exact.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -228,6 +230,81 @@ Test(chat_tools, qwen3_hermes) { expect_render("chatml", 4, true, want_qwen3); e
 Test(chat_tools, llama31) { expect_render("llama3", 4, true, want_llama31); expect_render("llama3", 2, true, want_llama31_first); }
 /* Nemo's template has no generation prompt: [/INST] or [/TOOL_RESULTS] is where the model answers */
 Test(chat_tools, mistral_nemo) { expect_render("mistral-v3-tekken", 4, true, want_nemo); expect_render("mistral-v3-tekken", 2, true, want_nemo_first); }
+
+static const char want_harmony[] =
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n"
+    "Current date: 2025-08-05\n"
+    "\n"
+    "Reasoning: medium\n"
+    "\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message.\n"
+    "Calls to these tools must go to the commentary channel: 'functions'.<|end|><|start|>developer<|message|># Instructions\n"
+    "\n"
+    "Be brief.\n"
+    "\n"
+    "# Tools\n"
+    "\n"
+    "## functions\n"
+    "\n"
+    "namespace functions {\n"
+    "\n"
+    "// Weather in a city — now\n"
+    "type get_weather = (_: {\n"
+    "// City name\n"
+    "city: string,\n"
+    "unit?: \"celsius\" | \"fahrenheit\",\n"
+    "}) => any;\n"
+    "\n"
+    "// The time\n"
+    "type get_time = () => any;\n"
+    "\n"
+    "// Search things\n"
+    "type search = (_: {\n"
+    "// The query\n"
+    "q: string,\n"
+    "tags?: string[],\n"
+    "n?: number, // default: 5,\n"
+    "nested?: {\n"
+    "a: \n"
+    "                number, b?: \n"
+    "                boolean},\n"
+    "mode?: \"fast\" | \"slow\", // default: fast,\n"
+    "objs?: {\n"
+    "x?: \n"
+    "                number}[],\n"
+    "multi?: string | null,\n"
+    "opt?: string | null,\n"
+    "anyv?: any,\n"
+    "}) => any;\n"
+    "\n"
+    "} // namespace functions<|end|><|start|>user<|message|>Weather in Paris?<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"unit\": \"celsius\"}<|call|><|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"{\\\"temperature\\\": 21}\"<|end|><|start|>assistant";
+
+static const char *const harmony_tools[] = {
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather in a city — now\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"description\":\"City name\"},\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\",\"fahrenheit\"]}},\"required\":[\"city\"]}}}",
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":{\"type\":\"object\",\"properties\":{}},\"description\":\"The time\"}}",
+    "{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search things\",\"parameters\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\",\"description\":\"The query\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"n\":{\"type\":\"integer\",\"default\":5},\"nested\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"boolean\"}},\"required\":[\"a\"]},\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"slow\"],\"default\":\"fast\"},\"objs\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}}}},\"multi\":{\"type\":[\"string\",\"null\"]},\"opt\":{\"type\":\"string\",\"nullable\":true},\"anyv\":{}},\"required\":[\"q\"]}}}"
+};
+
+Test(chat_tools, gpt_oss_harmony)
+{
+    sl_chat_tool_call c = call;
+    const sl_chat_msg conv_h[] = {
+        { .role = "system", .content = "Be brief." },
+        { .role = "user", .content = "Weather in Paris?" },
+        { .role = "assistant", .content = "", .tool_calls = &c, .n_tool_calls = 1 },
+        { .role = "tool", .content = "{\"temperature\": 21}", .tool_call_id = "call_abc123XYZ" },
+    };
+    sl_chat_opts o = { .add_assistant = true, .date = "2025-08-05", .tools = harmony_tools, .n_tools = 3 };
+    char err[256] = "";
+    cr_assert_eq(sl_chat_check(SL_TMPL_HARMONY, conv_h, 4, &o, err, sizeof err), 0, "%s", err);
+    char *s = sl_chat_render_opts(SL_TMPL_HARMONY, conv_h, 4, &o, NULL);
+    cr_assert_not_null(s);
+    cr_expect_str_eq(s, want_harmony, "harmony:\n%s\n--- want ---\n%s", s, want_harmony);
+    free(s);
+    /* a tool message that follows no call */
+    cr_expect_eq(sl_chat_check(SL_TMPL_HARMONY, conv_h + 3, 1, &o, err, sizeof err), -22);
+}
 
 /* Without tools and tool turns the templates render as before (test_chat_template's strings). */
 Test(chat_tools, no_tools_unchanged)

@@ -46,5 +46,7 @@ static inline bool is_role(const char *role, const char *r) { return !strcmp(rol
 void sl_render_hermes(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o);
 void sl_render_llama3_tools(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o);
 void sl_render_mistral_tools(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o);
+/* harmony_tools.c: gpt-oss's `functions` namespace of o's tools (the developer message's # Tools). */
+void sl_render_harmony_tools(sbuf *b, const sl_chat_opts *o);
 
 #endif

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "runtime/text/chat_internal.h"
+#include "runtime/text/json_text.h"
 
 static const char *const k_names[SL_TMPL_COUNT] = {
     [SL_TMPL_PLAIN] = "plain",           [SL_TMPL_CHATML] = "chatml",
@@ -136,8 +137,31 @@ static void render_mistral(sbuf *b, int t, const sl_chat_msg *m, int n)
     }
 }
 
-/* gpt-oss's Jinja template (tokenizer.chat_template of its GGUF files, tools and builtin_tools left
- * out), statement by statement; tests/test_chat_template.c holds strings worked out from it. */
+/* An assistant turn with a tool call (one: sl_chat_check): its content as an analysis message
+ * unless a later assistant turn answers, then the call in the commentary channel.  The tool's name. */
+static const char *harmony_call(sbuf *b, const sl_chat_msg *m, int n, int i)
+{
+    bool later_final = false;
+    for (int k = i + 1; k < n; k++) later_final |= is_role(m[k].role, "assistant") && !m[k].n_tool_calls;
+    if (m[i].content[0] && !later_final) {
+        put(b, "<|start|>assistant<|channel|>analysis<|message|>");
+        put(b, m[i].content);
+        put(b, "<|end|>");
+    }
+    const sl_chat_tool_call *c = &m[i].tool_calls[0];
+    put(b, "<|start|>assistant to=functions.");
+    put(b, c->name);
+    put(b, "<|channel|>commentary json<|message|>");
+    char *py = sl_json_pyformat(c->arguments, strlen(c->arguments), 0, NULL);
+    if (py) put(b, py); else b->oom = true;
+    free(py);
+    put(b, "<|call|>");
+    return c->name;
+}
+
+/* gpt-oss's Jinja template (tokenizer.chat_template of its GGUF files, builtin_tools left out),
+ * statement by statement; tests/test_chat_template.c and test_chat_tools.c hold strings worked out
+ * from it. */
 static void render_harmony(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o)
 {
     char today[32] = "";
@@ -154,18 +178,31 @@ static void render_harmony(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_o
     put(b, date);
     put(b, "\n\nReasoning: ");
     put(b, o->reasoning_effort ? o->reasoning_effort : "medium");
-    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>");
+    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.");
+    if (o->n_tools) put(b, "\nCalls to these tools must go to the commentary channel: 'functions'.");
+    put(b, "<|end|>");
     int first = 0;
-    if (n > 0 && (is_role(m[0].role, "developer") || is_role(m[0].role, "system"))) {
-        first = 1;
-        if (m[0].content[0]) {
-            put(b, "<|start|>developer<|message|># Instructions\n\n");
-            put(b, m[0].content);
-            put(b, "\n\n<|end|>");
-        }
+    bool dev = n > 0 && (is_role(m[0].role, "developer") || is_role(m[0].role, "system")) && m[0].content[0];
+    if (n > 0 && (is_role(m[0].role, "developer") || is_role(m[0].role, "system"))) first = 1;
+    if (dev || o->n_tools) {
+        put(b, "<|start|>developer<|message|>");
+        if (dev) { put(b, "# Instructions\n\n"); put(b, m[0].content); put(b, "\n\n"); }
+        if (o->n_tools) { put(b, "# Tools\n\n"); sl_render_harmony_tools(b, o); }
+        put(b, "<|end|>");
     }
+    const char *last_call = NULL;   /* the tool a "tool" message answers: the latest call's */
     for (int i = first; i < n; i++) {
-        if (is_role(m[i].role, "assistant")) {
+        if (m[i].n_tool_calls) { last_call = harmony_call(b, m, n, i); continue; }
+        if (is_role(m[i].role, "tool")) {
+            put(b, "<|start|>functions.");
+            put(b, last_call ? last_call : "");
+            put(b, " to=assistant<|channel|>commentary<|message|>");
+            char *q = sl_json_quote(m[i].content, NULL);
+            if (q) put(b, q); else b->oom = true;
+            free(q);
+            put(b, "<|end|>");
+        } else if (is_role(m[i].role, "assistant")) {
+            last_call = NULL;
             put(b, "<|start|>assistant<|channel|>final<|message|>");
             put(b, m[i].content);
             put(b, i == n - 1 && !o->add_assistant ? "<|return|>" : "<|end|>");

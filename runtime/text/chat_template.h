@@ -55,6 +55,8 @@ enum sl_tool_format {
     SL_TOOLS_HERMES,          /* Qwen2.5/Qwen3 (chatml): <tools> in the system turn, <tool_call>{json}</tool_call> */
     SL_TOOLS_LLAMA3,          /* Llama 3.1-3.3: tools in the first user turn, {"name": …, "parameters": …} */
     SL_TOOLS_MISTRAL,         /* Mistral Nemo (v3-tekken): [AVAILABLE_TOOLS]…, [TOOL_CALLS][{…}] */
+    SL_TOOLS_HARMONY,         /* gpt-oss: a `functions` namespace in the developer message, calls in the
+                               * commentary channel to=functions.NAME (runtime/text/harmony.h) */
 };
 
 /* Rendering options.  Only the harmony template reads the last three; NULL means the template's

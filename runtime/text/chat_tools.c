@@ -24,13 +24,14 @@ int sl_chat_tool_format(int t)
     case SL_TMPL_CHATML: return SL_TOOLS_HERMES;
     case SL_TMPL_LLAMA3: return SL_TOOLS_LLAMA3;
     case SL_TMPL_MISTRAL_V3_TEKKEN: return SL_TOOLS_MISTRAL;
+    case SL_TMPL_HARMONY: return SL_TOOLS_HARMONY;
     default: return SL_TOOLS_NONE;
     }
 }
 
 const char *sl_chat_tool_templates(void)
 {
-    return "chatml (Qwen2.5, Qwen3), llama3 (Llama 3.1-3.3), mistral-v3-tekken (Mistral Nemo)";
+    return "chatml (Qwen2.5, Qwen3), llama3 (Llama 3.1-3.3), mistral-v3-tekken (Mistral Nemo), harmony (gpt-oss)";
 }
 
 /* JSON text re-spaced as tojson prints it (indent 0: one line). */
@@ -240,9 +241,15 @@ int sl_chat_check(int t, const sl_chat_msg *m, int n, const sl_chat_opts *o, cha
                 a[strspn(a, " \t\r\n")] != '{')
                 FAIL("message %d: tool call %d's arguments must be a JSON object", i, k);
         }
-        if (fmt == SL_TOOLS_LLAMA3 && m[i].n_tool_calls > 1)
-            FAIL("message %d has %d tool calls; Llama 3.1's template takes one call per assistant message", i,
-                 m[i].n_tool_calls);
+        if ((fmt == SL_TOOLS_LLAMA3 || fmt == SL_TOOLS_HARMONY) && m[i].n_tool_calls > 1)
+            FAIL("message %d has %d tool calls; %s template takes one call per assistant message", i, m[i].n_tool_calls,
+                 fmt == SL_TOOLS_LLAMA3 ? "Llama 3.1's" : "gpt-oss's");
+        if (fmt == SL_TOOLS_HARMONY && is_role(m[i].role, "tool")) {
+            int k = i - 1;
+            while (k >= 0 && !m[k].n_tool_calls && !is_role(m[k].role, "assistant")) k--;
+            if (k < 0 || !m[k].n_tool_calls)
+                FAIL("message %d (role tool) follows no assistant tool call; gpt-oss's template names the tool from it", i);
+        }
     }
     if (fmt == SL_TOOLS_HERMES || fmt == SL_TOOLS_NONE) return 0;
     if (tools && fmt == SL_TOOLS_LLAMA3 && n - (n && is_role(m[0].role, "system")) < 1)
