@@ -220,7 +220,7 @@ Test(serve_tools, request_checks)
     cr_assert_eq(parse_req(SL_TMPL_LLAMA3, "{\"tools\":[" TOOL "],\"tool_choice\":{\"type\":\"function\",\"function\":"
                            "{\"name\":\"get_weather\"}}}", &j, &ct, msg), 0, "%s", msg);
     cr_expect(j.gr_schema && strstr(j.gr_schema, "\"const\":\"get_weather\"") && !strcmp(j.gr_prefix, "") && !j.think);
-    free(j.gr_schema);
+    tools_free_job(&j);
     tools_free_request(&ct);
     /* a schema the grammar refuses is fine when nothing is forced: it is only shown to the model */
     cr_assert_eq(parse_req(SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":"
@@ -281,13 +281,14 @@ Test(serve_tools, call_grammar)
 {
     json_t *tools = json_loads("[" TOOL ",{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]", 0, NULL);
     char *schema;
-    const char *pre, *suf;
+    char *pre; const char *suf;
     cr_assert_eq(tools_call_grammar(tools, "get_weather", SL_TOOLS_HERMES, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":"
                              "{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
     cr_expect_str_eq(pre, "<tool_call>\n");
     cr_expect_str_eq(suf, "\n</tool_call>");
     free(schema);
+    free(pre);
     cr_assert_eq(tools_call_grammar(tools, NULL, SL_TOOLS_LLAMA3, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},"
                              "\"parameters\":{\"type\":\"object\"}},\"required\":[\"name\",\"parameters\"],"
@@ -297,12 +298,82 @@ Test(serve_tools, call_grammar)
     cr_expect_str_eq(pre, "");
     cr_expect_str_eq(suf, "");
     free(schema);
+    free(pre);
     cr_assert_eq(tools_call_grammar(tools, "get_time", SL_TOOLS_MISTRAL, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"const\":"
                              "\"get_time\"},\"arguments\":{\"type\":\"object\",\"properties\":{}}},\"required\":[\"name\","
                              "\"arguments\"],\"additionalProperties\":false},\"minItems\":1,\"maxItems\":1}");
     cr_expect_str_eq(pre, "[TOOL_CALLS]");
     free(schema);
+    free(pre);
+    /* gpt-oss: the header names the tool; the body is its arguments */
+    cr_assert_eq(tools_call_grammar(tools, "get_weather", SL_TOOLS_HARMONY, &schema, &pre, &suf), 0);
+    cr_expect_str_eq(schema, "{\"type\":\"object\"}");
+    cr_expect_str_eq(pre, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>");
+    cr_expect_str_eq(suf, "");
+    free(schema);
+    free(pre);
+    cr_expect_eq(tools_call_grammar(tools, NULL, SL_TOOLS_HARMONY, &schema, &pre, &suf), -2, "required, two tools");
     cr_expect_eq(tools_call_grammar(tools, "nope", SL_TOOLS_HERMES, &schema, &pre, &suf), -1);
     json_decref(tools);
+}
+
+/* gpt-oss with tools: the analysis channel is reasoning, a commentary message to=functions.NAME a
+ * call (its body the arguments), the final channel content — whole and streamed, cut anywhere. */
+static const char harmony_call[] =
+    "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+    "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\",\"days\":2}";
+
+static void fake_harmony(sl_server *s, job *j, const char *text)
+{
+    fake_job(s, j, SL_TMPL_HARMONY, text);
+    j->harmony = true;
+    sl_harmony_init(&j->hm);
+}
+
+Test(serve_tools, harmony_calls)
+{
+    sl_server s;
+    job j;
+    json_t *ch;
+    fake_harmony(&s, &j, harmony_call);
+    json_t *o = whole(&s, &j, &ch);
+    json_t *m = json_object_get(ch, "message");
+    cr_expect_str_eq(json_string_value(json_object_get(ch, "finish_reason")), "tool_calls");
+    cr_expect_str_eq(json_string_value(json_object_get(m, "reasoning_content")), "Need the weather.");
+    cr_expect(json_is_null(json_object_get(m, "content")));
+    expect_call(json_array_get(json_object_get(m, "tool_calls"), 0), "get_weather", "{\"city\":\"Paris\",\"days\":2}");
+    json_decref(o);
+    free(j.text);
+    /* a call whose body is not a JSON object is content; a plain final answer stays one */
+    fake_harmony(&s, &j, "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops<|end|>"
+                         "<|start|>assistant<|channel|>final<|message|>Done.");
+    o = whole(&s, &j, &ch);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(ch, "message"), "content")), "{oopsDone.");
+    cr_expect_str_eq(json_string_value(json_object_get(ch, "finish_reason")), "stop");
+    json_decref(o);
+    free(j.text);
+
+    const size_t n = strlen(harmony_call);
+    for (size_t step = 1; step <= n; step++) {
+        fake_harmony(&s, &j, harmony_call);
+        acc a = { 0 };
+        size_t len;
+        for (size_t at = 0; at < n; at += step) {
+            size_t k = n - at < step ? n - at : step;
+            char *ev = tools_sse(&s, &j, harmony_call + at, k, false, 0, 0, &len);
+            if (ev) add_events(ev, len, &a);
+            free(ev);
+        }
+        char *ev = tools_sse(&s, &j, "", 0, true, 0, 0, &len);
+        if (ev) add_events(ev, len, &a);
+        free(ev);
+        cr_assert_str_eq(a.reasoning, "Need the weather.", "cut every %zu bytes", step);
+        cr_assert_str_eq(a.content, "");
+        cr_assert_str_eq(a.name[0], "get_weather");
+        cr_assert_str_eq(a.args[0], "{\"city\":\"Paris\",\"days\":2}");
+        cr_assert_eq(j.n_calls, 1);
+        tools_free_job(&j);
+        free(j.text);
+    }
 }

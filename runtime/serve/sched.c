@@ -113,8 +113,7 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->out_toks);
     free(j->sse);
     free(j->lp);
-    sl_out_free(&j->op);
-    free(j->gr_schema);
+    tools_free_job(j);
     free(j);
     s->open_jobs--;
     pthread_cond_broadcast(&s->cv);

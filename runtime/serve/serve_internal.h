@@ -59,7 +59,9 @@ typedef struct job {
     bool think;                   /* Qwen3's <think> block is reasoning_content */
     bool one_call;                /* parallel_tool_calls false: the first call only */
     char *gr_schema;              /* tool_choice required / a named function: the call's grammar (tools.c) */
-    const char *gr_prefix, *gr_suffix;
+    char *gr_prefix;
+    const char *gr_suffix;
+    struct hm_call *hcall;        /* harmony: the tool call being read from the stream (tools.c) */
     char id[48];
     time_t created;
     struct MHD_Connection *conn;
@@ -211,10 +213,14 @@ int  tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *
 void tools_free_request(chat_tools *ct);
 /* The grammar that makes the model call a tool in format fmt (enum sl_tool_format): a JSON Schema
  * (malloc'd) of one call to the tool named `name` (NULL: any of them, "required"), between the
- * literals *prefix and *suffix the format writes around a call ("<tool_call>\n" … "\n</tool_call>";
- * Mistral: "[TOOL_CALLS]" and a one-call array; Llama 3.1: the object alone).  tools is the
- * request's checked array.  0, or -1 (no tool of that name, out of memory). */
-int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, const char **prefix, const char **suffix);
+ * literals *prefix (malloc'd) and *suffix the format writes around a call ("<tool_call>\n" …
+ * "\n</tool_call>"; Mistral: "[TOOL_CALLS]" and a one-call array; Llama 3.1: the object alone;
+ * gpt-oss: the commentary header naming the tool, then its arguments).  tools is the request's
+ * checked array.  0, -1 (no tool of that name, out of memory) or -2 (gpt-oss: "required" with
+ * several tools, which one prefix cannot say). */
+int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, const char **suffix);
+/* What tools.c keeps in a job (the stream's parser, the grammar): freed with the job. */
+void tools_free_job(job *j);
 /* A message's fields besides role and content (cm->role set): tool_calls, tool_call_id, name;
  * anything else is a 400.  tools_free_message frees what it allocated. */
 int  tools_parse_message(json_t *e, size_t i, sl_chat_msg *cm, char *msg, size_t msglen);

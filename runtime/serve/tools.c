@@ -21,6 +21,7 @@
 
 #include "kernels/clock.h"
 #include "runtime/serve/serve_internal.h"
+#include "runtime/text/json_text.h"
 #include "runtime/text/chat_template.h"
 
 #define BAD(...) do { snprintf(msg, msglen, __VA_ARGS__); return 400; } while (0)
@@ -79,11 +80,32 @@ static json_t *call_schema(json_t *t, int fmt)
                      "additionalProperties", 0);
 }
 
-int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, const char **prefix,
-                       const char **suffix)
+/* gpt-oss: the tool's name is in the message header, the body is the arguments alone. */
+static int harmony_grammar(json_t *tools, const char *name, char **schema, char **prefix)
+{
+    json_t *t, *fn = NULL;
+    size_t i;
+    if (!name && json_array_size(tools) != 1) return -2;
+    json_array_foreach(tools, i, t) {
+        json_t *f = json_object_get(t, "function");
+        if (!name || !strcmp(json_string_value(json_object_get(f, "name")), name)) { fn = f; break; }
+    }
+    if (!fn) return -1;
+    json_t *params = json_object_get(fn, "parameters");
+    *schema = params ? json_dumps(params, JSON_COMPACT) : strdup("{\"type\":\"object\",\"properties\":{}}");
+    const char *nm = json_string_value(json_object_get(fn, "name"));
+    size_t pl = strlen(nm) + sizeof "<|channel|>commentary to=functions. <|constrain|>json<|message|>";
+    if ((*prefix = malloc(pl))) snprintf(*prefix, pl, "<|channel|>commentary to=functions.%s <|constrain|>json<|message|>", nm);
+    return *schema && *prefix ? 0 : -1;
+}
+
+int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, const char **suffix)
 {
     json_t *one = NULL, *any = json_array(), *t;
     size_t i;
+    *schema = *prefix = NULL;
+    *suffix = "";   /* harmony: <|call|> is an end-of-generation token, allowed once the value is complete */
+    if (fmt == SL_TOOLS_HARMONY) { json_decref(any); return harmony_grammar(tools, name, schema, prefix); }
     json_array_foreach(tools, i, t) {
         json_t *nm = json_object_get(json_object_get(t, "function"), "name");
         if (!name) json_array_append_new(any, call_schema(t, fmt));
@@ -93,11 +115,11 @@ int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, 
     json_decref(any);
     if (!one) return -1;
     if (fmt == SL_TOOLS_MISTRAL) one = json_pack("{s:s,s:o,s:i,s:i}", "type", "array", "items", one, "minItems", 1, "maxItems", 1);
-    *prefix = fmt == SL_TOOLS_HERMES ? "<tool_call>\n" : fmt == SL_TOOLS_MISTRAL ? "[TOOL_CALLS]" : "";
+    *prefix = strdup(fmt == SL_TOOLS_HERMES ? "<tool_call>\n" : fmt == SL_TOOLS_MISTRAL ? "[TOOL_CALLS]" : "");
     *suffix = fmt == SL_TOOLS_HERMES ? "\n</tool_call>" : "";
     *schema = json_dumps(one, JSON_COMPACT);
     json_decref(one);
-    return *schema ? 0 : -1;
+    return *schema && *prefix ? 0 : -1;
 }
 
 int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *msg, size_t msglen)
@@ -133,7 +155,7 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
         int r = check_tool(t, i, msg, msglen);
         if (r) return r;
     }
-    j->think = s->tmpl == SL_TMPL_CHATML && !s->o.reasoning_inline;
+    j->think = s->tmpl == SL_TMPL_CHATML && !s->o.reasoning_inline;   /* (harmony's channels are split apart) */
     if (!strcmp(mode, "none")) { j->outparse = j->think; return 0; }
     if (sl_chat_tool_format(s->tmpl) == SL_TOOLS_NONE)
         BAD("'tools' need a chat template with tool calls; this model's is %s (supported: %s)",
@@ -148,16 +170,19 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
     j->outparse = true;
     if (!strcmp(mode, "required") || !strcmp(mode, "named")) {
         const char *want = !strcmp(mode, "named") ? json_string_value(json_object_get(json_object_get(choice, "function"), "name")) : NULL;
-        if (tools_call_grammar(tools, want, j->tool_fmt, &j->gr_schema, &j->gr_prefix, &j->gr_suffix)) {
+        int g = tools_call_grammar(tools, want, j->tool_fmt, &j->gr_schema, &j->gr_prefix, &j->gr_suffix);
+        if (g) {
             tools_free_request(ct);
+            tools_free_job(j);
+            if (g == -2) BAD("'tool_choice' \"required\" with several tools is not supported for gpt-oss (its call names the "
+                             "tool in the message header): name the function");
             if (want) BAD("'tool_choice' names '%.64s', which is not one of the tools", want);
             BAD("out of memory");
         }
         char err[256];
         if (sluice_json_schema_check(j->gr_schema, err, sizeof err)) {
             tools_free_request(ct);
-            free(j->gr_schema);
-            j->gr_schema = NULL;
+            tools_free_job(j);
             BAD("'tools': a forced call's schema cannot be enforced: %s", err);
         }
     }
@@ -256,6 +281,20 @@ static void new_call_id(char out[32])
     out[29] = 0;
 }
 
+/* gpt-oss: the call being read, a commentary message to=functions.NAME whose body is the arguments. */
+typedef struct hm_call { int msg; char name[72]; char *args; size_t len, cap; bool oom; } hm_call;
+
+void tools_free_job(job *j)
+{
+    sl_out_free(&j->op);
+    free(j->gr_schema);
+    free(j->gr_prefix);
+    if (j->hcall) free(j->hcall->args);
+    free(j->hcall);
+    j->gr_schema = j->gr_prefix = NULL;
+    j->hcall = NULL;
+}
+
 /* What the parser reported, in order: text grows in the current delta; a call closes it. */
 typedef struct collected {
     const job *j;
@@ -270,6 +309,10 @@ typedef struct collected {
     char *ev;
     size_t ev_len;
     int lp_from, lp_to;
+    /* harmony */
+    const sl_harmony *hm;
+    hm_call *hc;
+    int base;                 /* calls reported before this piece of the stream */
 } collected;
 
 static void grow_add(collected *c, int k, const char *t, size_t n)
@@ -335,13 +378,75 @@ static void on_output(void *user, int kind, int index, const char *name, const c
     add_event(c, json_pack("{s:[{s:i,s:{s:s%}}]}", "tool_calls", "index", index, "function", "arguments", text, len));
 }
 
+/* gpt-oss: the call read so far is complete (its message ended): a call if its body is a JSON
+ * object, else content. */
+static void hm_flush(collected *c)
+{
+    hm_call *hc = c->hc;
+    if (!hc->msg) return;
+    size_t e = 0;
+    const char *a = hc->args ? hc->args : "";
+    bool ok = !hc->oom && hc->len && a[0] == '{' && sl_json_scan(a, hc->len, &e) == SL_JSON_OK && e == hc->len;
+    if (ok) on_output(c, SL_OUT_CALL, c->base + c->n_calls, hc->name, a, hc->len);
+    else grow_add(c, 1, a, hc->len);
+    hc->msg = 0;
+    hc->len = 0;
+}
+
+static void hm_piece(void *user, int channel, const char *header, const char *text, size_t len)
+{
+    collected *c = user;
+    hm_call *hc = c->hc;
+    if (hc->msg && hc->msg != c->hm->n_messages) hm_flush(c);
+    const char *to = channel == SL_HARMONY_COMMENTARY ? strstr(header, "to=functions.") : NULL;
+    if (channel == SL_HARMONY_ANALYSIS || channel == SL_HARMONY_FINAL) {
+        grow_add(c, channel == SL_HARMONY_ANALYSIS ? 0 : 1, text, len);
+    } else if (to) {   /* other commentary (preambles) has no place in the answer */
+        if (!hc->msg) {
+            hc->msg = c->hm->n_messages;
+            size_t nl = strcspn(to + 13, " <");
+            if (nl >= sizeof hc->name) nl = sizeof hc->name - 1;
+            memcpy(hc->name, to + 13, nl);
+            hc->name[nl] = 0;
+        }
+        if (hc->len + len + 1 > hc->cap) {
+            size_t cap = (hc->len + len + 1) * 2;
+            char *nb = realloc(hc->args, cap);
+            if (!nb) { hc->oom = true; return; }
+            hc->args = nb;
+            hc->cap = cap;
+        }
+        memcpy(hc->args + hc->len, text, len);
+        hc->len += len;
+        hc->args[hc->len] = 0;
+    }
+}
+
+/* The whole text (or the next piece, stream) through j's parser: harmony's channels or tool_calls.c. */
+static bool parse_text(collected *c, sl_out_parser *p, sl_harmony *hm, const char *text, size_t n, bool finish)
+{
+    const job *j = c->j;
+    if (j->harmony) {
+        c->hm = hm;
+        if (n) sl_harmony_feed(hm, text, n, hm_piece, c);
+        if (finish) { sl_harmony_finish(hm, hm_piece, c); hm_flush(c); }
+        return !c->hc->oom;
+    }
+    bool ok = !n || sl_out_feed(p, text, n, on_output, c);
+    return ok && (!finish || sl_out_finish(p, on_output, c));
+}
+
 void tools_fill_choice(sl_server *s, const job *j, json_t *choice)
 {
-    collected c = { .j = j, .s = s, .calls = json_array() };
+    hm_call hc = { 0 };
+    collected c = { .j = j, .s = s, .calls = json_array(), .hc = &hc };
     sl_out_parser p;
+    sl_harmony hm;
     sl_out_init(&p, j->tool_fmt, j->think);
-    bool ok = sl_out_feed(&p, j->text ? j->text : "", j->text_len, on_output, &c) && sl_out_finish(&p, on_output, &c);
+    sl_harmony_init(&hm);
+    bool ok = parse_text(&c, &p, &hm, j->text ? j->text : "", j->text_len, true);
     sl_out_free(&p);
+    free(hc.args);
     json_t *m = json_object_get(choice, "message");
     if (ok && !c.oom) {
         json_object_set_new(m, "content", c.len[1] || !c.n_calls ? json_stringn(c.txt[1] ? c.txt[1] : "", c.len[1])
@@ -359,10 +464,10 @@ void tools_fill_choice(sl_server *s, const job *j, json_t *choice)
 
 char *tools_sse(sl_server *s, job *j, const char *text, size_t n, bool finish, int lp_from, int lp_to, size_t *len)
 {
-    collected c = { .j = j, .s = s, .stream = true, .lp_from = lp_from, .lp_to = lp_to };
+    if (!j->hcall && !(j->hcall = calloc(1, sizeof *j->hcall))) { *len = 0; return NULL; }
+    collected c = { .j = j, .s = s, .stream = true, .lp_from = lp_from, .lp_to = lp_to, .hc = j->hcall, .base = j->n_calls };
     if (!j->op_started) { sl_out_init(&j->op, j->tool_fmt, j->think); j->op_started = true; }
-    if (n) sl_out_feed(&j->op, text, n, on_output, &c);
-    if (finish) sl_out_finish(&j->op, on_output, &c);
+    parse_text(&c, &j->op, &j->hm, text, n, finish);
     flush_text(&c);
     j->n_calls += c.n_calls;
     if (!c.ev_len && c.lp_to > c.lp_from) add_event(&c, json_object());   /* logprobs of held text */
