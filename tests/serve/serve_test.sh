@@ -17,7 +17,8 @@
 #            fields honoured or refused (logprobs), the command line, a second signal.
 #   toolcalls: tool-call round trips and reasoning (tests/serve/tools.mjs) on a random-weight model per
 #            chat template: Qwen3 (the Qwen2 vocabulary and its template, sluice-gen), Llama 3.1 (the
-#            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced).
+#            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced),
+#            gpt-oss (its o200k_harmony vocabulary and template, sluice-gen).
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -217,18 +218,22 @@ tools_part() {
     --quiet --out "$WORK/qwen3.gguf" || fail "tools: sluice-gen qwen3"
   "$gen" --shape llama3.1-8b --dim 64 --layers 1 --heads 2 --kv-heads 1 --ffn 128 --ctx 2048 --type Q8_0 \
     --quiet --out "$WORK/llama3.gguf" || fail "tools: sluice-gen llama3"
+  "$gen" --shape gpt-oss-20b --dim 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 \
+    --expert-ffn 64 --ctx 2048 --type Q8_0 --quiet --out "$WORK/gpt-oss.gguf" || fail "tools: sluice-gen gpt-oss"
   [ -f "$SHARED/models/micro-nemo.F16.gguf" ] || fail "missing $SHARED/models/micro-nemo.F16.gguf"
   local spec
   for spec in "qwen3|$WORK/qwen3.gguf|" "llama3|$WORK/llama3.gguf|--chat-template llama3" \
-              "mistral|$SHARED/models/micro-nemo.F16.gguf|--chat-template mistral-v3-tekken"; do
+              "mistral|$SHARED/models/micro-nemo.F16.gguf|--chat-template mistral-v3-tekken" \
+              "gpt-oss|$WORK/gpt-oss.gguf|"; do
     IFS='|' read -r label model extra <<<"$spec"
     # shellcheck disable=SC2086
     start_server "$WORK/server-tools-$label.log" -m "$model" -c 2048 --parallel 2 $extra
-    LABEL=$label REASONING=$([ "$label" = qwen3 ] && echo 1 || echo 0) SLUICE_URL="$BASE/v1" timeout 300 \
+    LABEL=$label REASONING=$([ "$label" = qwen3 ] && echo 1 || echo 0) HARMONY=$([ "$label" = gpt-oss ] && echo 1 || echo 0) \
+      SLUICE_URL="$BASE/v1" timeout 300 \
       node "$HERE/tools.mjs" || fail "tools: $label: the tool-call test failed"
     stop_server
   done
-  rm -f "$WORK/qwen3.gguf" "$WORK/llama3.gguf"
+  rm -f "$WORK/qwen3.gguf" "$WORK/llama3.gguf" "$WORK/gpt-oss.gguf"
 }
 
 case "$PART" in
