@@ -90,13 +90,19 @@ const char *sl_chat_template_names(void);
 char *sl_chat_render(int tmpl, const sl_chat_msg *msgs, int n, bool add_assistant, size_t *len);
 /* The same with options (o may be NULL: no assistant header, defaults).
  *
- * Harmony (gpt-oss's template, tools left out): a system message the template builds itself (model
- * identity, knowledge cutoff, current date, "Reasoning: <effort>", the valid channels); a first
- * message with role "system" or "developer" becomes the developer message ("# Instructions\n\n…");
+ * Tools (o->tools): the templates with a tool format render them as their model's Jinja template
+ * does (chat_tools.c, harmony_tools.c), with assistant tool_calls and "tool" messages; without tools
+ * and tool turns every template renders as before.
+ *
+ * Harmony (gpt-oss's template, builtin tools left out): a system message the template builds
+ * itself (model identity, knowledge cutoff, current date, "Reasoning: <effort>", the valid
+ * channels); a first message with role "system" or "developer" becomes the developer message
+ * ("# Instructions\n\n…", then the tools' namespace);
  * user turns; earlier assistant turns as their final channel only (…<|end|>; a last assistant turn
  * without add_assistant ends in <|return|>); system/developer messages after the first and other
- * roles are dropped as the template drops them; add_assistant ends with "<|start|>assistant".  The
- * model then writes its channels (runtime/text/harmony.h separates them). */
+ * roles are dropped as the template drops them; a tool call as a commentary message to
+ * functions.NAME, a tool result from functions.NAME; add_assistant ends with "<|start|>assistant".
+ * The model then writes its channels (runtime/text/harmony.h separates them). */
 char *sl_chat_render_opts(int tmpl, const sl_chat_msg *msgs, int n, const sl_chat_opts *o, size_t *len);
 
 /* The template's tool format (enum sl_tool_format; SL_TOOLS_NONE: tools cannot be rendered). */
