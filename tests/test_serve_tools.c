@@ -169,7 +169,7 @@ Test(serve_tools, stream_adds_up_wherever_cut)
         ev = oai_sse_chunk(&s, &j, "", 0, 0, 0, false, FINISH_STOP, &len);
         cr_assert(strstr(ev, "\"finish_reason\":\"tool_calls\""), "%s", ev);
         free(ev);
-        sl_out_free(&j.op);
+        tools_free_job(&j);
         free(j.text);
     }
 }
