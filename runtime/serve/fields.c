@@ -37,8 +37,8 @@ static const field fields[] = {
     { "logit_bias", BOTH, "{}", "logit biases are not supported" },
     { "tools", CHAT, NULL, NULL }, { "tool_choice", CHAT, NULL, NULL },   /* tools.c */
     { "parallel_tool_calls", CHAT, NULL, NULL },
-    { "functions", CHAT, "[]", "function calls are not supported yet" },
-    { "function_call", CHAT, "\"none\"|\"auto\"", "function calls are not supported yet" },
+    { "functions", CHAT, "[]", "the deprecated functions API is not supported: send tools" },
+    { "function_call", CHAT, "\"none\"|\"auto\"", "the deprecated functions API is not supported: send tool_choice" },
     { "response_format", CHAT, "{\"type\":\"text\"}", "JSON output (json_object, json_schema) is not enforced yet" },
     { "store", CHAT, "false", "completions are not stored" },
     { "metadata", CHAT, "{}", "completions are not stored (metadata goes with \"store\")" },
