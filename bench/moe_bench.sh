@@ -45,8 +45,8 @@ usage: bench/moe_bench.sh --model FILE [--llama-cpp PATH] [options]
   --llama-cpp PATH     llama.cpp's non-interactive completion binary (build/bin/llama-completion of a 2026
                        build); run, never built, by this script.  Without it only sluice runs
   --budgets LIST       comma list of sizes, K/M/G = KiB/MiB/GiB (default 2G,4G,8G)
-  --configs LIST       comma list of sluice,llama.cpp,llama.cpp-nr (default: all three; the llama.cpp ones
-                       need --llama-cpp)
+  --configs LIST       comma list of sluice,sluice-prefetch,llama.cpp,llama.cpp-nr (default: sluice and the two
+                       llama.cpp ones, which need --llama-cpp; sluice-prefetch is sluice with --expert-prefetch)
   --runs N             runs per budget × configuration (default 3)
   -n N                 tokens to generate per run (default 16: 1 from the prompt pass + 15 decode steps)
   -c N                 context length (default 512)
@@ -182,10 +182,11 @@ run_attempt() {
     [ ! -x /usr/bin/time ] || timef=(/usr/bin/time -f 'moe-bench-maxrss-kib %M')
     t1=$(date +%s.%N)
     case "$cfg" in
-        sluice)
+        sluice|sluice-prefetch)
+            local pf=(); [ "$cfg" = sluice ] || pf=(--expert-prefetch)
             # shellcheck disable=SC2086  # SLUICE_ARGS is a list of words by design
             in_cgroup "$SLUICE" run -m "$MODEL" --ram-budget "$bytes" -p "$PROMPT" -n "$NTOK" -c "$CTX" -t "$THREADS" \
-                --temp 0 --stats-json "$js" $SLUICE_ARGS </dev/null >"$errf.out" 2>"$errf"
+                --temp 0 --stats-json "$js" "${pf[@]}" $SLUICE_ARGS </dev/null >"$errf.out" 2>"$errf"
             rc=$? ;;
         llama.cpp|llama.cpp-nr)
             local nr=(); [ "$cfg" = llama.cpp ] || nr=(-nr)
@@ -207,7 +208,7 @@ run_attempt() {
     elif [ "$rc" != 0 ]; then R[status]=fail; R[note]=$(grep -v '^moe-bench-maxrss-kib' "$errf" | tail -n1 | tr ',"' ";'" | cut -c1-160)
     else R[status]=ok; fi
 
-    if [ "$cfg" = sluice ]; then
+    if [ "$cfg" = sluice ] || [ "$cfg" = sluice-prefetch ]; then
         if [ -s "$js" ]; then
             json_pairs "$js" | while IFS=$'\t' read -r k v; do
                 printf '%s,%s,%s,%s,%s,%s\n' "$label" "$bytes" "$cfg" "$run" "$k" "${v//,/;}"
@@ -383,10 +384,10 @@ SLUICE=$BUILD/sluice BENCH_IO=$BUILD/bench_io
 IFS=, read -r -a CONFIG_LIST <<<"$CONFIGS"
 for c in "${CONFIG_LIST[@]}"; do
     case "$c" in
-        sluice) [ -x "$SLUICE" ] || die "$SLUICE not found: build first (bash scripts/build.sh) or pass --build DIR" ;;
+        sluice|sluice-prefetch) [ -x "$SLUICE" ] || die "$SLUICE not found: build first (bash scripts/build.sh) or pass --build DIR" ;;
         llama.cpp|llama.cpp-nr) [ -n "$LLAMA" ] || die "configuration $c needs --llama-cpp PATH"
                                 [ -x "$LLAMA" ] || die "--llama-cpp $LLAMA is not executable" ;;
-        *) die "unknown configuration $c (sluice, llama.cpp, llama.cpp-nr)" ;;
+        *) die "unknown configuration $c (sluice, sluice-prefetch, llama.cpp, llama.cpp-nr)" ;;
     esac
 done
 if [ -n "$LLAMA" ]; then

@@ -92,6 +92,11 @@ typedef struct sluice_params {
     int      prefetch;        /* pieces in flight ahead of the one computing (0 = 2, at most 32) */
     int      lm_head_rows;    /* rows per LM-head piece (0 = 1024) */
     bool     no_direct;       /* buffered reads instead of O_DIRECT */
+    bool     expert_prefetch; /* mixture of experts with an expert cache: when a block is done, read the
+                               * experts the next block will probably take (its router on this block's
+                               * output) while its attention computes; a wrong guess costs reads and
+                               * cache entries, never a different result.  Off by default: see
+                               * docs/benchmarks.md "Expert prefetch" */
     double   disk_bw;         /* GB/s for the plan's prediction; 0 = measured the way the plan reads (backend,
                                * piece size, pieces in flight), once per device and configuration, cached;
                                * SLUICE_DISK_BW_NOW = measured now (1 GiB, ~1-2 s), replacing the cached figure */
@@ -418,6 +423,10 @@ typedef struct sluice_stats {
     uint64_t expert_hits, expert_misses;
     int64_t  expert_cache_entries;
     uint64_t expert_cache_bytes;
+    /* expert prefetch: experts read on a guess, those the next block then took, bytes read on a
+     * guess and of those the bytes of experts not taken, guessed reads that failed */
+    uint64_t expert_prefetch_units, expert_prefetch_used, expert_prefetch_bytes, expert_prefetch_wasted,
+             expert_prefetch_failed;
 } sluice_stats;
 /* c may be NULL (model figures only). */
 void sluice_get_stats(const sluice_model *m, const sluice_ctx *c, sluice_stats *out);

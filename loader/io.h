@@ -44,6 +44,7 @@ typedef struct sl_io_fault {
                                block size, at least one block, since a direct read must stay aligned) */
     bool     eio;           /* true: any read whose range covers byte `eio_at` fails with EIO */
     uint64_t eio_at;        /*   (mmap: checked when the piece is requested/populated) */
+    unsigned eio_times;     /* N>0: only the first N such reads fail (a transient error); 0: all of them */
     unsigned cqe_err_every; /* K>0 (io_uring only): every K-th CQE reports -EIO */
 } sl_io_fault;
 

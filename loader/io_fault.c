@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Parse "eintr=K,short=N,eio_at=OFFSET,cqe_err=K" (any subset, any order) into *f.  0 or -EINVAL. */
+/* Parse "eintr=K,short=N,eio_at=OFFSET,eio_times=N,cqe_err=K" (any subset, any order) into *f.
+ * 0 or -EINVAL. */
 int sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
@@ -28,23 +29,26 @@ int sl_io_fault_parse(const char *s, sl_io_fault *f, char *err, size_t errlen)
         if (klen == 5 && !strncmp(p, "eintr", 5) && v <= UINT32_MAX) f->eintr_every = (unsigned)v;
         else if (klen == 5 && !strncmp(p, "short", 5)) f->short_max = (size_t)v;
         else if (klen == 6 && !strncmp(p, "eio_at", 6)) { f->eio = true; f->eio_at = v; }
+        else if (klen == 9 && !strncmp(p, "eio_times", 9) && v <= UINT32_MAX) f->eio_times = (unsigned)v;
         else if (klen == 7 && !strncmp(p, "cqe_err", 7) && v <= UINT32_MAX) f->cqe_err_every = (unsigned)v;
         else break;
         p = *end ? end + 1 : end;
     }
     if (p && *p) {
         snprintf(err, errlen, "SLUICE_IO_FAULT: cannot parse \"%s\" (want eintr=K,short=N,eio_at=OFFSET,"
-                 "cqe_err=K)", p);
+                 "eio_times=N,cqe_err=K)", p);
         memset(f, 0, sizeof *f);
         return -EINVAL;
     }
     return 0;
 }
 
-/* True if the configured EIO offset lies inside [off, off+len). */
-bool sl_io__fault_eio(const sl_io *io, uint64_t off, size_t len)
+/* True if the configured EIO offset lies inside [off, off+len) and (eio_times) this is one of the
+ * first eio_times such reads. */
+bool sl_io__fault_eio(sl_io *io, uint64_t off, size_t len)
 {
-    return io->fault.eio && io->fault.eio_at >= off && io->fault.eio_at - off < len;
+    if (!io->fault.eio || io->fault.eio_at < off || io->fault.eio_at - off >= len) return false;
+    return !io->fault.eio_times || atomic_fetch_add(&io->fault_eios, 1) < io->fault.eio_times;
 }
 
 /* Largest read the short-read fault allows; O_DIRECT keeps it a block multiple. */

@@ -68,6 +68,7 @@ struct sl_io {
     bool         faulty;      /* any fault configured */
     atomic_uint  fault_reads; /* counter for eintr_every on syscalls */
     atomic_uint  fault_cqes;  /* counter for CQE faults */
+    atomic_uint  fault_eios;  /* reads failed by eio_at, for eio_times */
 
     const sl_io_ops *ops;
     /* worker backends (pread, mmap): one helper thread, FIFO queue of slot ids under mu */
@@ -107,7 +108,7 @@ void sl_io__drop_cache(sl_io *io, uint64_t off, size_t len, const sl_io_slot *se
 /* io_fault.c */
 ssize_t sl_io__pread(sl_io *io, void *buf, size_t len, uint64_t off);
 int     sl_io__fault_cqe(sl_io *io, int res, uint64_t off, size_t len, uint8_t *buf);
-bool    sl_io__fault_eio(const sl_io *io, uint64_t off, size_t len);
+bool    sl_io__fault_eio(sl_io *io, uint64_t off, size_t len);
 /* io_pread.c: the worker thread shared by pread and mmap */
 extern const sl_io_ops sl_io__pread_ops;
 int  sl_io__worker_start(sl_io *io, char *err, size_t errlen);

@@ -107,7 +107,7 @@ static float *run_model(const char *path, const golden_run *g, int steps, const 
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s = NULL;
     if (o->stream) {
-        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, (o->chunk >> 14) & 1, 0 };
+        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, (o->chunk >> 14) & 1, 0, false };
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;

@@ -80,7 +80,7 @@ static float *run(const char *path, const golden_run *g, int steps, const run_cf
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s = NULL;
     if (rc->stream) {
-        sl_stream_opts so = { rc->backend, 16 << 10, 3, 1024, false, 0 };
+        sl_stream_opts so = { rc->backend, 16 << 10, 3, 1024, false, 0, false };
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;

@@ -58,7 +58,7 @@ static void engine_open(engine *e, const char *type, const cfg *k)
     e->pool = sl_pool_create(2);
     e->s = NULL;
     if (k->stream) {
-        sl_stream_opts so = { k->backend, k->chunk, k->prefetch, 1024, false, 0 };
+        sl_stream_opts so = { k->backend, k->chunk, k->prefetch, 1024, false, 0, false };
         cr_assert_eq(sl_stream_create(e->m, e->pool, &so, &e->s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx_params p = { .n_ctx = 256, .n_batch = k->n_batch, .kv_type = SL_KV_F16 };

@@ -76,6 +76,7 @@ typedef struct run_opts {
     uint64_t chunk;
     int prefetch;
     uint64_t cache;      /* expert cache bytes */
+    bool xprefetch;      /* expert prefetch (hints) */
 } run_opts;
 
 typedef struct runner {
@@ -94,7 +95,7 @@ static void runner_open(runner *r, const char *path, const run_opts *o)
     r->pool = sl_pool_create(2);
     r->s = NULL;
     if (o->stream) {
-        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, false, o->cache };
+        sl_stream_opts so = { o->backend, o->chunk, o->prefetch, 7, false, o->cache, o->xprefetch };
         cr_assert_eq(sl_stream_create(r->m, r->pool, &so, &r->s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx_params p = { .n_ctx = 256, .n_batch = o->n_batch, .kv_type = o->kv_type };
@@ -519,4 +520,134 @@ Test(moe_cache, read_error_never_serves_a_partial_expert)
         runner_close(&r);
     }
     sl_io_set_default_fault(NULL, err, sizeof err);
+}
+
+/* ---- expert prefetch --------------------------------------------------------------------------- */
+
+/* With prefetch on (each MoE block hints the next block's likely experts, read into the cache while
+ * the forward pass goes on): the resident bits, on every backend, at cache sizes of one token's
+ * experts and more; and the counters add up: guesses read, some taken, none failed. */
+Test(moe_prefetch, bit_identical_and_counted)
+{
+    sl_kernels_set_exact(false);
+    const sl_io_backend backends[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
+    for (int mi = 0; mi < N_MODELS; mi += tq_under_qemu_user() ? 3 : 1) {
+        const char *type = model_types[mi][1];
+        golden_run g;
+        cr_assert_eq(golden_read_txt(shared_path("golden/%s/%s.p5_long.txt", models[mi], type), &g), 0);
+        char path[512];
+        snprintf(path, sizeof path, "%s", shared_path("models/%s.%s.gguf", models[mi], type));
+        const int steps = 8;
+        int V;
+        run_opts res = { .kv_type = SL_KV_F16, .n_batch = 16 };
+        float *ref = run_model(path, &g, steps, &res, &V);
+        sl_model *m;
+        char err[256];
+        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
+        const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+        const int token = m->cfg.n_layers * m->cfg.n_expert_used, all = m->cfg.n_layers * m->cfg.n_expert;
+        sl_model_free(m);
+        for (int b = 0; b < 3; b++) {
+            const int entries = b == 2 ? all : token + b * (all - token) / 2;
+            run_opts o = { .kv_type = SL_KV_F16, .n_batch = 16, .stream = true, .backend = backends[b], .prefetch = 2,
+                           .chunk = b == 1 ? 20 << 10 : 0, .cache = (uint64_t)entries * entry, .xprefetch = true };
+            runner r;
+            runner_open(&r, path, &o);
+            cr_assert_eq(sl_eval(r.c, g.prompt, g.n_prompt), 0, "%s", r.c->err);
+            float *got = malloc((size_t)steps * V * sizeof *got);
+            for (int st = 0; st < steps; st++) {
+                memcpy(got + (size_t)st * V, r.c->logits, (size_t)V * sizeof *got);
+                if (st + 1 < steps) cr_assert_eq(sl_eval(r.c, &g.steps[st].token, 1), 0, "%s", r.c->err);
+            }
+            cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s %s, cache of %d: prefetch changed logits",
+                         path, sl_io_backend_name(backends[b]), entries);
+            sl_stream_stats st;
+            sl_stream_get_stats(r.s, &st);
+            if (entries < all) cr_assert_gt(st.prefetch_units, 0, "%s cache of %d: no guess was read", path, entries);
+            cr_assert_leq(st.prefetch_used, st.prefetch_units);
+            cr_assert_leq(st.prefetch_wasted, st.prefetch_bytes);
+            cr_assert_eq(st.prefetch_failed, 0);
+            fprintf(stderr, "moe prefetch: %s %s cache %2d of %d: %llu guesses read, %llu taken, %.0f of %.0f KiB wasted, "
+                    "%llu hits / %llu asked: bit-identical\n", models[mi], sl_io_backend_name(backends[b]), entries, all,
+                    (unsigned long long)st.prefetch_units, (unsigned long long)st.prefetch_used,
+                    st.prefetch_wasted / 1024.0, st.prefetch_bytes / 1024.0, (unsigned long long)st.cache.hits,
+                    (unsigned long long)(st.cache.hits + st.cache.misses));
+            free(got);
+            runner_close(&r);
+        }
+        free(ref);
+    }
+}
+
+/* One guessed expert whose read fails: with a transient error (eio_times=1) the announcement reads
+ * it again and the products are the resident bits; with a lasting one the product fails naming the
+ * expert — and neither time is a partly read expert served from the cache. */
+Test(moe_prefetch, failed_guess_is_read_again_never_served)
+{
+    sl_kernels_set_exact(false);
+    const char *path = shared_path("models/micro-qwen3moe.Q8_0.gguf");
+    sl_model *m;
+    char err[256], fault[128];
+    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
+    const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+    /* the resident products of block 1's expert 3 on a random vector */
+    const sl_weight *w0 = sl_expert_weight(&m->layers[1], 3, SL_EXP_DOWN);
+    const uint64_t eio_at = w0->offset + w0->nbytes / 2;
+    float x[4096], ref[SL_EXPERT_MATS][4096], out[4096];
+    srand(7);
+    for (int i = 0; i < 4096; i++) x[i] = (float)rand() / RAND_MAX * 2 - 1;
+    sl_pool *pool = sl_pool_create(2);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    for (int k = 0; k < SL_EXPERT_MATS; k++) {
+        const sl_weight *w = sl_expert_weight(&m->layers[1], 3, k);
+        cr_assert_leq(w->rows, 4096);
+        void *bytes = malloc(w->nbytes);
+        cr_assert(fseek(f, (long)w->offset, SEEK_SET) == 0 && fread(bytes, 1, w->nbytes, f) == w->nbytes);
+        sl_matmul(pool, w->type, bytes, w->rows, w->cols, w->row_bytes, x, 1, ref[k], w->rows);
+        free(bytes);
+    }
+    fclose(f);
+    sl_pool_free(pool);
+    sl_model_free(m);
+    const sl_io_backend backends[] = { SL_IO_PREAD, SL_IO_MMAP, SL_IO_URING };
+    for (int b = 0; b < 3; b++)
+        for (int lasting = 0; lasting < 2; lasting++) {
+            snprintf(fault, sizeof fault, "eio_at=%llu%s", (unsigned long long)eio_at, lasting ? "" : ",eio_times=1");
+            cr_assert_eq(sl_io_set_default_fault(fault, err, sizeof err), 0, "%s", err);
+            run_opts o = { .kv_type = SL_KV_F16, .n_batch = 16, .stream = true, .backend = backends[b], .prefetch = 2,
+                           .cache = 32 * entry, .xprefetch = true };
+            runner r;
+            runner_open(&r, path, &o);
+            sl_wsource *src = sl_stream_source(r.s);
+            cr_assert(src->hint, "prefetch on, a cache: the source takes hints");
+            sl_weight *ws[SL_EXPERT_MATS];
+            for (int k = 0; k < SL_EXPERT_MATS; k++) ws[k] = sl_expert_weight(&r.m->layers[1], 3, k);
+            for (int round = 0; round < 2; round++) {
+                cr_assert_eq(src->hint(src->self, ws, SL_EXPERT_MATS), 0, "a hint never fails the pass");
+                int rc = src->want(src->self, ws, SL_EXPERT_MATS);
+                for (int k = 0; k < SL_EXPERT_MATS && !rc; k++) {
+                    rc = src->matmul(src->self, ws[k], x, 1, out, ws[k]->rows);
+                    if (!rc) cr_assert_eq(memcmp(out, ref[k], (size_t)ws[k]->rows * sizeof *out), 0,
+                                          "%s round %d matrix %d: not the resident bits", sl_io_backend_name(backends[b]), round, k);
+                }
+                sl_stream_stats st;
+                sl_stream_get_stats(r.s, &st);
+                if (lasting) {
+                    cr_assert_lt(rc, 0, "%s round %d: a lasting read error was not reported", sl_io_backend_name(backends[b]), round);
+                    cr_assert(strstr(src->errmsg(src->self), "ffn_down_exps.weight[expert 3]"), "%s", src->errmsg(src->self));
+                    cr_assert_eq(st.cache.hits, 0, "a partly read expert was served");
+                    src->reset(src->self);
+                } else {
+                    cr_assert_eq(rc, 0, "%s round %d: %s", sl_io_backend_name(backends[b]), round, src->errmsg(src->self));
+                    cr_assert_eq(st.prefetch_failed, 1, "the failed guess is counted once");
+                    /* round 0 read it again (a miss); round 1 finds it whole (a hit, no guess read) */
+                    cr_assert_eq(st.cache.hits, (uint64_t)round);
+                    cr_assert_eq(st.cache.misses, 1);
+                }
+            }
+            runner_close(&r);
+        }
+    char e2[64];
+    sl_io_set_default_fault(NULL, e2, sizeof e2);
 }

@@ -32,7 +32,7 @@ static float *run(const char *model, const golden_run *g, int n_steps, const run
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s = NULL;
     if (rc_->stream_all || rc_->stream_head) {
-        sl_stream_opts so = { rc_->backend, rc_->chunk, rc_->prefetch, rc_->head_rows, rc_->no_direct, 0 };
+        sl_stream_opts so = { rc_->backend, rc_->chunk, rc_->prefetch, rc_->head_rows, rc_->no_direct, 0, false };
         cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     }
     sl_ctx *c;
@@ -131,7 +131,7 @@ Test(stream, stories_golden_streaming)
     cr_assert_eq(m->resident_bytes, 0, "nothing but norms should be resident");
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;
-    sl_stream_opts so = { SL_IO_URING, 4096, 2, 1024, false, 0 };
+    sl_stream_opts so = { SL_IO_URING, 4096, 2, 1024, false, 0, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_ctx *c;
     sl_ctx_params p = { .n_ctx = 256, .n_batch = 512, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
@@ -166,7 +166,7 @@ Test(stream, eio_is_reported_with_tensor_name)
     cr_assert_eq(sl_io_set_default_fault(fault, err, sizeof err), 0, "%s", err);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;
-    sl_stream_opts so = { SL_IO_PREAD, 0, 2, 1024, false, 0 };
+    sl_stream_opts so = { SL_IO_PREAD, 0, 2, 1024, false, 0, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_io_set_default_fault(NULL, err, sizeof err);
     sl_ctx *c;
@@ -216,13 +216,13 @@ Test(stream, interrupted_pass_recovers)
     cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0);
     sl_pool *pool = sl_pool_create(2);
     sl_stream *s;
-    sl_stream_opts so = { SL_IO_URING, 16 << 10, 3, 1024, false, 0 };
+    sl_stream_opts so = { SL_IO_URING, 16 << 10, 3, 1024, false, 0, false };
     cr_assert_eq(sl_stream_create(m, pool, &so, &s, err, sizeof err), 0, "%s", err);
     sl_ctx *c;
     sl_ctx_params p = { .n_ctx = 64, .n_batch = 64, .kv_type = SL_KV_F16, .kv_spill_dir = NULL };
     cr_assert_eq(sl_ctx_create(m, &p, pool, &c, err, sizeof err), 0);
     inner = sl_stream_source(s);
-    sl_wsource wrap = { NULL, w_matmul, w_row, w_err, w_reset, NULL };   /* dense: nothing to announce */
+    sl_wsource wrap = { NULL, w_matmul, w_row, w_err, w_reset, NULL, NULL };   /* dense: nothing to announce */
     c->src = &wrap;
     c->cancel = &cancel_flag;
     left = 10;   /* inside block 1 (7 matmuls per block): pieces of block 1 and 2 are in flight */

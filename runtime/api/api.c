@@ -488,7 +488,8 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
     if (streaming && (!M->planned || M->plan->all_resident || M->plan->pred_io_s > M->plan->pred_compute_s))
         sl_pool_set_spin(M->pool, 0);   /* (a forced --stream run: its plan may say resident) */
     if (streaming) {
-        sl_stream_opts so = { (sl_io_backend)p->io, chunk, prefetch, head_rows, p->no_direct, expert_cache };
+        sl_stream_opts so = { (sl_io_backend)p->io, chunk, prefetch, head_rows, p->no_direct, expert_cache,
+                              p->expert_prefetch };
         if ((rc = sl_stream_create(M->m, M->pool, &so, &M->stream, err, errlen))) goto fail;
         if (*sl_stream_notice(M->stream)) logf_(p, SLUICE_LOG_NOTE, "%s", sl_stream_notice(M->stream));
     }

@@ -169,6 +169,12 @@ static int prog_want(void *self, sl_weight *const *ws, int n)
     return ps->inner->want ? ps->inner->want(ps->inner->self, ws, n) : 0;
 }
 
+static int prog_hint(void *self, sl_weight *const *ws, int n)
+{
+    prog_src *ps = self;
+    return ps->inner->hint(ps->inner->self, ws, n);
+}
+
 static int eval_checked(sluice_ctx *C, const int32_t *t, int n, bool progress);
 
 int sluice_eval(sluice_ctx *C, const int32_t *t, int n)
@@ -213,7 +219,8 @@ static int eval_locked(sluice_ctx *C, const int32_t *t, int n, bool progress)
     bool show = progress && p->progress && n > 1;
     prog_src ps = { .inner = c->src, .p = p, .total = n };
     if (show && c->src) {
-        ps.base = (sl_wsource){ &ps, prog_matmul, prog_row, prog_errmsg, prog_reset, prog_want };
+        ps.base = (sl_wsource){ &ps, prog_matmul, prog_row, prog_errmsg, prog_reset, prog_want,
+                                c->src->hint ? prog_hint : NULL };
         ps.pass_bytes = sl_stream_pass_bytes(C->M->stream);
         c->src = &ps.base;
     }
@@ -672,6 +679,11 @@ void sluice_get_stats(const sluice_model *M, const sluice_ctx *C, sluice_stats *
         o->expert_misses = st.cache.misses;
         o->expert_cache_entries = st.cache.entries;
         o->expert_cache_bytes = (uint64_t)st.cache.entries * st.cache.entry_bytes;
+        o->expert_prefetch_units = st.prefetch_units;
+        o->expert_prefetch_used = st.prefetch_used;
+        o->expert_prefetch_bytes = st.prefetch_bytes;
+        o->expert_prefetch_wasted = st.prefetch_wasted;
+        o->expert_prefetch_failed = st.prefetch_failed;
         o->stream_pieces_per_pass = sl_stream_n_pieces(M->stream);
         o->stream_max_piece = sl_stream_max_piece(M->stream);
         o->stream_pass_bytes = sl_stream_pass_bytes(M->stream);

@@ -21,15 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
-#ifdef SL_HAVE_LIBEDIT
-#include <histedit.h>
-#endif
 
 #include "include/sluice.h"
 #include "runtime/text/chat_template.h"
 #include "kernels/clock.h"
+#include "runtime/cli/chat_answer.h"
+#include "runtime/cli/chat_input.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/genopts.h"
 #include "runtime/cli/sigwatch.h"
@@ -49,12 +47,14 @@ static void on_signal(int sig)
     sigwatch_signal(sig);   /* leaves if the evaluation cannot get to its next layer */
 }
 
-enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE };
+enum { CHAT_SYSTEM = 1, CHAT_TEMPLATE, CHAT_SHOW_REASONING };
 
 static const cli_opt chat_table[] = {
     { CHAT_SYSTEM, "-sys|--system", "TEXT", "system message (-s is the seed, as in llama.cpp)" },
     { CHAT_TEMPLATE, "--chat-template", "NAME", "format turns with NAME instead of the model's template\n"
                                                 "(an unknown NAME lists the known ones)" },
+    { CHAT_SHOW_REASONING, "--show-reasoning", NULL, "print the model's reasoning (gpt-oss's analysis channel) on stderr\n"
+                                                     "before the answer (default: only the answer is shown)" },
     { 0, NULL, NULL, NULL },
 };
 static const cli_opt *const chat_tables[] = { chat_table, gen_opt_table, gen_mem_table, cli_meta_table, NULL };
@@ -76,23 +76,14 @@ typedef struct chat {
     sluice_sampler *S;
     gen_opts o;
     int tmpl;
-    const char *stop_text;
     int32_t end_tok;               /* the template's end-of-turn token, or -1 */
     msg *msgs;
     int n_msgs, cap_msgs;
-    bool tty_in, tty_out;
+    bool tty_out;
+    chat_input in;                 /* stdin: terminal modes, line editor */
     bool keep_session;             /* --session is not ours to replace (another model, not a session) */
     sl_progress bar;
-#ifdef SL_HAVE_LIBEDIT
-    EditLine *el;
-    History *hist;
-    char hist_path[4096];
-#endif
-    struct termios term0;          /* the terminal as we found it (tty_in) */
-    /* the answer being generated */
-    char *ans;
-    size_t ans_len, ans_cap, printed;
-    bool at_start;                 /* nothing of the answer printed yet (leading spaces are skipped) */
+    chat_answer ans;               /* the answer being generated */
     /* figures */
     uint64_t prompt_ns, gen_ns, n_prompt_eval, n_gen, turns;
     int last_eval, last_gen;
@@ -184,91 +175,15 @@ bad:
 
 /* ---- one turn ---------------------------------------------------------------------------------- */
 
-static void out_write(chat *ch, const char *s, size_t n)
-{
-    if (ch->at_start) {   /* answers usually start with the space of the first word piece */
-        while (n && (*s == ' ' || *s == '\n')) { s++; n--; }
-        if (n) ch->at_start = false;
-    }
-    if (n) fwrite(s, 1, n, stdout);
-    fflush(stdout);
-}
-
-/* Print what of the answer is certainly not the start of the stop text; true when the stop text
- * appeared (the answer is cut before it). */
-static bool flush_answer(chat *ch, bool final)
-{
-    size_t safe = ch->ans_len;
-    bool stop = false;
-    if (ch->stop_text) {
-        size_t sl = strlen(ch->stop_text);
-        char *hit = NULL;
-        for (size_t i = ch->printed; i + sl <= ch->ans_len; i++)
-            if (!memcmp(ch->ans + i, ch->stop_text, sl)) { hit = ch->ans + i; break; }
-        if (hit) {
-            safe = (size_t)(hit - ch->ans);
-            ch->ans_len = safe;
-            stop = true;
-        } else if (!final) {
-            /* hold back the longest tail that could still grow into the stop text */
-            for (size_t k = sl - 1; k > 0; k--)
-                if (ch->ans_len - ch->printed >= k && !memcmp(ch->ans + ch->ans_len - k, ch->stop_text, k)) {
-                    safe = ch->ans_len - k;
-                    break;
-                }
-        }
-    }
-    if (safe > ch->printed) out_write(ch, ch->ans + ch->printed, safe - ch->printed);
-    if (safe > ch->printed) ch->printed = safe;
-    return stop;
-}
-
 static int on_token(void *user, int32_t id, const char *text, size_t len)
 {
     chat *ch = user;
     if (id >= 0 && id == ch->end_tok) return 1;
-    if (ch->ans_len + len + 1 > ch->ans_cap) {
-        size_t cap = ch->ans_cap ? ch->ans_cap * 2 : 1024;
-        while (cap < ch->ans_len + len + 1) cap *= 2;
-        char *na = realloc(ch->ans, cap);
-        if (!na) return 1;
-        ch->ans = na;
-        ch->ans_cap = cap;
-    }
-    memcpy(ch->ans + ch->ans_len, text, len);
-    ch->ans_len += len;
-    ch->ans[ch->ans_len] = 0;
-    if (flush_answer(ch, false)) return 1;
-    return ch->o.n_reverse && gen_reverse_hit(&ch->o, ch->ans, ch->ans_len) ? 1 : 0;   /* -r TEXT */
+    if (chat_answer_add(&ch->ans, text, len)) return 1;
+    return ch->o.n_reverse && gen_reverse_hit(&ch->o, ch->ans.raw, ch->ans.raw_len) ? 1 : 0;   /* -r TEXT */
 }
 
 static int n_ctx_of(chat *ch) { return sluice_n_ctx(ch->C); }
-
-/* The terminal between two lines typed (stdin a terminal): no echo, so typed-ahead text never lands
- * inside an answer.  With libedit also not canonical, until libedit reads the next line: it prints
- * its prompt before it switches to its own mode, and keys typed as the prompt showed met the
- * kernel's line discipline: echoed twice, and typed-ahead text escaped the editor's Ctrl-U (CI once
- * sent "<typed-ahead>/quit" as a message).  libedit learns the terminal's settings
- * only in canonical mode, so it keeps those of el_init().  Without libedit lines are read canonical:
- * only the echo goes, and tty_release() restores the terminal. */
-static void tty_hold(chat *ch)
-{
-    if (!ch->tty_in) return;
-    struct termios t = ch->term0;
-    t.c_lflag &= ~(tcflag_t)ECHO;
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) { t.c_lflag &= ~(tcflag_t)ICANON; t.c_cc[VMIN] = 1; t.c_cc[VTIME] = 0; }   /* ISIG stays: Ctrl-C */
-#endif
-    tcsetattr(STDIN_FILENO, TCSANOW, &t);
-}
-
-static void tty_release(chat *ch)
-{
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) return;   /* el_gets() switches from the held mode to its own */
-#endif
-    if (ch->tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch->term0);
-}
 
 /* Render, tokenize, drop old turns until the prompt leaves room for an answer.  Returns the token
  * count (ids in *out, malloc'd) or -1 after printing why. */
@@ -316,13 +231,13 @@ static int turn(chat *ch, const char *text, size_t len)
     int n = build_prompt(ch, &toks);
     if (n < 0) { drop_msgs(ch, ch->n_msgs - 1, 1); return 0; }
     uint64_t t0 = sl_now_ns();
-    tty_hold(ch);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
+    chat_input_hold(&ch->in);   /* typed-ahead text must not land inside the answer (nor during the prompt) */
     int rc = sluice_prefill(ch->C, toks, n);
     sl_progress_clear(&ch->bar);
     free(toks);
     uint64_t t1 = sl_now_ns();
     if (rc < 0) {
-        tty_release(ch);
+        chat_input_release(&ch->in);
         drop_msgs(ch, ch->n_msgs - 1, 1);
         if (rc == -ECANCELED) { fprintf(stderr, "\n(interrupted)\n"); return 0; }
         cli_err("%s", sluice_ctx_error(ch->C));
@@ -331,11 +246,10 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->last_eval = rc;
     ch->n_prompt_eval += (uint64_t)rc;
     ch->prompt_ns += t1 - t0;
-    ch->ans_len = ch->printed = 0;
-    ch->at_start = true;
+    chat_answer_begin(&ch->ans);
     int g = sluice_generate(ch->C, ch->S, ch->o.n_predict < 0 ? n_ctx_of(ch) : (int)ch->o.n_predict, on_token, ch);
-    tty_release(ch);
-    flush_answer(ch, true);
+    chat_input_release(&ch->in);
+    chat_answer_end(&ch->ans);
     uint64_t t2 = sl_now_ns();
     int why = sluice_stop_reason(ch->C);
     if (g < 0 && g != -ECANCELED) {
@@ -353,7 +267,7 @@ static int turn(chat *ch, const char *text, size_t len)
     ch->gen_ns += t2 - t1;
     ch->last_tok_s = t2 > t1 && ch->last_gen ? ch->last_gen / ((t2 - t1) / 1e9) : 0;
     ch->turns++;
-    if (!push_msg(ch, "assistant", ch->ans ? ch->ans : "", ch->ans_len)) return -1;
+    if (ch->ans.oom || !push_msg(ch, "assistant", ch->ans.msg, ch->ans.msg_len)) return -1;
     return 0;
 }
 
@@ -426,179 +340,6 @@ static int command(chat *ch, char *line)
     return 0;
 }
 
-/* ---- input ------------------------------------------------------------------------------------- */
-
-enum { LINE_OK, LINE_EOF, LINE_INTR, LINE_ERR };
-
-/* Read one line from fd 0 without stdio buffering (so a signal interrupts it), continuing lines
- * that end in a backslash.  The line is returned without its newline in *line (malloc'd). */
-static int read_line(char **line, size_t *len)
-{
-    size_t cap = 256, n = 0;
-    char *b = malloc(cap);
-    if (!b) return LINE_ERR;
-    for (;;) {
-        char c;
-        ssize_t r = read(STDIN_FILENO, &c, 1);
-        if (r < 0 && errno == EINTR) {
-            if (g_sigint || g_sigterm) { free(b); return LINE_INTR; }
-            continue;
-        }
-        if (r < 0) { free(b); return LINE_ERR; }
-        if (r == 0) {
-            if (!n) { free(b); return LINE_EOF; }
-            break;
-        }
-        if (c == '\n') {
-            if (n && b[n - 1] == '\\') { b[n - 1] = '\n'; continue; }
-            break;
-        }
-        if (n + 2 > cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) { free(b); return LINE_ERR; }
-            b = nb;
-        }
-        b[n++] = c;
-    }
-    if (n && b[n - 1] == '\r') n--;
-    b[n] = 0;
-    *line = b;
-    *len = n;
-    return LINE_OK;
-}
-
-#ifdef SL_HAVE_LIBEDIT
-static char *el_prompt(EditLine *el) { (void)el; return "> "; }
-
-/* $XDG_STATE_HOME/sluice/chat_history (default ~/.local/state/...); "" when there is no home. */
-static void history_path(char *buf, size_t len)
-{
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    char dir[3072];
-    buf[0] = 0;
-    if (state && *state) snprintf(dir, sizeof dir, "%s/sluice", state);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.local/state/sluice", home);
-    else return;
-    /* mkdir -p of the last two levels is enough for the default layout */
-    char parent[3072];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash) { *slash = 0; mkdir(parent, 0700); }
-    if (mkdir(dir, 0700) && errno != EEXIST) return;
-    snprintf(buf, len, "%s/chat_history", dir);
-}
-
-/* Bracketed paste: the terminal wraps pasted text in ESC [ 200 ~ ... ESC [ 201 ~, and the whole
- * paste, newlines included, goes into the line being edited (one message), instead of every pasted
- * line becoming a message of its own. */
-static unsigned char paste_in(EditLine *el, int ch)
-{
-    (void)ch;
-    static const char end[] = "\x1b[201~";
-    char buf[4096];
-    size_t n = 0, matched = 0;
-    for (;;) {
-        char c;
-        if (el_getc(el, &c) != 1) break;
-        if (c == end[matched]) {
-            if (++matched == sizeof end - 1) break;
-            continue;
-        }
-        for (size_t i = 0; i < matched; i++) {   /* a false start of the end marker is text */
-            if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
-            buf[n++] = end[i];
-        }
-        matched = c == end[0];
-        if (matched) continue;
-        if (c == '\r') c = '\n';
-        if (n + 1 >= sizeof buf) { buf[n] = 0; el_insertstr(el, buf); n = 0; }
-        buf[n++] = c;
-    }
-    buf[n] = 0;
-    if (n) el_insertstr(el, buf);
-    return CC_REFRESH;
-}
-
-static void editor_open(chat *ch)
-{
-    HistEvent ev;
-    ch->hist = history_init();
-    ch->el = el_init("sluice", stdin, stdout, stderr);
-    if (!ch->hist || !ch->el) return;
-    history(ch->hist, &ev, H_SETSIZE, 1000);
-    history(ch->hist, &ev, H_SETUNIQUE, 1);
-    history_path(ch->hist_path, sizeof ch->hist_path);
-    if (*ch->hist_path) history(ch->hist, &ev, H_LOAD, ch->hist_path);
-    el_set(ch->el, EL_EDITOR, "emacs");
-    el_set(ch->el, EL_PROMPT, el_prompt);
-    el_set(ch->el, EL_HIST, history, ch->hist);
-    el_set(ch->el, EL_SIGNAL, 0);   /* our handlers stay in charge of Ctrl-C */
-    el_source(ch->el, NULL);        /* ~/.editrc, as every libedit program */
-    /* the wide form keeps our static names (the narrow one copies them and never frees the copies) */
-    el_wset(ch->el, EL_ADDFN, L"sluice-paste", L"insert a bracketed paste as it is", paste_in);
-    el_set(ch->el, EL_BIND, "\x1b[200~", "sluice-paste", NULL);
-    fputs("\x1b[?2004h", stdout);   /* ask the terminal for bracketed paste */
-    fflush(stdout);
-    tty_hold(ch);
-}
-
-static void editor_close(chat *ch)
-{
-    if (ch->el) { fputs("\x1b[?2004l", stdout); fflush(stdout); }
-    if (ch->el) el_end(ch->el);
-    if (ch->hist) history_end(ch->hist);
-    ch->el = NULL;
-    ch->hist = NULL;
-}
-
-/* One line from the editor (a line ending in "\" continues on the next). */
-static int editor_line(chat *ch, char **line, size_t *len)
-{
-    size_t n = 0;
-    char *b = NULL;
-    for (;;) {
-        int count = 0;
-        errno = 0;
-        const char *l = el_gets(ch->el, &count);
-        tty_hold(ch);   /* el_gets() left the terminal canonical: hold it before anything else runs */
-        if (!l || count <= 0) {
-            free(b);
-            if (g_sigint || g_sigterm) return LINE_INTR;
-            if (!l && errno == EINTR) continue;
-            return n ? LINE_OK : LINE_EOF;
-        }
-        size_t k = (size_t)count;
-        if (k && l[k - 1] == '\n') k--;
-        char *nb = realloc(b, n + k + 2);
-        if (!nb) { free(b); return LINE_ERR; }
-        b = nb;
-        memcpy(b + n, l, k);
-        n += k;
-        b[n] = 0;
-        if (n && b[n - 1] == '\\') { b[n - 1] = '\n'; continue; }
-        break;
-    }
-    HistEvent ev;
-    if (n && strspn(b, " \t") < n) {
-        history(ch->hist, &ev, H_ENTER, b);
-        if (*ch->hist_path) history(ch->hist, &ev, H_SAVE, ch->hist_path);
-    }
-    *line = b;
-    *len = n;
-    return LINE_OK;
-}
-#endif
-
-/* The next message or command. */
-static int next_line(chat *ch, char **line, size_t *len)
-{
-#ifdef SL_HAVE_LIBEDIT
-    if (ch->el) return editor_line(ch, line, len);
-#endif
-    if (ch->tty_in) { fputs("> ", stdout); fflush(stdout); }
-    return read_line(line, len);
-}
-
 /* ---- main -------------------------------------------------------------------------------------- */
 
 static void chat_log(void *user, int level, const char *line)
@@ -653,6 +394,7 @@ static int chat_parse(int argc, char **argv, chat *ch, const char **system, cons
         if (r > 0) continue;
         if (op->id == CHAT_SYSTEM && !cli_val(argc, argv, &i, system)) return -1;
         if (op->id == CHAT_TEMPLATE && !cli_val(argc, argv, &i, forced)) return -1;
+        if (op->id == CHAT_SHOW_REASONING) ch->ans.show_reasoning = true;
     }
     return gen_opts_check(&ch->o) ? 0 : -1;
 }
@@ -698,7 +440,8 @@ static void chat_resume(chat *ch)
 static int chat_setup(chat *ch, const char *system, const char *forced)
 {
     if ((ch->tmpl = pick_template(ch, forced)) < 0) return 2;
-    ch->stop_text = sl_chat_template_stop_text(ch->tmpl);
+    ch->ans.stop_text = sl_chat_template_stop_text(ch->tmpl);
+    ch->ans.harmony = ch->tmpl == SL_TMPL_HARMONY;
     const char *et = sl_chat_template_end_token(ch->tmpl);
     if (et) {
         int32_t id[2];
@@ -725,14 +468,14 @@ static int chat_loop(chat *ch)
         if (g_sigterm) return 128 + g_sigterm;
         char *line = NULL;
         size_t len = 0;
-        int lr = next_line(ch, &line, &len);
-        if (lr == LINE_EOF) { if (ch->tty_in) fputc('\n', stdout); return 0; }
-        if (lr == LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); return 1; }
-        if (lr == LINE_INTR) {
+        int lr = chat_input_line(&ch->in, &line, &len);
+        if (lr == CHAT_LINE_EOF) { if (ch->in.tty_in) fputc('\n', stdout); return 0; }
+        if (lr == CHAT_LINE_ERR) { cli_err("chat: reading stdin failed: %s", strerror(errno)); return 1; }
+        if (lr == CHAT_LINE_INTR) {
             if (g_sigterm) return 128 + g_sigterm;
             g_sigint = 0;
             sluice_uncancel(ch->C);
-            if (!ch->tty_in) return 130;
+            if (!ch->in.tty_in) return 130;
             fputs("\n(Ctrl-D or /quit to leave)\n", stdout);
             continue;
         }
@@ -761,8 +504,11 @@ int cmd_chat(int argc, char **argv)
     int pr = chat_parse(argc, argv, &ch, &system, &forced);
     if (pr) return pr > 0 ? 0 : 2;
     if (!ch.o.model) ch.o.model = cli_default_model();
-    ch.tty_in = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &ch.term0) == 0;
     ch.tty_out = isatty(STDOUT_FILENO);
+    ch.ans.out = stdout;
+    ch.ans.err = stderr;
+    ch.ans.err_tty = isatty(STDERR_FILENO);
+    chat_input_open(&ch.in, &g_sigint, &g_sigterm);
     sl_progress_init(&ch.bar, sl_progress_tty() && !ch.o.quiet);
     int status = 1;
     sigwatch_install(on_signal);   /* no SA_RESTART: a signal must interrupt the read of the next line */
@@ -771,10 +517,8 @@ int cmd_chat(int argc, char **argv)
     if (g_sigterm) { status = 128 + g_sigterm; goto done; }
     if ((status = chat_setup(&ch, system, forced))) goto done;
     sigwatch_busy(SIGWATCH_IDLE);
-#ifdef SL_HAVE_LIBEDIT
-    if (ch.tty_in && ch.tty_out) editor_open(&ch);
-#endif
-    if (ch.tty_in && !ch.o.quiet)
+    if (ch.tty_out) chat_input_edit(&ch.in);
+    if (ch.in.tty_in && !ch.o.quiet)
         fprintf(stderr, "sluice chat: template %s, context %d tokens; /help for commands, Ctrl-D to leave\n",
                 sl_chat_template_name(ch.tmpl), sluice_n_ctx(ch.C));
     status = chat_loop(&ch);
@@ -784,14 +528,11 @@ int cmd_chat(int argc, char **argv)
 done:
     sigwatch_busy(SIGWATCH_IDLE);
     g_ctx = NULL;
-#ifdef SL_HAVE_LIBEDIT
-    editor_close(&ch);
-#endif
-    if (ch.tty_in) tcsetattr(STDIN_FILENO, TCSANOW, &ch.term0);
+    chat_input_close(&ch.in);
     sl_progress_clear(&ch.bar);
     drop_msgs(&ch, 0, ch.n_msgs);
     free(ch.msgs);
-    free(ch.ans);
+    chat_answer_free(&ch.ans);
     sluice_sampler_free(ch.S);
     sluice_ctx_free(ch.C);
     sluice_close(ch.M);

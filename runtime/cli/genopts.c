@@ -68,6 +68,8 @@ const cli_opt gen_mem_table[] = {
     { GEN_PREFETCH, "--prefetch", "N", "pieces in flight ahead of the one computing (default 2)" },
     { GEN_HEAD_CHUNK, "--lm-head-chunk", "R", "rows per LM-head piece (default 1024)" },
     { GEN_NO_DIRECT, "--no-direct", NULL, "buffered reads + POSIX_FADV_DONTNEED instead of O_DIRECT" },
+    { GEN_EXPERT_PREFETCH, "--expert-prefetch", NULL, "mixture of experts: read the experts the next block will probably\n"
+                                                      "take into the expert cache while the current one computes (off)" },
     { 0, NULL, NULL, NULL },
 };
 
@@ -177,6 +179,7 @@ int gen_opt_apply(int argc, char **argv, int *pi, const cli_opt *op, gen_opts *o
     case GEN_STREAM: o->stream = true; return 1;
     case GEN_STREAM_HEAD: o->stream_head = true; return 1;
     case GEN_NO_DIRECT: o->no_direct = true; return 1;
+    case GEN_EXPERT_PREFETCH: o->expert_prefetch = true; return 1;
     case GEN_STATS: o->stats = true; return 1;
     case GEN_SPECIAL: o->special = true; return 1;
     case GEN_QUIET: o->quiet = true; return 1;
@@ -229,6 +232,7 @@ bool gen_opts_params(const gen_opts *o, sluice_params *p)
     p->prefetch = (int)o->prefetch;
     p->lm_head_rows = (int)o->head_rows;
     p->no_direct = o->no_direct;
+    p->expert_prefetch = o->expert_prefetch;
     p->disk_bw = o->disk_bw;
     p->compute_bw = o->compute_bw;
     p->draft = o->draft;

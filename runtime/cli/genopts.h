@@ -34,6 +34,7 @@ typedef struct gen_opts {
     bool draft_fixed;
     const char *lookup;      /* --lookup FILE */
     const char *draft_model; /* -md FILE */
+    bool expert_prefetch;    /* --expert-prefetch */
 } gen_opts;
 
 /* The shared rows' ids: a command that takes only some of them (sluice serve) writes its own rows
@@ -44,6 +45,7 @@ enum {
     GEN_SPILL, GEN_DISK_BW, GEN_COMPUTE_BW, GEN_STREAM, GEN_STREAM_HEAD, GEN_IO, GEN_UNIT, GEN_PREFETCH,
     GEN_HEAD_CHUNK, GEN_NO_DIRECT, GEN_STATS, GEN_SPECIAL, GEN_QUIET, GEN_DRAFT, GEN_DRAFT_MAX, GEN_DRAFT_FIXED,
     GEN_LOOKUP, GEN_DRAFT_MODEL,
+    GEN_EXPERT_PREFETCH,
 };
 
 /* The shared rows (ids GEN_*), for the commands' table lists. */

@@ -209,6 +209,11 @@ static void print_stream_stats(run_state *r)
                     " asked (%.1f%%)\n", st.expert_cache_entries, st.expert_cache_bytes / 1048576.0, st.expert_hits,
                     asked, asked ? 100.0 * (double)st.expert_hits / (double)asked : 0);
         }
+        if (st.expert_prefetch_units)
+            fprintf(stderr, "sluice: expert prefetch: %" PRIu64 " experts read on a guess, %" PRIu64 " taken (%.1f%%), "
+                    "%.1f MiB read, %.1f MiB of it not taken, %" PRIu64 " failed reads\n", st.expert_prefetch_units,
+                    st.expert_prefetch_used, 100.0 * (double)st.expert_prefetch_used / (double)st.expert_prefetch_units,
+                    st.expert_prefetch_bytes / 1048576.0, st.expert_prefetch_wasted / 1048576.0, st.expert_prefetch_failed);
     }
     uint64_t res, fsz;
     if (sluice_page_cache(r->M, &res, &fsz) == 0)
@@ -271,6 +276,11 @@ static bool write_stats_json(run_state *r, int status)
                 ",\"expert_hits\":%" PRIu64 ",\"expert_misses\":%" PRIu64 ",\"expert_cache_entries\":%" PRId64
                 ",\"expert_cache_bytes\":%" PRIu64, st.stream_expert_bytes, st.stream_expert_pieces, st.stream_expert_wants,
                 st.expert_hits, st.expert_misses, st.expert_cache_entries, st.expert_cache_bytes);
+    if (strcmp(st.backend, "resident") && st.expert_prefetch_units)
+        fprintf(f, ",\"expert_prefetch_units\":%" PRIu64 ",\"expert_prefetch_used\":%" PRIu64
+                ",\"expert_prefetch_bytes\":%" PRIu64 ",\"expert_prefetch_wasted\":%" PRIu64
+                ",\"expert_prefetch_failed\":%" PRIu64, st.expert_prefetch_units, st.expert_prefetch_used,
+                st.expert_prefetch_bytes, st.expert_prefetch_wasted, st.expert_prefetch_failed);
     if (!strcmp(st.backend, "resident"))
         fprintf(f, ",\"backend\":\"resident\",\"bytes_read\":0");
     fprintf(f, "}\n");

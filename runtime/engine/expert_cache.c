@@ -163,6 +163,27 @@ int sl_xcache_claim(sl_xcache *c, int unit)
     return SL_XCACHE_FILL;
 }
 
+int sl_xcache_prefetch(sl_xcache *c, int unit)
+{
+    if (unit < 0 || unit >= c->n_units || c->lfu) return SL_XCACHE_BYPASS;
+    int i = c->of_unit[unit];
+    if (i < 0) {
+        if ((i = victim(c)) < 0) return SL_XCACHE_BYPASS;
+        if (c->e[i].unit >= 0) {
+            c->of_unit[c->e[i].unit] = -1;
+            c->st.evictions++;
+        }
+        c->of_unit[unit] = i;
+    }
+    const bool whole = c->e[i].unit == unit && c->e[i].whole;
+    if (!whole)
+        c->e[i] = (entry){ .unit = unit, .need = c->unit_bytes[unit], .prev = c->e[i].prev, .next = c->e[i].next };
+    c->e[i].batch = c->batch;   /* held until the next announcement, like the batch's own */
+    unlink_entry(c, i);
+    push_front(c, i);
+    return whole ? SL_XCACHE_HIT : SL_XCACHE_FILL;
+}
+
 const void *sl_xcache_data(const sl_xcache *c, const sl_weight *w)
 {
     if (!c || !w->routed || w->unit < 0 || w->unit >= c->n_units) return NULL;
@@ -182,6 +203,16 @@ void sl_xcache_fill(sl_xcache *c, const sl_weight *w, int64_t row0, int64_t nrow
         c->e[i].whole = true;
         c->st.fills++;
     }
+}
+
+void sl_xcache_drop(sl_xcache *c, int unit)
+{
+    if (!c || unit < 0 || unit >= c->n_units || c->of_unit[unit] < 0) return;
+    entry *x = &c->e[c->of_unit[unit]];
+    c->of_unit[unit] = -1;
+    x->unit = -1;
+    x->filled = 0;
+    x->whole = false;
 }
 
 void sl_xcache_abort(sl_xcache *c)

@@ -55,12 +55,24 @@ enum sl_xcache_claim { SL_XCACHE_HIT, SL_XCACHE_FILL, SL_XCACHE_BYPASS };
  * FILL (an entry is now the unit's and fills from its reads), BYPASS (read it through). */
 int  sl_xcache_claim(sl_xcache *c, int unit);
 
+/* Prefetch (stream.c, a hint of the experts the next block will probably take): the unit gets an
+ * entry that fills from the prefetch reads, as a miss's would — SL_XCACHE_FILL; SL_XCACHE_HIT when
+ * it is whole in the cache already (nothing to read; it becomes the most recent entry, so the
+ * hint's other fills do not evict it); SL_XCACHE_BYPASS when there is no entry to give (every one
+ * held by the current batch or the hint, or an LFU cache: a cache smaller than one token's experts
+ * keeps what it asked for, not guesses).  Counts no hit or miss: the next claim does. */
+int  sl_xcache_prefetch(sl_xcache *c, int unit);
+
 /* w's bytes when its unit is whole in the cache, else NULL. */
 const void *sl_xcache_data(const sl_xcache *c, const sl_weight *w);
 
 /* Rows [row0, row0 + nrows) of w, just read (data: their bytes): copied into w's unit's entry if it
  * is filling; the entry serves once all its bytes are in. */
 void sl_xcache_fill(sl_xcache *c, const sl_weight *w, int64_t row0, int64_t nrows, const void *data);
+
+/* The unit's entry, whole or not, is dropped (its bytes are not the file's: a read went wrong after
+ * they were copied in). */
+void sl_xcache_drop(sl_xcache *c, int unit);
 
 /* After a failed or interrupted pass: entries that were filling are dropped. */
 void sl_xcache_abort(sl_xcache *c);

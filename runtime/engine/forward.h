@@ -31,6 +31,12 @@ typedef struct sl_wsource {
      * experts ahead as its reader holds).  Resident weights in the list are skipped.  The next
      * matmul calls on routed weights must follow this order.  0 or -errno. */
     int (*want)(void *self, sl_weight *const *ws, int n);
+    /* Optional (NULL: no prefetch): the routed experts' matrices the next announcement will
+     * probably hold (a guess: the next MoE block's router on this block's output).  The source may
+     * read them into its expert cache while the forward pass computes on, using only readers that
+     * no announced weight is waiting for.  Never changes what any product computes: a guess that
+     * was wrong, or whose read failed, is read again when wanted.  0 or -errno. */
+    int (*hint)(void *self, sl_weight *const *ws, int n);
 } sl_wsource;
 
 typedef struct sl_ctx_params {

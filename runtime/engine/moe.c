@@ -155,6 +155,48 @@ static int shared_expert(sl_ctx *c, const sl_layer *L, int nb)
     return 0;
 }
 
+/* Batches up to this many positions hint the next block's experts: a prompt chunk takes most
+ * experts anyway, and the hint is at most one token's worth (the expert reader's depth). */
+#define HINT_MAX_BATCH 16
+
+/* The experts block l + 1 will probably take, handed to the source as a hint (sl_wsource.hint):
+ * block l + 1's router on this block's output, normed with block l + 1's FFN norm — its input but
+ * for the attention in between.  Per position the top k, then the k experts most positions chose
+ * (ties: the lower id).  Scratch: xb, moe_logits, moe_list and moe_want, all rewritten before their
+ * next use, so nothing computed depends on the hint. */
+static int hint_next_block(sl_ctx *c, int l, int nb)
+{
+    const sl_model *m = c->m;
+    if (!c->src || !c->src->hint || nb > HINT_MAX_BATCH || l + 1 >= m->cfg.n_layers || !m->layers[l + 1].moe) return 0;
+    const sl_layer *N = &m->layers[l + 1];
+    const int E = m->cfg.n_expert, k = m->cfg.n_expert_used;
+    if (k > 64) return 0;   /* no such model; the ids below are on the stack */
+    sl_fwd_norm(c, N->vec[SL_VEC_FFN_NORM], nb);
+    int rc = sl_fwd_matmul(c, &N->router, c->xb, nb, c->moe_logits, E);
+    if (rc) return rc;
+    add_rows(c->moe_logits, N->vec[SL_VEC_ROUTER_BIAS], nb, E);
+    int *votes = c->moe_list, ids[64];
+    float w[64];
+    memset(votes, 0, (size_t)E * sizeof *votes);
+    for (int b = 0; b < nb; b++) {   /* the top k logits are the top k probabilities of every gating */
+        top_k(c->moe_logits + (size_t)b * E, E, k, ids, w);
+        for (int j = 0; j < k; j++) votes[ids[j]]++;
+    }
+    int n = 0;
+    for (int j = 0; j < k; j++) {   /* the k most chosen, then listed in ascending id */
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (votes[e] > 0 && (best < 0 || votes[e] > votes[best])) best = e;
+        if (best < 0) break;
+        votes[best] = -1;
+    }
+    for (int e = 0; e < E; e++)
+        if (votes[e] < 0)
+            for (int x = 0; x < SL_EXPERT_MATS; x++) c->moe_want[n++] = sl_expert_weight(N, e, x);
+    if ((rc = c->src->hint(c->src->self, c->moe_want, n))) snprintf(c->err, sizeof c->err, "%s", c->src->errmsg(c->src->self));
+    return rc;
+}
+
 int sl_moe_ffn(sl_ctx *c, int l, int nb)
 {
     const sl_config *cf = &c->m->cfg;
@@ -195,5 +237,5 @@ int sl_moe_ffn(sl_ctx *c, int l, int nb)
         for (int b = 0; b < nb; b++)
             sl_rmsnorm(c->moe_acc + (size_t)b * dim, c->moe_acc + (size_t)b * dim, L->vec[SL_VEC_POST_FFN_NORM], dim, cf->rms_eps);
     for (size_t i = 0; i < (size_t)nb * dim; i++) c->x[i] += c->moe_acc[i];
-    return 0;
+    return hint_next_block(c, l, nb);
 }

@@ -41,6 +41,10 @@ struct sl_stream {
     queue dense;           /* the schedule: streamed dense matrices in forward order, then the LM head */
     queue experts;         /* routed experts, on demand (NULL io: every routed weight is resident) */
     sl_xcache *cache;      /* routed experts kept between passes (NULL: none) */
+    bool prefetch;         /* act on hints (needs a cache to read into) */
+    bool hinted;           /* the expert queue holds a hint's pieces, not an announcement's */
+    int *hint_units;       /* (n_expert) units the last hint read, for the accuracy counters */
+    int n_hint_units;
     uint64_t chunk_bytes, pass_bytes;
     void   *rowbuf;        /* one embedding row in its file encoding */
     sl_stream_stats st;
@@ -110,6 +114,8 @@ void sl_stream_reset(sl_stream *s)
     queue_reset(&s->dense);
     if (s->experts.io) queue_reset(&s->experts);
     sl_xcache_abort(s->cache);   /* entries that were filling would never complete */
+    s->hinted = false;
+    s->n_hint_units = 0;
 }
 
 /* Take the next piece of queue q, which must belong to w. */
@@ -198,6 +204,86 @@ static int stream_matmul(void *self, const sl_weight *w, const float *x, int nb,
     return 0;
 }
 
+static bool unit_listed(sl_weight *const *ws, int n, int unit)
+{
+    for (int i = 0; i < n; i++)
+        if (ws[i]->unit == unit) return true;
+    return false;
+}
+
+/* Before an announcement (ws, n): the last hint's reads of experts it takes are waited for and
+ * copied into their entries; the others are let go (wasted: a read in flight is cancelled or
+ * waited out by the reader).  A failed read leaves its entry
+ * partial, and partial entries are dropped: the announcement reads those experts itself.  Counts
+ * the hint's accuracy. */
+static void settle_hint(sl_stream *s, sl_weight *const *ws, int n)
+{
+    queue *q = &s->experts;
+    int failed_unit = -1;
+    for (; q->next_use < q->next_req; q->next_use++) {
+        const piece *p = queue_at(q, q->next_use);
+        const int slot = q->slot[q->next_use % SL_STREAM_RING];
+        const void *data;
+        const bool taken = unit_listed(ws, n, p->w->unit);
+        s->st.prefetch_bytes += p->len;
+        if (!taken) s->st.prefetch_wasted += p->len;
+        if (taken && p->w->unit != failed_unit) {
+            if (sl_io_wait(q->io, slot, &data) == 0) {
+                sl_xcache_fill(s->cache, p->w, p->row0, p->nrows, data);
+                if (sl_io_check(q->io, slot)) {   /* mmap: the file shrank under the copy */
+                    sl_xcache_drop(s->cache, p->w->unit);
+                    failed_unit = p->w->unit;
+                    s->st.prefetch_failed++;
+                }
+            } else {
+                failed_unit = p->w->unit;
+                s->st.prefetch_failed++;
+            }
+        }
+        sl_io_release(q->io, slot);
+    }
+    for (int i = 0; i < s->n_hint_units; i++)
+        if (unit_listed(ws, n, s->hint_units[i])) s->st.prefetch_used++;
+    sl_xcache_abort(s->cache);   /* what the hint did not finish */
+    queue_reset(q);
+    s->hinted = false;
+    s->n_hint_units = 0;
+}
+
+/* Contract (forward.h sl_wsource.hint): with a cache and prefetch on, the expert queue becomes the
+ * pieces of the hinted experts the cache gives an entry, requested at once; the reader is idle
+ * (every announced piece was consumed) or the hint is ignored.  Nothing here fails the pass: a
+ * request the reader refuses only ends the hint early. */
+static int stream_hint(void *self, sl_weight *const *ws, int n)
+{
+    sl_stream *s = self;
+    queue *q = &s->experts;
+    if (!q->io || !s->cache || !s->prefetch || q->next_use < q->n) return 0;
+    if (s->hinted) settle_hint(s, NULL, 0);
+    queue_reset(q);
+    sl_xcache_begin(s->cache);   /* the block just computed no longer holds its entries */
+    int claim = SL_XCACHE_BYPASS, unit = -1;
+    for (int i = 0; i < n; i++) {
+        if (ws[i]->data) continue;
+        if (ws[i]->unit != unit) {
+            unit = ws[i]->unit;
+            claim = sl_xcache_prefetch(s->cache, unit);
+            if (claim == SL_XCACHE_FILL) {
+                s->hint_units[s->n_hint_units++] = unit;
+                s->st.prefetch_units++;
+            }
+        }
+        if (claim != SL_XCACHE_FILL) continue;
+        if (add_pieces(q, ws[i], rows_for(ws[i], s->chunk_bytes))) break;   /* out of memory: a shorter hint */
+    }
+    s->hinted = true;
+    if (top_up(s, q)) {   /* not the pass's error: what was requested stays, the rest is read when wanted */
+        s->err[0] = 0;
+        s->st.prefetch_failed++;
+    }
+    return 0;
+}
+
 /* Contract (forward.h sl_wsource.want): the expert queue becomes the pieces of the listed weights
  * that stream, and the first `depth` of them are requested at once. */
 static int stream_want(void *self, sl_weight *const *ws, int n)
@@ -205,6 +291,7 @@ static int stream_want(void *self, sl_weight *const *ws, int n)
     sl_stream *s = self;
     queue *q = &s->experts;
     if (!q->io) return 0;   /* every routed weight is resident */
+    if (s->hinted) settle_hint(s, ws, n);
     if (q->next_use < q->n) {
         snprintf(s->err, sizeof s->err, "stream: new experts announced while %" PRId64 " announced pieces are unread "
                  "(next: %s)", q->n - q->next_use, queue_at(q, q->next_use)->w->name);
@@ -263,6 +350,7 @@ static void queues_free(sl_stream *s)
     sl_xcache_free(s->cache);
     free(s->dense.p);
     free(s->experts.p);
+    free(s->hint_units);
     free(s->rowbuf);
     free(s);
 }
@@ -311,8 +399,11 @@ int sl_stream_create(sl_model *m, sl_pool *pool, const sl_stream_opts *o, sl_str
     if (!rc && s->experts.max_piece && o->expert_cache_bytes && (rc = sl_xcache_create(m, o->expert_cache_bytes, &s->cache)))
         snprintf(err, errlen, "stream: cannot allocate %llu MiB for the expert cache",
                  (unsigned long long)(o->expert_cache_bytes >> 20));
+    s->prefetch = o->expert_prefetch && s->cache;
+    if (!rc && s->prefetch && !(s->hint_units = malloc((size_t)m->cfg.n_expert * sizeof *s->hint_units))) rc = -ENOMEM;
     if (rc) { queues_free(s); return rc; }
-    s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg, stream_reset, stream_want };
+    s->src = (sl_wsource){ s, stream_matmul, stream_row, stream_errmsg, stream_reset, stream_want,
+                           s->prefetch ? stream_hint : NULL };
     *out = s;
     return 0;
 }

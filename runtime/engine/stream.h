@@ -12,7 +12,11 @@
  *    block's router has run.  The forward pass then announces them (sl_wsource.want: every expert
  *    the batch takes, each once, its matrices together) and the expert reader starts on them at
  *    once, up to sl_stream_expert_slots pieces ahead, while the dense read-ahead continues on its
- *    own reader.  Nothing of an expert is read unless a token picked it.
+ *    own reader.  Nothing of an expert is read unless a token picked it — except with
+ *    expert_prefetch: when a MoE block is done its expert reader is idle until the next block's
+ *    router has run, and the forward pass's guess of that block's experts (sl_wsource.hint) is
+ *    read into the expert cache meanwhile; the next announcement takes what arrived, drops the
+ *    rest, and reads whatever the guess missed as usual.
  * Token embeddings are read one row at a time, synchronously.
  */
 #ifndef SL_RUNTIME_STREAM_H
@@ -54,6 +58,8 @@ typedef struct sl_stream_opts {
     int      lm_head_rows;  /* rows per LM-head chunk (default 1024) */
     bool     no_direct;     /* buffered reads instead of O_DIRECT */
     uint64_t expert_cache_bytes;   /* memory for routed experts kept between passes (expert_cache.h); 0: none */
+    bool     expert_prefetch;      /* act on the forward pass's hints (sl_wsource.hint): read the experts the
+                                    * next block will probably take into the cache ahead of its router */
 } sl_stream_opts;
 
 typedef struct sl_stream_stats {
@@ -63,6 +69,11 @@ typedef struct sl_stream_stats {
     uint64_t expert_bytes;  /*   and their bytes */
     uint64_t expert_wants;  /* announcements of a batch's experts (one per MoE block per pass) */
     sl_xcache_stats cache;  /* the expert cache's hits, misses, fills (zero without one) */
+    uint64_t prefetch_units;   /* experts a hint read (or started to read) into the cache */
+    uint64_t prefetch_used;    /*   of those: taken by the next announcement (a hit then) */
+    uint64_t prefetch_bytes;   /* bytes the hints requested */
+    uint64_t prefetch_wasted;  /*   of those: pieces of experts the next announcement did not take */
+    uint64_t prefetch_failed;  /* hint reads that failed (the expert is read again when wanted) */
     uint64_t embd_rows;     /* embedding rows read */
     uint64_t wait_ns;       /* time blocked waiting for pieces */
     uint64_t compute_ns;    /* time computing on streamed pieces */
