@@ -116,6 +116,10 @@ struct sl_gstate {
 bool g_state_step(const sl_gstate *s, sl_gstate *s2, uint8_t c);
 /* Some parse of s sits in the prefix or suffix with lit[0..n) as the literal's next bytes. */
 bool g_state_literal_next(const sl_gstate *s, const char *lit, size_t n);
+/* Every parse of s is inside a string's plain text (not in an escape or a UTF-8 character): then
+ * a token of plain text (no '"', '\\', control bytes; whole UTF-8 characters) of c code points is
+ * allowed exactly when c <= *room (the most any parse has left; INT64_MAX: no maxLength). */
+bool g_state_string_room(const sl_gstate *s, int64_t *room);
 /* Copy only the live part of src (configurations, their frames). */
 void g_state_copy(sl_gstate *dst, const sl_gstate *src);
 

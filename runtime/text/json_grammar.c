@@ -485,8 +485,29 @@ bool g_state_literal_next(const sl_gstate *s, const char *lit, size_t n)
         const char *l = k->seq == SEQ_PREFIX ? g->prefix : k->seq == SEQ_SUFFIX ? g->suffix : NULL;
         size_t len = k->seq == SEQ_PREFIX ? g->prefix_len : g->suffix_len;
         if (l && n > 0 && len - (size_t)k->pos >= n && !memcmp(l + k->pos, lit, n)) return true;
+        /* a top-level number or literal that may end here: the suffix may begin */
+        if (k->seq == SEQ_VALUE && k->depth == 1 && frame_can_end(g, &k->f[0]) && g->suffix_len >= n &&
+            !memcmp(g->suffix, lit, n))
+            return true;
     }
     return false;
+}
+
+bool g_state_string_room(const sl_gstate *s, int64_t *room)
+{
+    int64_t best = -1;
+    for (int i = 0; i < s->n; i++) {
+        const gcfg *k = &s->cfg[i];
+        if (k->seq != SEQ_VALUE || k->depth < 1) return false;
+        const gframe *f = &k->f[k->depth - 1];
+        if (f->node != KEY_NODE && s->g->nodes[f->node].kind != G_STRING) return false;
+        if (f->phase != S_BODY) return false;
+        int64_t mx = f->node == KEY_NODE ? -1 : s->g->nodes[f->node].max_len;
+        int64_t r = mx < 0 ? INT64_MAX : mx - f->count;
+        if (r > best) best = r;
+    }
+    *room = best;
+    return s->n > 0;
 }
 
 /* ---- the public state API (grammar.h) ---- */
