@@ -53,6 +53,9 @@ typedef struct job {
     bool harmony;                 /* gpt-oss's harmony output: the analysis channel is reasoning_content, the
                                    * final channel content (runtime/text/harmony.h) */
     int top_n;                    /* logprobs: alternatives per token (0..LP_MAX_TOP); -1: no logprobs */
+    bool grammar;                 /* constrained decoding (response_format.c): the sampler gets */
+    char *schema;                 /*   this JSON Schema (NULL: any JSON object), */
+    char *gprefix, *gsuffix;      /*   between these literals (NULL: none) */
     char id[48];
     time_t created;
     struct MHD_Connection *conn;
@@ -190,6 +193,10 @@ char *oai_models_body(const sl_server *s, size_t *len);
  * 0, or 400 with the message naming it (fields.c). */
 typedef struct json_t json_t;
 int  oai_check_fields(json_t *o, int kind, char *msg, size_t msglen);
+/* The request's response_format (chat): text (nothing), json_object or json_schema, the schema
+ * checked (an unsupported keyword is a 400 naming it); sets j->grammar and j->schema.  0 or 400
+ * (response_format.c). */
+int  oai_response_format(json_t *o, job *j, char *msg, size_t msglen);
 
 /* ---- logprobs (logprobs.c) ---- */
 /* Under mu, before token tok is reported: its entry from the logits it was chosen from (the text
