@@ -277,3 +277,46 @@ Test(grammar, random_walks_validate, .timeout = 300)
         sl_grammar_free(g);
     }
 }
+
+Test(grammar, unsatisfiable_parts_are_never_entered)
+{
+    char err[256] = "";
+    sl_grammar *g = NULL;
+    const char *loop = "{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}";
+    cr_expect_eq(sl_grammar_compile(loop, strlen(loop), NULL, NULL, &g, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "no value satisfies the schema"), "%s", err);
+    const char *req = "{\"$defs\":{\"a\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}},\"required\":[\"x\"]}},\"$ref\":\"#/$defs/a\"}";
+    cr_expect_eq(sl_grammar_compile(req, strlen(req), NULL, NULL, &g, err, sizeof err), -EINVAL, "an object that must contain itself");
+    /* an optional property or alternative that nothing satisfies is simply never offered */
+    expect("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"},\"y\":{\"type\":\"integer\"}}}",
+           L("{}", "{\"y\":1}"), L("{\"x\":1}"));
+    expect("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/a\"}}", L("[]"), L("[1]"));
+    sl_grammar *g2 = compile("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"properties\":{\"y\":{\"type\":\"integer\"},\"x\":{\"$ref\":\"#/$defs/a\"}}}");
+    sl_gstate *s = sl_gstate_new(g2);
+    cr_assert(sl_gstate_feed(s, "{\"y\":1", 6));
+    cr_expect(!sl_gstate_feed(s, ",", 1), "no comma where no key can follow");
+    sl_gstate_free(s);
+    sl_grammar_free(g2);
+}
+
+Test(grammar, tool_call_wrapped)
+{
+    /* the shape the tool-call code builds: one alternative per tool, between literal tags */
+    const char *tools = "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":"
+                        "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}},"
+                        "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false},{\"type\":\"object\",\"properties\":"
+                        "{\"name\":{\"const\":\"get_time\"},\"arguments\":{\"type\":\"object\",\"properties\":{}}},"
+                        "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}]}";
+    sl_grammar *g = compile3(tools, "<tool_call>\n", "\n</tool_call>");
+    static const char *const good[] = {
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>", NULL };
+    static const char *const badt[] = {
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{}}\n</tool_call>",
+        "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{\"city\":\"x\"}}\n</tool_call>",
+        "<tool_call>\n{\"name\":\"other\",\"arguments\":{}}\n</tool_call>",
+        "{\"name\":\"get_time\",\"arguments\":{}}", NULL };
+    for (int i = 0; good[i]; i++) cr_expect(sl_grammar_accepts(g, good[i], strlen(good[i])), "%s", good[i]);
+    for (int i = 0; badt[i]; i++) cr_expect(!sl_grammar_accepts(g, badt[i], strlen(badt[i])), "%s", badt[i]);
+    sl_grammar_free(g);
+}

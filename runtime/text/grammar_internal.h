@@ -45,6 +45,7 @@ typedef struct gprop {
 
 typedef struct gnode {
     int kind;
+    bool sat;                   /* some value satisfies it (g_mark_satisfiable); the automaton never enters one that none does */
     /* G_OBJECT: props in schema order; next_req[i]: the first required index >= i (n_props: none);
      * map >= 0: no props, any string keys, values of node `map` */
     gprop *props;
@@ -82,6 +83,9 @@ int  g_node_add(sl_grammar *g, int kind);
 /* The grammar's "any JSON value" / "any JSON object" nodes (made once per grammar); index or -ENOMEM. */
 int  g_any_value(sl_grammar *g);
 int  g_any_object(sl_grammar *g);
+/* Set every node's sat: the least fixed point (a definition that only refers to itself is never
+ * satisfiable).  Returns g->nodes[g->root].sat. */
+bool g_mark_satisfiable(sl_grammar *g);
 /* Compile schema into g's nodes; sets g->root.  0 or -EINVAL/-ENOMEM with err. */
 int  g_compile_schema(sl_grammar *g, const jv *schema, char *err, size_t errlen);
 

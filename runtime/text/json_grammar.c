@@ -238,11 +238,12 @@ static bool literal_can_end(const gnode *n, const gframe *f)
 
 /* The properties that may come next in an object at index `from`: up to and including the next
  * required one. */
-static uint64_t key_candidates(const gnode *n, int64_t from)
+static uint64_t key_candidates(const sl_grammar *g, const gnode *n, int64_t from)
 {
     uint64_t m = 0;
     int last = n->next_req[from] < n->n_props ? n->next_req[from] : n->n_props - 1;
-    for (int64_t i = from; i <= last; i++) m |= 1ull << i;
+    for (int64_t i = from; i <= last; i++)
+        if (g->nodes[n->props[i].node].sat) m |= 1ull << i;   /* an optional property no value satisfies: never */
     return m;
 }
 
@@ -265,7 +266,7 @@ static int key_byte(const gnode *n, gframe *f, uint8_t c)
     return R_OK;
 }
 
-static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
+static int object_byte(const sl_grammar *g, const gnode *n, gframe *f, uint8_t c, int *child)
 {
     const bool map = n->map >= 0 || n->n_props == 0;
     const bool may_close = map || n->next_req[f->count] == n->n_props;
@@ -279,9 +280,13 @@ static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
         if (is_ws(c)) return ws_byte(f);
         if (c == '}' && f->phase == O_FIRST) return may_close ? R_DONE : R_FAIL;
         if (c != '"') return R_FAIL;
-        if (map) { f->phase = O_MAPKEY; *child = KEY_NODE; return R_PUSH; }
-        if (f->count >= n->n_props) return R_FAIL;
-        f->mask = key_candidates(n, f->count);
+        if (map) {
+            if (n->map >= 0 && !g->nodes[n->map].sat) return R_FAIL;
+            f->phase = O_MAPKEY;
+            *child = KEY_NODE;
+            return R_PUSH;
+        }
+        if (f->count >= n->n_props || !(f->mask = key_candidates(g, n, f->count))) return R_FAIL;
         f->pos = 1;
         f->phase = O_KEY;
         return R_OK;
@@ -301,7 +306,9 @@ static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
     default:   /* O_AFTER */
         if (is_ws(c)) return ws_byte(f);
         if (c == '}') return may_close ? R_DONE : R_FAIL;
-        if (c != ',' || (!map && f->count >= n->n_props)) return R_FAIL;
+        if (c != ',') return R_FAIL;
+        if (map ? n->map >= 0 && !g->nodes[n->map].sat : f->count >= n->n_props || !key_candidates(g, n, f->count))
+            return R_FAIL;   /* a comma only where a key can follow */
         f->phase = O_NEXT;
         f->ws = 0;
         return R_OK;
@@ -338,7 +345,7 @@ static int frame_byte(const sl_grammar *g, gframe *f, uint8_t c, int *child)
     if (f->node == KEY_NODE) return string_byte(NULL, f, c);
     const gnode *n = &g->nodes[f->node];
     switch (n->kind) {
-    case G_OBJECT: return object_byte(n, f, c, child);
+    case G_OBJECT: return object_byte(g, n, f, c, child);
     case G_ARRAY: return array_byte(n, f, c, child);
     case G_STRING: return string_byte(n, f, c);
     case G_LITERAL: return literal_byte(n, f, c);
@@ -412,7 +419,7 @@ static void feed(const sl_grammar *g, sl_gstate *st, int i, uint8_t c, int pendi
                 guard++;
                 continue;
             }
-            if (k->depth >= SL_GRAMMAR_MAX_DEPTH) { k->seq = SEQ_DEAD; return; }
+            if (k->depth >= SL_GRAMMAR_MAX_DEPTH || (pending >= 0 && !g->nodes[pending].sat)) { k->seq = SEQ_DEAD; return; }
             push(g, k, pending);
             pending = NO_NODE;
         }
