@@ -109,7 +109,8 @@ int main(int argc, char **argv)
     qsort(all, (size_t)n_all, sizeof *all, cmp_d);
     qsort(in_str, (size_t)n_str, sizeof *all, cmp_d);
     qsort(other, (size_t)n_other, sizeof *all, cmp_d);
-    printf("vocabulary: %s (%d tokens); trie build %.0f ms (once per model)\n", vpath, nv, t_build * 1e3);
+    printf("vocabulary: %s (%d tokens); trie build %.0f ms, %.1f MiB (once per model)\n", vpath, nv, t_build * 1e3,
+           sl_gvocab_mem_bytes(gv) / 1048576.0);
     printf("%d answers (%d complete), %d mask steps: median %.3f ms, p10 %.3f, p90 %.3f, max %.3f ms per token\n",
            answers, complete, n_all, pct(all, n_all, .5) * 1e3, pct(all, n_all, .1) * 1e3, pct(all, n_all, .9) * 1e3,
            n_all ? all[n_all - 1] * 1e3 : 0);

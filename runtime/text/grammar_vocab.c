@@ -171,6 +171,12 @@ int sl_gvocab_build(const sl_vocab *v, sl_gvocab **out)
         if (!rc && gv->plain_cp[id] < 0) rc = insert(&gv->rest, gv->tok_next_rest, b, len, id);
     }
     if (rc) { sl_gvocab_free(gv); return rc; }
+    for (trie *t = &gv->all; t; t = t == &gv->all ? &gv->rest : NULL) {   /* give back the doubling's slack */
+        tnode *fit = realloc(t->nodes, (size_t)t->n_nodes * sizeof *fit);
+        if (fit) { t->nodes = fit; t->cap_nodes = t->n_nodes; }
+    }
+    char *fit = realloc(gv->bytes, gv->off[n] ? gv->off[n] : 1);
+    if (fit) gv->bytes = fit;
     *out = gv;
     return 0;
 }
@@ -190,6 +196,13 @@ void sl_gvocab_free(sl_gvocab *gv)
 }
 
 int32_t sl_gvocab_n_tokens(const sl_gvocab *gv) { return gv->n_tokens; }
+
+size_t sl_gvocab_mem_bytes(const sl_gvocab *gv)
+{
+    size_t n = (size_t)gv->n_tokens;
+    return (size_t)(gv->all.cap_nodes + gv->rest.cap_nodes) * sizeof(tnode) + n * (3 * sizeof(int32_t) + sizeof(size_t) + 1) +
+           gv->off[n] + sizeof *gv;
+}
 
 typedef struct walker {
     const trie *t;
