@@ -82,6 +82,9 @@ Test(grammar_cli, refused_schema_and_usage)
     snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p x --json-schema '%s' --json-object 2>&1", SLUICE_BIN, MODEL, path);
     cr_expect_eq(run(cmd, out, sizeof out), 2, "%s", out);
     cr_expect_not_null(strstr(out, "not both"), "%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p x --json-object --ignore-eos 2>&1", SLUICE_BIN, MODEL);
+    cr_expect_eq(run(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "--ignore-eos with --json-object"), "%s", out);
     snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p x --json-schema '%s/none.json' 2>&1", SLUICE_BIN, MODEL, dir);
     cr_expect_eq(run(cmd, out, sizeof out), 2, "%s", out);
     cr_expect_not_null(strstr(out, "No such file"), "%s", out);

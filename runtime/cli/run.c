@@ -124,6 +124,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
     if (o->top_logits && !o->json) { cli_err("run: --top-logits K needs --json (the logits go into the JSON lines)"); return -1; }
     if (!gen_opts_check(&o->g)) return -1;
     if (o->json_schema && o->json_object) { cli_err("run: give --json-schema FILE or --json-object, not both"); return -1; }
+    if ((o->json_schema || o->json_object) && o->g.sp.ignore_eog) {
+        cli_err("run: --ignore-eos with %s: a constrained answer ends where its JSON value does (end of generation is then "
+                "the only token allowed)", o->json_schema ? "--json-schema" : "--json-object");
+        return -1;
+    }
     return load_schema(o);
 }
 

@@ -6,7 +6,9 @@
  * Both are enforced by constrained decoding (sluice_sampler_set_json_schema): tokens that would
  * leave the JSON or the schema are never sampled, streaming or not.  The schema is checked here, so
  * a keyword the grammar cannot enforce is a 400 naming it before anything runs.  "strict" may be
- * true or false: the answer is always held to the schema (false asks for less than that). */
+ * true or false: the answer is always held to the schema (false asks for less than that).  The
+ * server's --ignore-eos does not apply to such a request: a constrained answer ends where its value
+ * does (end of generation is then the only token the grammar allows). */
 #include "runtime/serve/serve_internal.h"
 
 #include <jansson.h>
@@ -58,6 +60,7 @@ static int parse_json_schema(json_t *js, job *j, char *msg, size_t msglen)
     }
     j->schema = text;
     j->grammar = true;
+    j->sp.ignore_eog = false;
     return 0;
 }
 
@@ -74,6 +77,7 @@ int oai_response_format(json_t *o, job *j, char *msg, size_t msglen)
         int rc = only_keys(rf, "response_format", only_type, "type", msg, msglen);
         if (rc) return rc;
         j->grammar = !strcmp(t, "json_object");
+        if (j->grammar) j->sp.ignore_eog = false;
         return 0;
     }
     if (strcmp(t, "json_schema"))
