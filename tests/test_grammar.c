@@ -277,3 +277,99 @@ Test(grammar, random_walks_validate, .timeout = 300)
         sl_grammar_free(g);
     }
 }
+
+Test(grammar, unsatisfiable_parts_are_never_entered)
+{
+    char err[256] = "";
+    sl_grammar *g = NULL;
+    const char *loop = "{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}";
+    cr_expect_eq(sl_grammar_compile(loop, strlen(loop), NULL, NULL, &g, err, sizeof err), -EINVAL);
+    cr_expect(strstr(err, "no value satisfies the schema"), "%s", err);
+    const char *req = "{\"$defs\":{\"a\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}},\"required\":[\"x\"]}},\"$ref\":\"#/$defs/a\"}";
+    cr_expect_eq(sl_grammar_compile(req, strlen(req), NULL, NULL, &g, err, sizeof err), -EINVAL, "an object that must contain itself");
+    /* an optional property or alternative that nothing satisfies is simply never offered */
+    expect("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"},\"y\":{\"type\":\"integer\"}}}",
+           L("{}", "{\"y\":1}"), L("{\"x\":1}"));
+    expect("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/a\"}}", L("[]"), L("[1]"));
+    sl_grammar *g2 = compile("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"properties\":{\"y\":{\"type\":\"integer\"},\"x\":{\"$ref\":\"#/$defs/a\"}}}");
+    sl_gstate *s = sl_gstate_new(g2);
+    cr_assert(sl_gstate_feed(s, "{\"y\":1", 6));
+    cr_expect(!sl_gstate_feed(s, ",", 1), "no comma where no key can follow");
+    sl_gstate_free(s);
+    sl_grammar_free(g2);
+}
+
+Test(grammar, tool_call_wrapped)
+{
+    /* the shape the tool-call code builds: one alternative per tool, between literal tags */
+    const char *tools = "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":"
+                        "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}},"
+                        "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false},{\"type\":\"object\",\"properties\":"
+                        "{\"name\":{\"const\":\"get_time\"},\"arguments\":{\"type\":\"object\",\"properties\":{}}},"
+                        "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}]}";
+    sl_grammar *g = compile3(tools, "<tool_call>\n", "\n</tool_call>");
+    static const char *const good[] = {
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>", NULL };
+    static const char *const badt[] = {
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{}}\n</tool_call>",
+        "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{\"city\":\"x\"}}\n</tool_call>",
+        "<tool_call>\n{\"name\":\"other\",\"arguments\":{}}\n</tool_call>",
+        "{\"name\":\"get_time\",\"arguments\":{}}", NULL };
+    for (int i = 0; good[i]; i++) cr_expect(sl_grammar_accepts(g, good[i], strlen(good[i])), "%s", good[i]);
+    for (int i = 0; badt[i]; i++) cr_expect(!sl_grammar_accepts(g, badt[i], strlen(badt[i])), "%s", badt[i]);
+    sl_grammar_free(g);
+}
+
+/* Mutated schemas (bytes flipped, inserted, cut): each either compiles or is refused with a message;
+ * a compiled one never leads a walk into a dead end (every state reached can be completed) and its
+ * complete texts are JSON.  Run under ASan/UBSan too: the compiler and automaton take hostile input
+ * (a server's request body). */
+Test(grammar, mutated_schemas, .timeout = 300)
+{
+    static const char *const base[] = {
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":3},\"maxItems\":2},"
+        "\"b\":{\"enum\":[1,\"x\",null]},\"c\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":2},{\"const\":true}]}},\"required\":[\"a\"]}",
+        "{\"$defs\":{\"n\":{\"properties\":{\"k\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":1}}}},"
+        "\"$ref\":\"#/$defs/n\"}",
+        "{\"type\":[\"number\",\"string\",\"null\"],\"minimum\":-1.5,\"maximum\":2,\"minLength\":1,\"maxLength\":3}",
+    };
+    static const char ins[] = "{}[]\",:0-9aeE.\\ ";
+    uint64_t rng = 99;
+    int compiled = 0, refused = 0;
+    char buf[1024], text[512];
+    for (int it = 0; it < 3000; it++) {
+        const char *b = base[it % 3];
+        size_t n = strlen(b);
+        memcpy(buf, b, n);
+        for (int m = rng_next(&rng) % 4 ? 1 : 2; m > 0; m--) {
+            size_t at = rng_next(&rng) % n;
+            switch (rng_next(&rng) % 5) {
+            case 3: { /* swap two bytes (keeps the JSON more often) */
+                size_t at2 = rng_next(&rng) % n;
+                char t = buf[at]; buf[at] = buf[at2]; buf[at2] = t;
+                break;
+            }
+            case 4: if (buf[at] >= '0' && buf[at] <= '9') buf[at] = (char)('0' + rng_next(&rng) % 10); break;
+            case 0: buf[at] = ins[rng_next(&rng) % (sizeof ins - 1)]; break;
+            case 1: if (n < sizeof buf - 1) { memmove(buf + at + 1, buf + at, n - at); buf[at] = ins[rng_next(&rng) % (sizeof ins - 1)]; n++; } break;
+            default: n = at + 1; break;
+            }
+        }
+        sl_grammar *g = NULL;
+        char err[256] = "";
+        int rc = sl_grammar_compile(buf, n, NULL, NULL, &g, err, sizeof err);
+        if (rc) { cr_assert_eq(rc, -EINVAL); cr_assert_gt(strlen(err), 10); refused++; continue; }
+        compiled++;
+        size_t len = walk(g, &rng, text, sizeof text);
+        if (len) {
+            jv *v = NULL;
+            cr_assert_eq(jv_parse(text, len, &v, err, sizeof err), 0, "schema %.*s gave non-JSON %.*s", (int)n, buf, (int)len, text);
+            jv_free(v);
+        }
+        sl_grammar_free(g);
+    }
+    printf("mutated schemas: %d compiled, %d refused\n", compiled, refused);
+    cr_expect_gt(compiled, 100);
+    cr_expect_gt(refused, 100);
+}

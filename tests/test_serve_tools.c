@@ -219,14 +219,16 @@ Test(serve_tools, request_checks)
     cr_expect(ct.n == 0 && j.tool_fmt == SL_TOOLS_NONE && j.think, "none: tools neither rendered nor parsed");
     cr_assert_eq(parse_req(SL_TMPL_LLAMA3, "{\"tools\":[" TOOL "],\"tool_choice\":{\"type\":\"function\",\"function\":"
                            "{\"name\":\"get_weather\"}}}", &j, &ct, msg), 0, "%s", msg);
-    cr_expect(j.gr_schema && strstr(j.gr_schema, "\"const\":\"get_weather\"") && !strcmp(j.gr_prefix, "") && !j.think);
-    tools_free_job(&j);
+    cr_expect(j.grammar && j.schema && strstr(j.schema, "\"const\":\"get_weather\"") && !strcmp(j.gprefix, "") && !j.think);
+    free(j.schema);
+    free(j.gprefix);
+    free(j.gsuffix);
     tools_free_request(&ct);
     /* a schema the grammar refuses is fine when nothing is forced: it is only shown to the model */
     cr_assert_eq(parse_req(SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":"
                            "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}]}",
                            &j, &ct, msg), 0, "%s", msg);
-    cr_expect_null(j.gr_schema);
+    cr_expect(!j.grammar && !j.schema);
     tools_free_request(&ct);
     struct { int tmpl; const char *body, *says; } bad[] = {
         { SL_TMPL_GEMMA, "{\"tools\":[" TOOL "]}", "supported: " },
@@ -242,6 +244,8 @@ Test(serve_tools, request_checks)
         { SL_TMPL_CHATML, "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\",\"parameters\":{\"type\":\"object\","
           "\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}],\"tool_choice\":\"required\"}", "'pattern'" },
         { SL_TMPL_CHATML, "{\"tools\":[" TOOL "],\"parallel_tool_calls\":1}", "true or false" },
+        { SL_TMPL_CHATML, "{\"tools\":[" TOOL "],\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}",
+          "both constrain" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_expect_eq(parse_req(bad[i].tmpl, bad[i].body, &j, &ct, msg), 400, "%s", bad[i].body);
@@ -281,7 +285,7 @@ Test(serve_tools, call_grammar)
 {
     json_t *tools = json_loads("[" TOOL ",{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]", 0, NULL);
     char *schema;
-    char *pre; const char *suf;
+    char *pre, *suf;
     cr_assert_eq(tools_call_grammar(tools, "get_weather", SL_TOOLS_HERMES, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":"
                              "{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
@@ -289,6 +293,7 @@ Test(serve_tools, call_grammar)
     cr_expect_str_eq(suf, "\n</tool_call>");
     free(schema);
     free(pre);
+    free(suf);
     cr_assert_eq(tools_call_grammar(tools, NULL, SL_TOOLS_LLAMA3, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},"
                              "\"parameters\":{\"type\":\"object\"}},\"required\":[\"name\",\"parameters\"],"
@@ -299,6 +304,7 @@ Test(serve_tools, call_grammar)
     cr_expect_str_eq(suf, "");
     free(schema);
     free(pre);
+    free(suf);
     cr_assert_eq(tools_call_grammar(tools, "get_time", SL_TOOLS_MISTRAL, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"const\":"
                              "\"get_time\"},\"arguments\":{\"type\":\"object\",\"properties\":{}}},\"required\":[\"name\","
@@ -306,6 +312,7 @@ Test(serve_tools, call_grammar)
     cr_expect_str_eq(pre, "[TOOL_CALLS]");
     free(schema);
     free(pre);
+    free(suf);
     /* gpt-oss: the header names the tool; the body is its arguments */
     cr_assert_eq(tools_call_grammar(tools, "get_weather", SL_TOOLS_HARMONY, &schema, &pre, &suf), 0);
     cr_expect_str_eq(schema, "{\"type\":\"object\"}");
@@ -313,6 +320,7 @@ Test(serve_tools, call_grammar)
     cr_expect_str_eq(suf, "");
     free(schema);
     free(pre);
+    free(suf);
     cr_expect_eq(tools_call_grammar(tools, NULL, SL_TOOLS_HARMONY, &schema, &pre, &suf), -2, "required, two tools");
     cr_expect_eq(tools_call_grammar(tools, "nope", SL_TOOLS_HERMES, &schema, &pre, &suf), -1);
     json_decref(tools);

@@ -308,6 +308,7 @@ int oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job 
     if (!json_is_object(o)) { snprintf(msg, msglen, "the request body must be a JSON object"); rc = 400; }
     if (!rc) rc = oai_check_fields(o, kind, msg, msglen);
     if (!rc) rc = parse_common(s, o, j, msg, msglen);
+    if (!rc && kind == JOB_CHAT) rc = oai_response_format(o, j, msg, msglen);
     if (!rc) rc = kind == JOB_CHAT ? parse_messages(s, o, j, msg, msglen) : parse_prompt(s, o, j, msg, msglen);
     if (!rc && j->n_prompt >= s->n_ctx)
         snprintf(msg, msglen, "the prompt has %d tokens; the context holds %d", j->n_prompt, s->n_ctx), rc = 400;

@@ -113,6 +113,9 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->out_toks);
     free(j->sse);
     free(j->lp);
+    free(j->schema);
+    free(j->gprefix);
+    free(j->gsuffix);
     tools_free_job(j);
     free(j);
     s->open_jobs--;
@@ -264,19 +267,16 @@ static void start(sl_server *s, slot *sl, job *j)
     sluice_reset(sl->c);
     sluice_sampler_free(sl->smp);
     sl->smp = sluice_sampler_new(s->M, &j->sp);
-    char gerr[256];
-    if (sl->smp && j->gr_schema &&   /* a forced tool call (tools.c); the schema was checked at the request */
-        sluice_sampler_set_grammar(sl->smp, j->gr_schema, j->gr_prefix, j->gr_suffix, gerr, sizeof gerr)) {
-        sluice_sampler_free(sl->smp);
-        sl->smp = NULL;
-    }
     sl->j = j;
     sl->fed = 0;
     sl->pend_len = 0;
     sl->raw_len = sl->released = 0;
     s->active++;
     j->state = JOB_RUNNING;
+    char gerr[SLUICE_ERRLEN];
     if (!sl->smp) finish(s, sl, FINISH_ERROR, "out of memory");
+    else if (j->grammar && sluice_sampler_set_grammar(sl->smp, j->schema, j->gprefix, j->gsuffix, gerr, sizeof gerr))
+        finish(s, sl, FINISH_ERROR, gerr);   /* checked at parse time: only out of memory gets here */
 }
 
 int sched_submit(sl_server *s, job *j)

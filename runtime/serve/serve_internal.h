@@ -54,13 +54,13 @@ typedef struct job {
     bool harmony;                 /* gpt-oss's harmony output: the analysis channel is reasoning_content, the
                                    * final channel content (runtime/text/harmony.h) */
     int top_n;                    /* logprobs: alternatives per token (0..LP_MAX_TOP); -1: no logprobs */
+    bool grammar;                 /* constrained decoding (response_format.c, tools.c): the sampler gets */
+    char *schema;                 /*   this JSON Schema (NULL: any JSON object), */
+    char *gprefix, *gsuffix;      /*   between these literals (NULL: none) */
     bool outparse;                /* chat: the answer goes through tools.c (tool calls and/or reasoning) */
     int tool_fmt;                 /* enum sl_tool_format of the calls parsed (SL_TOOLS_NONE: none) */
     bool think;                   /* Qwen3's <think> block is reasoning_content */
     bool one_call;                /* parallel_tool_calls false: the first call only */
-    char *gr_schema;              /* tool_choice required / a named function: the call's grammar (tools.c) */
-    char *gr_prefix;
-    const char *gr_suffix;
     struct hm_call *hcall;        /* harmony: the tool call being read from the stream (tools.c) */
     char id[48];
     time_t created;
@@ -213,13 +213,14 @@ int  tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *
 void tools_free_request(chat_tools *ct);
 /* The grammar that makes the model call a tool in format fmt (enum sl_tool_format): a JSON Schema
  * (malloc'd) of one call to the tool named `name` (NULL: any of them, "required"), between the
- * literals *prefix (malloc'd) and *suffix the format writes around a call ("<tool_call>\n" …
+ * literals *prefix and *suffix (both malloc'd) the format writes around a call ("<tool_call>\n" …
  * "\n</tool_call>"; Mistral: "[TOOL_CALLS]" and a one-call array; Llama 3.1: the object alone;
  * gpt-oss: the commentary header naming the tool, then its arguments).  tools is the request's
  * checked array.  0, -1 (no tool of that name, out of memory) or -2 (gpt-oss: "required" with
- * several tools, which one prefix cannot say). */
-int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, const char **suffix);
-/* What tools.c keeps in a job (the stream's parser, the grammar): freed with the job. */
+ * several tools, which one prefix cannot say); on failure nothing is allocated. */
+int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, char **suffix);
+/* What tools.c keeps in a job (the stream's parser; the grammar is j->schema's, freed apart): freed
+ * with the job. */
 void tools_free_job(job *j);
 /* A message's fields besides role and content (cm->role set): tool_calls, tool_call_id, name;
  * anything else is a 400.  tools_free_message frees what it allocated. */
@@ -234,6 +235,10 @@ char *tools_sse(sl_server *s, job *j, const char *text, size_t n, bool finish, i
 /* Every top-level field of a request body is known here and honoured, or neutral, or refused:
  * 0, or 400 with the message naming it (fields.c). */
 int  oai_check_fields(json_t *o, int kind, char *msg, size_t msglen);
+/* The request's response_format (chat): text (nothing), json_object or json_schema, the schema
+ * checked (an unsupported keyword is a 400 naming it); sets j->grammar and j->schema.  0 or 400
+ * (response_format.c). */
+int  oai_response_format(json_t *o, job *j, char *msg, size_t msglen);
 
 /* ---- logprobs (logprobs.c) ---- */
 /* Under mu, before token tok is reported: its entry from the logits it was chosen from (the text

@@ -99,12 +99,13 @@ static int harmony_grammar(json_t *tools, const char *name, char **schema, char 
     return *schema && *prefix ? 0 : -1;
 }
 
-int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, const char **suffix)
+static int call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, char **suffix)
 {
     json_t *one = NULL, *any = json_array(), *t;
     size_t i;
     *schema = *prefix = NULL;
-    *suffix = "";   /* harmony: <|call|> is an end-of-generation token, allowed once the value is complete */
+    /* harmony: <|call|> is an end-of-generation token, allowed once the value is complete */
+    if (!(*suffix = strdup(fmt == SL_TOOLS_HERMES ? "\n</tool_call>" : ""))) { json_decref(any); return -1; }
     if (fmt == SL_TOOLS_HARMONY) { json_decref(any); return harmony_grammar(tools, name, schema, prefix); }
     json_array_foreach(tools, i, t) {
         json_t *nm = json_object_get(json_object_get(t, "function"), "name");
@@ -116,10 +117,30 @@ int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, 
     if (!one) return -1;
     if (fmt == SL_TOOLS_MISTRAL) one = json_pack("{s:s,s:o,s:i,s:i}", "type", "array", "items", one, "minItems", 1, "maxItems", 1);
     *prefix = strdup(fmt == SL_TOOLS_HERMES ? "<tool_call>\n" : fmt == SL_TOOLS_MISTRAL ? "[TOOL_CALLS]" : "");
-    *suffix = fmt == SL_TOOLS_HERMES ? "\n</tool_call>" : "";
     *schema = json_dumps(one, JSON_COMPACT);
     json_decref(one);
     return *schema && *prefix ? 0 : -1;
+}
+
+int tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, char **suffix)
+{
+    int rc = call_grammar(tools, name, fmt, schema, prefix, suffix);
+    if (rc) {   /* nothing stays allocated */
+        free(*schema);
+        free(*prefix);
+        free(*suffix);
+        *schema = *prefix = *suffix = NULL;
+    }
+    return rc;
+}
+
+static void drop_grammar(job *j)
+{
+    free(j->schema);
+    free(j->gprefix);
+    free(j->gsuffix);
+    j->schema = j->gprefix = j->gsuffix = NULL;
+    j->grammar = false;
 }
 
 int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *msg, size_t msglen)
@@ -170,19 +191,26 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
     j->outparse = true;
     if (!strcmp(mode, "required") || !strcmp(mode, "named")) {
         const char *want = !strcmp(mode, "named") ? json_string_value(json_object_get(json_object_get(choice, "function"), "name")) : NULL;
-        int g = tools_call_grammar(tools, want, j->tool_fmt, &j->gr_schema, &j->gr_prefix, &j->gr_suffix);
+        json_t *rf = json_object_get(o, "response_format"), *rft = json_object_get(rf, "type");
+        if (rf && !json_is_null(rf) && !(json_is_string(rft) && !strcmp(json_string_value(rft), "text"))) {
+            tools_free_request(ct);
+            BAD("'tool_choice' %s and 'response_format' both constrain the answer: give one",
+                want ? "naming a function" : "\"required\"");
+        }
+        j->grammar = true;
+        int g = tools_call_grammar(tools, want, j->tool_fmt, &j->schema, &j->gprefix, &j->gsuffix);
         if (g) {
             tools_free_request(ct);
-            tools_free_job(j);
+            drop_grammar(j);
             if (g == -2) BAD("'tool_choice' \"required\" with several tools is not supported for gpt-oss (its call names the "
                              "tool in the message header): name the function");
             if (want) BAD("'tool_choice' names '%.64s', which is not one of the tools", want);
             BAD("out of memory");
         }
         char err[256];
-        if (sluice_json_schema_check(j->gr_schema, err, sizeof err)) {
+        if (sluice_json_schema_check(j->schema, err, sizeof err)) {
             tools_free_request(ct);
-            tools_free_job(j);
+            drop_grammar(j);
             BAD("'tools': a forced call's schema cannot be enforced: %s", err);
         }
     }
@@ -287,11 +315,8 @@ typedef struct hm_call { int msg; char name[72]; char *args; size_t len, cap; bo
 void tools_free_job(job *j)
 {
     sl_out_free(&j->op);
-    free(j->gr_schema);
-    free(j->gr_prefix);
     if (j->hcall) free(j->hcall->args);
     free(j->hcall);
-    j->gr_schema = j->gr_prefix = NULL;
     j->hcall = NULL;
 }
 

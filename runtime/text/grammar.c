@@ -55,9 +55,40 @@ int sl_grammar_compile(const char *schema_json, size_t len, const char *prefix, 
         if (!rc) rc = g_compile_schema(g, schema, err, errlen);
         jv_free(schema);
     }
+    if (!rc && !g_mark_satisfiable(g)) {
+        snprintf(err, errlen, "no value satisfies the schema (its definitions only refer to each other, or a required part "
+                 "cannot be satisfied)");
+        rc = -EINVAL;
+    }
     if (rc) { sl_grammar_free(g); return rc; }
     *out = g;
     return 0;
+}
+
+static bool node_sat(const sl_grammar *g, const gnode *n)
+{
+    switch (n->kind) {
+    case G_LITERAL: return n->n_lits > 0;
+    case G_ARRAY: return n->min_items == 0 || g->nodes[n->item].sat;
+    case G_OBJECT:
+        for (int i = 0; i < n->n_props; i++) if (n->props[i].required && !g->nodes[n->props[i].node].sat) return false;
+        return true;   /* a map may be {} */
+    case G_ANYOF:
+        for (int i = 0; i < n->n_alts; i++) if (g->nodes[n->alts[i]].sat) return true;
+        return false;
+    default: return true;   /* strings, integers, numbers: their ranges were checked when compiled */
+    }
+}
+
+bool g_mark_satisfiable(sl_grammar *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].sat = false;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (!g->nodes[i].sat && node_sat(g, &g->nodes[i])) { g->nodes[i].sat = true; changed = true; }
+    }
+    return g->nodes[g->root].sat;
 }
 
 #define UNBOUNDED (-1)

@@ -85,6 +85,8 @@ bool sl_grammar_accepts(const sl_grammar *g, const char *text, size_t n);
 int  sl_gvocab_build(const sl_vocab *v, sl_gvocab **out);
 void sl_gvocab_free(sl_gvocab *gv);
 int32_t sl_gvocab_n_tokens(const sl_gvocab *gv);
+/* Heap the trie and the token table hold (for the memory a model's grammars cost). */
+size_t  sl_gvocab_mem_bytes(const sl_gvocab *gv);
 /* allowed[id] = 1 for every token that may come next from s, else 0 (n_tokens bytes).  Returns
  * how many are allowed (0: none: the vocabulary cannot spell what must come next). */
 int  sl_grammar_mask(const sl_gvocab *gv, const sl_gstate *s, uint8_t *allowed);

@@ -45,6 +45,7 @@ typedef struct gprop {
 
 typedef struct gnode {
     int kind;
+    bool sat;                   /* some value satisfies it (g_mark_satisfiable); the automaton never enters one that none does */
     /* G_OBJECT: props in schema order; next_req[i]: the first required index >= i (n_props: none);
      * map >= 0: no props, any string keys, values of node `map` */
     gprop *props;
@@ -82,6 +83,9 @@ int  g_node_add(sl_grammar *g, int kind);
 /* The grammar's "any JSON value" / "any JSON object" nodes (made once per grammar); index or -ENOMEM. */
 int  g_any_value(sl_grammar *g);
 int  g_any_object(sl_grammar *g);
+/* Set every node's sat: the least fixed point (a definition that only refers to itself is never
+ * satisfiable).  Returns g->nodes[g->root].sat. */
+bool g_mark_satisfiable(sl_grammar *g);
 /* Compile schema into g's nodes; sets g->root.  0 or -EINVAL/-ENOMEM with err. */
 int  g_compile_schema(sl_grammar *g, const jv *schema, char *err, size_t errlen);
 
@@ -116,6 +120,10 @@ struct sl_gstate {
 bool g_state_step(const sl_gstate *s, sl_gstate *s2, uint8_t c);
 /* Some parse of s sits in the prefix or suffix with lit[0..n) as the literal's next bytes. */
 bool g_state_literal_next(const sl_gstate *s, const char *lit, size_t n);
+/* Every parse of s is inside a string's plain text (not in an escape or a UTF-8 character): then
+ * a token of plain text (no '"', '\\', control bytes; whole UTF-8 characters) of c code points is
+ * allowed exactly when c <= *room (the most any parse has left; INT64_MAX: no maxLength). */
+bool g_state_string_room(const sl_gstate *s, int64_t *room);
 /* Copy only the live part of src (configurations, their frames). */
 void g_state_copy(sl_gstate *dst, const sl_gstate *src);
 

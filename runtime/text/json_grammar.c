@@ -238,11 +238,12 @@ static bool literal_can_end(const gnode *n, const gframe *f)
 
 /* The properties that may come next in an object at index `from`: up to and including the next
  * required one. */
-static uint64_t key_candidates(const gnode *n, int64_t from)
+static uint64_t key_candidates(const sl_grammar *g, const gnode *n, int64_t from)
 {
     uint64_t m = 0;
     int last = n->next_req[from] < n->n_props ? n->next_req[from] : n->n_props - 1;
-    for (int64_t i = from; i <= last; i++) m |= 1ull << i;
+    for (int64_t i = from; i <= last; i++)
+        if (g->nodes[n->props[i].node].sat) m |= 1ull << i;   /* an optional property no value satisfies: never */
     return m;
 }
 
@@ -265,7 +266,7 @@ static int key_byte(const gnode *n, gframe *f, uint8_t c)
     return R_OK;
 }
 
-static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
+static int object_byte(const sl_grammar *g, const gnode *n, gframe *f, uint8_t c, int *child)
 {
     const bool map = n->map >= 0 || n->n_props == 0;
     const bool may_close = map || n->next_req[f->count] == n->n_props;
@@ -279,9 +280,13 @@ static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
         if (is_ws(c)) return ws_byte(f);
         if (c == '}' && f->phase == O_FIRST) return may_close ? R_DONE : R_FAIL;
         if (c != '"') return R_FAIL;
-        if (map) { f->phase = O_MAPKEY; *child = KEY_NODE; return R_PUSH; }
-        if (f->count >= n->n_props) return R_FAIL;
-        f->mask = key_candidates(n, f->count);
+        if (map) {
+            if (n->map >= 0 && !g->nodes[n->map].sat) return R_FAIL;
+            f->phase = O_MAPKEY;
+            *child = KEY_NODE;
+            return R_PUSH;
+        }
+        if (f->count >= n->n_props || !(f->mask = key_candidates(g, n, f->count))) return R_FAIL;
         f->pos = 1;
         f->phase = O_KEY;
         return R_OK;
@@ -301,7 +306,9 @@ static int object_byte(const gnode *n, gframe *f, uint8_t c, int *child)
     default:   /* O_AFTER */
         if (is_ws(c)) return ws_byte(f);
         if (c == '}') return may_close ? R_DONE : R_FAIL;
-        if (c != ',' || (!map && f->count >= n->n_props)) return R_FAIL;
+        if (c != ',') return R_FAIL;
+        if (map ? n->map >= 0 && !g->nodes[n->map].sat : f->count >= n->n_props || !key_candidates(g, n, f->count))
+            return R_FAIL;   /* a comma only where a key can follow */
         f->phase = O_NEXT;
         f->ws = 0;
         return R_OK;
@@ -338,7 +345,7 @@ static int frame_byte(const sl_grammar *g, gframe *f, uint8_t c, int *child)
     if (f->node == KEY_NODE) return string_byte(NULL, f, c);
     const gnode *n = &g->nodes[f->node];
     switch (n->kind) {
-    case G_OBJECT: return object_byte(n, f, c, child);
+    case G_OBJECT: return object_byte(g, n, f, c, child);
     case G_ARRAY: return array_byte(n, f, c, child);
     case G_STRING: return string_byte(n, f, c);
     case G_LITERAL: return literal_byte(n, f, c);
@@ -412,7 +419,7 @@ static void feed(const sl_grammar *g, sl_gstate *st, int i, uint8_t c, int pendi
                 guard++;
                 continue;
             }
-            if (k->depth >= SL_GRAMMAR_MAX_DEPTH) { k->seq = SEQ_DEAD; return; }
+            if (k->depth >= SL_GRAMMAR_MAX_DEPTH || (pending >= 0 && !g->nodes[pending].sat)) { k->seq = SEQ_DEAD; return; }
             push(g, k, pending);
             pending = NO_NODE;
         }
@@ -485,8 +492,29 @@ bool g_state_literal_next(const sl_gstate *s, const char *lit, size_t n)
         const char *l = k->seq == SEQ_PREFIX ? g->prefix : k->seq == SEQ_SUFFIX ? g->suffix : NULL;
         size_t len = k->seq == SEQ_PREFIX ? g->prefix_len : g->suffix_len;
         if (l && n > 0 && len - (size_t)k->pos >= n && !memcmp(l + k->pos, lit, n)) return true;
+        /* a top-level number or literal that may end here: the suffix may begin */
+        if (k->seq == SEQ_VALUE && k->depth == 1 && frame_can_end(g, &k->f[0]) && g->suffix_len >= n &&
+            !memcmp(g->suffix, lit, n))
+            return true;
     }
     return false;
+}
+
+bool g_state_string_room(const sl_gstate *s, int64_t *room)
+{
+    int64_t best = -1;
+    for (int i = 0; i < s->n; i++) {
+        const gcfg *k = &s->cfg[i];
+        if (k->seq != SEQ_VALUE || k->depth < 1) return false;
+        const gframe *f = &k->f[k->depth - 1];
+        if (f->node != KEY_NODE && s->g->nodes[f->node].kind != G_STRING) return false;
+        if (f->phase != S_BODY) return false;
+        int64_t mx = f->node == KEY_NODE ? -1 : s->g->nodes[f->node].max_len;
+        int64_t r = mx < 0 ? INT64_MAX : mx - f->count;
+        if (r > best) best = r;
+    }
+    *room = best;
+    return s->n > 0;
 }
 
 /* ---- the public state API (grammar.h) ---- */

@@ -144,7 +144,10 @@ static int compile_object(cc *c, const jv *s)
     if (!has_props) {
         if (req && req->n) return bad(c, -EINVAL, "required property '%s' is not in 'properties' (supported: "
                                       "required names that 'properties' describes)", req->items[0].str ? req->items[0].str : "?", "");
-        if (add && add->kind == JV_BOOL && !add->b) return literal_node(c->g, (const char *const[]){ "{}" }, 1);
+        /* no keys allowed: additionalProperties false, or an empty properties beside no additionalProperties
+         * (a function without parameters) */
+        if ((add && add->kind == JV_BOOL && !add->b) || (props && !add))
+            return literal_node(c->g, (const char *const[]){ "{}" }, 1);
         int values = !add || add->kind == JV_BOOL ? g_any_value(c->g) : compile(c, add);
         if (values < 0) return values == -ENOMEM ? NOMEM(c) : values;
         int id = map_node(c->g, values);

@@ -15,6 +15,8 @@
 #            a normal client keeps being answered within 2 s.
 #   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
 #            fields honoured or refused (logprobs), the command line, a second signal.
+#   json:    response_format json_schema / json_object (tests/serve/json_schema.mjs): 100 answers sampled
+#            at temperature 1 all end by themselves and validate (ajv); unsupported keywords are 400s.
 #   toolcalls: tool-call round trips and reasoning (tests/serve/tools.mjs) on a random-weight model per
 #            chat template: Qwen3 (the Qwen2 vocabulary and its template, sluice-gen), Llama 3.1 (the
 #            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced),
@@ -236,6 +238,16 @@ tools_part() {
   rm -f "$WORK/qwen3.gguf" "$WORK/llama3.gguf" "$WORK/gpt-oss.gguf"
 }
 
+json_part() {
+  local model=$SHARED/models/mini-llama3.Q8_0.gguf
+  [ -f "$model" ] || fail "missing $model"
+  [ -f "$HERE/node_modules/ajv/package.json" ] || fail "ajv is missing: run scripts/install-deps.sh (npm ci --prefix tests/serve)"
+  # n-gram drafting forced on (the model is resident): batched draft verification runs under the mask
+  start_server "$WORK/server-json.log" -m "$model" -c 1024 --parallel 4 --max-tokens 700 --draft ngram --draft-max 4
+  SLUICE_URL="$BASE/v1" timeout 600 node "$HERE/json_schema.mjs" || fail "json: the structured-output test failed"
+  stop_server
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -245,6 +257,7 @@ case "$PART" in
   hostile|core|all) hostile_part ;;&
   limits|all) limits_part ;;&
   cancel|all) cancel_part ;;&
+  json|all) json_part ;;&
   toolcalls|all) tools_part ;;
 esac
 echo "serve_test: $PART: every check passed"
