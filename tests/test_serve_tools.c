@@ -195,6 +195,7 @@ static int parse_req(int tmpl, const char *body, job *j, chat_tools *ct, char *m
     memset(&s, 0, sizeof s);
     s.tmpl = tmpl;
     memset(j, 0, sizeof *j);
+    j->sp.ignore_eog = true;   /* as parse_common leaves it on a server run with --ignore-eos */
     json_t *o = json_loads(body, 0, NULL);
     cr_assert_not_null(o, "%s", body);
     int rc = tools_parse_request(&s, o, j, ct, msg, 256);
@@ -219,6 +220,7 @@ Test(serve_tools, request_checks)
     cr_expect(ct.n == 0 && j.tool_fmt == SL_TOOLS_NONE && j.think, "none: tools neither rendered nor parsed");
     cr_assert_eq(parse_req(SL_TMPL_LLAMA3, "{\"tools\":[" TOOL "],\"tool_choice\":{\"type\":\"function\",\"function\":"
                            "{\"name\":\"get_weather\"}}}", &j, &ct, msg), 0, "%s", msg);
+    cr_expect(!j.sp.ignore_eog, "a forced call ends (the server's --ignore-eos does not apply)");
     cr_expect(j.grammar && j.schema && strstr(j.schema, "\"const\":\"get_weather\"") && !strcmp(j.gprefix, "") && !j.think);
     free(j.schema);
     free(j.gprefix);

@@ -198,6 +198,7 @@ int tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *m
                 want ? "naming a function" : "\"required\"");
         }
         j->grammar = true;
+        j->sp.ignore_eog = false;   /* --ignore-eos: a forced call ends where its value (and suffix) does */
         int g = tools_call_grammar(tools, want, j->tool_fmt, &j->schema, &j->gprefix, &j->gsuffix);
         if (g) {
             tools_free_request(ct);
