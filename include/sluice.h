@@ -305,10 +305,43 @@ int  sluice_sampler_create(const sluice_model *m, const sluice_sampler_params *p
 sluice_sampler *sluice_sampler_new(const sluice_model *m, const sluice_sampler_params *p);
 void sluice_sampler_free(sluice_sampler *s);
 /* Choose the next token from the context's current logits (which are not modified); the repetition
- * penalty looks at the context's tokens.  Returns the id, or -EINVAL before any evaluation. */
+ * penalty looks at the context's tokens.  Returns the id, or -EINVAL before any evaluation, or
+ * -EDOM when the sampler's grammar allows no token (the vocabulary cannot spell what must come
+ * next; or ignore_eog where only end of generation may come). */
 int32_t sluice_sample(sluice_sampler *s, sluice_ctx *c);
 /* The logits the last sluice_sample chose from (after the repetition penalty). */
 const float *sluice_sampler_logits(const sluice_sampler *s);
+
+/* ---- constrained decoding: JSON output ---------------------------------------------------------
+ * A sampler with a grammar chooses only tokens that keep its text a prefix of the grammar's: every
+ * token whose bytes would leave it gets -inf before sampling (and before the repetition penalty's
+ * effect can matter), in sluice_sample, sluice_generate and sluice_batch_verify alike (a drafted
+ * token is accepted only if the grammar allows it, so speculative decoding keeps working).  The
+ * grammar advances with each token the sampler returns; end-of-generation tokens are allowed only
+ * once the text is complete, and then only they are.  The JSON Schema subset, what is refused and
+ * the bounds (whitespace, digits, nesting) that make every answer end: runtime/text/grammar.h and
+ * docs/structured-output.md. */
+
+/* Constrain s to one JSON value: schema_json (a NUL-terminated JSON Schema) or, NULL, any JSON
+ * object.  Replaces any grammar s had and starts it from the beginning.  0; -EINVAL with one line
+ * in err ("unsupported JSON Schema keyword 'pattern' (supported: ...)", invalid JSON, ...); -ENOMEM. */
+int  sluice_sampler_set_json_schema(sluice_sampler *s, const char *schema_json, char *err, size_t errlen);
+/* As sluice_sampler_set_json_schema, with literal text before and after the value (NULL: ""), e.g.
+ * "<tool_call>\n" and "\n</tool_call>".  A special token (one that prints as nothing without
+ * `special`, such as <|call|>) is allowed only where its exact text is the next part of a literal. */
+int  sluice_sampler_set_grammar(sluice_sampler *s, const char *schema_json, const char *prefix, const char *suffix,
+                                char *err, size_t errlen);
+/* Remove s's grammar (unconstrained again).  No-op without one. */
+void sluice_sampler_clear_grammar(sluice_sampler *s);
+/* Start s's grammar again from the beginning (a new answer with the same sampler). */
+void sluice_sampler_reset_grammar(sluice_sampler *s);
+enum sluice_grammar_state { SLUICE_GRAMMAR_NONE = 0,     /* no grammar */
+                            SLUICE_GRAMMAR_PENDING = 1,  /* the value (or suffix) is not complete */
+                            SLUICE_GRAMMAR_COMPLETE = 2 };/* complete: only end of generation may follow */
+int  sluice_sampler_grammar_state(const sluice_sampler *s);
+/* Check a schema (NULL: any JSON object) without a model: what sluice_sampler_set_json_schema
+ * would say.  0 or -EINVAL/-ENOMEM with err. */
+int  sluice_json_schema_check(const char *schema_json, char *err, size_t errlen);
 
 /* Called for every generated token with the text it completes: whole UTF-8 characters only (a
  * token ending inside a character gives "" and the bytes come with a later token); at the end any

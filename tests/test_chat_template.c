@@ -20,10 +20,10 @@
 #include "runtime/text/chat_template.h"
 
 static const sl_chat_msg two_turns[] = {
-    { "system", "You are a helpful assistant" },
-    { "user", "Hello" },
-    { "assistant", " Hi there " },
-    { "user", "Who are you" },
+    { .role = "system", .content = "You are a helpful assistant" },
+    { .role = "user", .content = "Hello" },
+    { .role = "assistant", .content = " Hi there " },
+    { .role = "user", .content = "Who are you" },
 };
 
 typedef struct ref { const char *name; const char *want; } ref;
@@ -109,12 +109,12 @@ Test(chat_template, two_turns_every_family)
 
 /* llama.cpp's test conversation and expected outputs (tests/test-chat-template.cpp). */
 static const sl_chat_msg llamacpp_conv[] = {
-    { "system", "You are a helpful assistant" },
-    { "user", "Hello" },
-    { "assistant", "Hi there" },
-    { "user", "Who are you" },
-    { "assistant", "   I am an assistant   " },
-    { "user", "Another question" },
+    { .role = "system", .content = "You are a helpful assistant" },
+    { .role = "user", .content = "Hello" },
+    { .role = "assistant", .content = "Hi there" },
+    { .role = "user", .content = "Who are you" },
+    { .role = "assistant", .content = "   I am an assistant   " },
+    { .role = "user", .content = "Another question" },
 };
 
 static const ref llamacpp_refs[] = {
@@ -289,12 +289,12 @@ Test(chat_template, harmony_conversations)
 {
     sl_chat_opts o = { .add_assistant = true, .date = "2025-08-05" };
     /* a user turn alone: the system message the template builds, the user, the generation prompt */
-    const sl_chat_msg one[] = { { "user", "What is 2+2?" } };
+    const sl_chat_msg one[] = { { .role = "user", .content = "What is 2+2?" } };
     expect_harmony(one, 1, &o, HSYS("medium") "<|start|>user<|message|>What is 2+2?<|end|><|start|>assistant");
 
     /* developer message, low effort, a previous answer (final channel only), two user turns */
-    const sl_chat_msg dev[] = { { "developer", "Answer in French." }, { "user", "Hi" }, { "assistant", "Bonjour !" },
-                                { "user", "Thanks\nbye" } };
+    const sl_chat_msg dev[] = { { .role = "developer", .content = "Answer in French." }, { .role = "user", .content = "Hi" }, { .role = "assistant", .content = "Bonjour !" },
+                                { .role = "user", .content = "Thanks\nbye" } };
     o.reasoning_effort = "low";
     expect_harmony(dev, 4, &o, HSYS("low") "<|start|>developer<|message|># Instructions\n\nAnswer in French.\n\n<|end|>"
                    "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Bonjour !<|end|>"
@@ -307,7 +307,7 @@ Test(chat_template, harmony_conversations)
 
     /* an empty system message writes no developer message; a later system message is dropped; the
      * model identity is an option */
-    const sl_chat_msg odd[] = { { "system", "" }, { "user", "a" }, { "system", "ignored" }, { "user", "b" } };
+    const sl_chat_msg odd[] = { { .role = "system", .content = "" }, { .role = "user", .content = "a" }, { .role = "system", .content = "ignored" }, { .role = "user", .content = "b" } };
     sl_chat_opts id = { .add_assistant = true, .model_identity = "You are a test.", .date = "2025-08-05" };
     expect_harmony(odd, 4, &id, "<|start|>system<|message|>You are a test.\nKnowledge cutoff: 2024-06\n"
                    "Current date: 2025-08-05\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. "

@@ -529,6 +529,7 @@ static void close_model(sluice_model *M)
     free(M->dplan);
     sl_stream_free(M->stream);
     sl_pool_free(M->pool);
+    api_grammar_model_free(M);
     sl_vocab_free(M->voc);
     sl_model_free(M->m);
     free(M->pm);

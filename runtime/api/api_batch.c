@@ -212,7 +212,8 @@ int sluice_batch_verify(sluice_batch *B, int span, sluice_sampler *S, int32_t *o
     if (!B->drafting[span]) {   /* a prompt chunk or a plain token: sample as sluice_sample does */
         int32_t id = sluice_sample(S, C);
         if (id < 0) {
-            snprintf(B->err, sizeof B->err, "batch verify: the span's context has no logits");
+            snprintf(B->err, sizeof B->err, "batch verify: %s", id == -EDOM ? "the sampler's grammar allows no token here"
+                     : id == -ENOMEM ? "out of memory" : "the span's context has no logits");
             return id;
         }
         out[0] = id;
@@ -222,6 +223,11 @@ int sluice_batch_verify(sluice_batch *B, int span, sluice_sampler *S, int32_t *o
     const int nd = s->logits_all ? s->n - 1 : 0;
     int32_t next = -1;
     int acc = api_verify(C, S, C->n_toks - s->n, nd, sluice_batch_logits(B, span, 0), B->t_pass_ns, NULL, NULL, &next);
+    if (acc < 0) {   /* no report callback: only an error (the grammar allows nothing, out of memory) */
+        snprintf(B->err, sizeof B->err, "batch verify: %s", acc == -EDOM ? "the sampler's grammar allows no token here"
+                 : "out of memory");
+        return acc;
+    }
     memcpy(out, s->tokens + 1, (size_t)acc * sizeof *out);
     out[acc] = next;
     C->n_gen += (uint64_t)acc + 1;

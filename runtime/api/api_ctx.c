@@ -311,6 +311,7 @@ int sluice_sampler_create(const sluice_model *M, const sluice_sampler_params *pp
     sluice_sampler *S = calloc(1, sizeof *S);
     if (!S) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     S->n_vocab = M->m->cfg.vocab;
+    S->M = M;
     S->s = sl_sampler_create(&sp, S->n_vocab);
     S->logits = malloc((size_t)S->n_vocab * sizeof *S->logits);
     bool ok = S->s && S->logits;
@@ -347,6 +348,7 @@ void sluice_sampler_free(sluice_sampler *S)
 {
     if (!S) return;
     api_untrack(S, API_SAMPLER, "sluice_sampler_free");
+    api_grammar_sampler_free(S);
     sl_sampler_free(S->s);
     free(S->logits);
     free(S->eog_ids);
@@ -354,11 +356,12 @@ void sluice_sampler_free(sluice_sampler *S)
 }
 
 /* The sampler's working copy of one row of logits, end-of-generation tokens masked when the sampler
- * ignores them. */
-static void sampler_load(sluice_sampler *S, const float *row)
+ * ignores them, tokens its grammar does not allow masked.  0, or -EDOM (no token allowed), -ENOMEM. */
+static int sampler_load(sluice_sampler *S, const float *row)
 {
     memcpy(S->logits, row, (size_t)S->n_vocab * sizeof *S->logits);
     for (int i = 0; i < S->n_eog; i++) S->logits[S->eog_ids[i]] = -INFINITY;
+    return api_grammar_mask(S);
 }
 
 int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
@@ -366,9 +369,12 @@ int32_t sluice_sample(sluice_sampler *S, sluice_ctx *C)
     if (!S || !CTX_OK(C, "sluice_sample")) return -EINVAL;
     api_check(S, API_SAMPLER, "sluice_sample");
     if (!C->logits_valid || S->n_vocab != C->M->m->cfg.vocab) return -EINVAL;
-    sampler_load(S, sl_ctx_last_logits(C->c));
+    int rc = sampler_load(S, sl_ctx_last_logits(C->c));
+    if (rc) return rc;
     C->n_sampled++;
-    return sl_sample(S->s, S->logits, C->toks, C->n_toks);
+    int32_t id = sl_sample(S->s, S->logits, C->toks, C->n_toks);
+    api_grammar_accept(S, id);
+    return id;
 }
 
 const float *sluice_sampler_logits(const sluice_sampler *S)
@@ -450,14 +456,15 @@ int api_verify(sluice_ctx *C, sluice_sampler *S, int base, int nd, const float *
     const size_t V = (size_t)C->M->m->cfg.vocab;
     const int32_t *drafts = C->toks + base + 1;
     bool stopped = false;
-    int i = 0;
+    int i = 0, err = 0;
     C->n_passes++;
     C->n_drafted += (uint64_t)nd;
     for (; i < nd; i++) {   /* row i: the logits after the pass's token i */
         bool ok;
-        sampler_load(S, rows + (size_t)i * V);
+        if ((err = sampler_load(S, rows + (size_t)i * V))) break;
         C->n_sampled++;
         int32_t t = sl_sample_verify(S->s, S->logits, C->toks, base + i + 1, drafts[i], &ok);
+        api_grammar_accept(S, t);
         if (!ok) { *next = t; break; }
         C->n_accepted++;
         if (!report) continue;
@@ -466,15 +473,25 @@ int api_verify(sluice_ctx *C, sluice_sampler *S, int base, int nd, const float *
         C->n_toks = base + i + 1;
         if (report(user, drafts[i])) { stopped = true; break; }   /* drafts[i] reported, not kept (as one-token decoding) */
     }
-    if (i == nd) {   /* every draft accepted: the last row gives the next token */
-        sampler_load(S, rows + (size_t)nd * V);
-        C->n_sampled++;
-        *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
+    if (i == nd && !err) {   /* every draft accepted: the last row gives the next token */
+        if (!(err = sampler_load(S, rows + (size_t)nd * V))) {
+            C->n_sampled++;
+            *next = sl_sample(S->s, S->logits, C->toks, base + nd + 1);
+            api_grammar_accept(S, *next);
+        }
     }
     int accepted = stopped ? i + 1 : i;
     keep_prefix(C, base + i + 1, rows + (size_t)i * V);
     sl_draft_stats_update(&C->dstats, nd + 1, (sl_now_ns() - t0_ns) / 1e9, nd, accepted);
+    if (err) return err;
     return stopped ? -1 : accepted;
+}
+
+/* What a negative sluice_sample means, for C->err. */
+static const char *sample_error(int rc)
+{
+    return rc == -EDOM ? "the sampler's grammar allows no token here" : rc == -ENOMEM ? "out of memory"
+                                                                           : "no logits to sample from (evaluate a prompt first)";
 }
 
 typedef struct emit_ctx { sluice_ctx *C; emitter *e; } emit_ctx;
@@ -503,6 +520,10 @@ static int spec_step(sluice_ctx *C, sluice_sampler *S, emitter *e, int32_t id, i
     const float *rows0 = C->c->logits + (size_t)(C->c->n_logits - nd - 1) * C->M->m->cfg.vocab;
     emit_ctx ec = { C, e };
     int acc = api_verify(C, S, base, nd, rows0, t0, emit_verified, &ec, next);
+    if (acc < -1) {
+        snprintf(C->err, sizeof C->err, "generate: %s", acc == -EDOM ? "the grammar allows no token here" : "out of memory");
+        return acc;
+    }
     return acc < 0 ? 1 : 0;
 }
 
@@ -520,7 +541,7 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
     int rc = 0;
     C->stop = SLUICE_STOP_LIMIT;
     int32_t id = n_max > 0 ? sluice_sample(S, C) : 0;
-    if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: no logits to sample from (evaluate a prompt first)"); }
+    if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: %s", sample_error(id)); }
     while (!rc && e.n < n_max) {
         if (C->cancel) { rc = -ECANCELED; snprintf(C->err, sizeof C->err, "interrupted"); break; }
         if (emit(C, &e, id)) break;
@@ -532,6 +553,7 @@ int sluice_generate(sluice_ctx *C, sluice_sampler *S, int n_max, sluice_token_fn
         if ((rc = sluice_eval(C, &id, 1))) break;
         C->n_passes++;
         id = sluice_sample(S, C);
+        if (id < 0) { rc = id; snprintf(C->err, sizeof C->err, "generate: %s", sample_error(id)); }
     }
     if (rc) C->stop = rc == -ECANCELED ? SLUICE_STOP_CANCELED : SLUICE_STOP_ERROR;
     size_t len = sl_utf8_stream_flush(&e.us, text);

@@ -19,6 +19,7 @@
 #include "runtime/plan/planner.h"
 #include "runtime/engine/sampler.h"
 #include "runtime/engine/stream.h"
+#include "runtime/text/grammar.h"
 #include "runtime/text/tokenizer.h"
 
 struct sluice_model {
@@ -50,6 +51,7 @@ struct sluice_model {
     pthread_mutex_t eval_mu;
     _Atomic unsigned long owner;
     atomic_int n_ctx_live;
+    sl_gvocab *gvocab;          /* the vocabulary's trie for grammars: built on first use (api_grammar.c) */
 };
 
 struct sluice_ctx {
@@ -76,7 +78,22 @@ struct sluice_sampler {
     float *logits;              /* scratch: the context's logits, penalised */
     int32_t *eog_ids;           /* ignore_eog: the end-of-generation tokens, masked before sampling */
     int    n_eog;
+    /* constrained decoding (api_grammar.c): the grammar, this sequence's place in it, the mask */
+    const sluice_model *M;
+    sl_grammar *grammar;
+    sl_gstate *gstate;
+    uint8_t *allowed;
 };
+
+/* ---- constrained decoding (api_grammar.c) ---- */
+/* Set -inf on the logits (S->logits) of every token S's grammar does not allow next.  0 (also
+ * without a grammar), -EDOM when no token is allowed, -ENOMEM. */
+int  api_grammar_mask(sluice_sampler *S);
+/* S chose token id: advance its grammar (no-op without one). */
+void api_grammar_accept(sluice_sampler *S, int32_t id);
+/* Free what the sampler's grammar holds (sluice_sampler_free), and the model's trie (sluice_close). */
+void api_grammar_sampler_free(sluice_sampler *S);
+void api_grammar_model_free(sluice_model *M);
 
 /* A context whose own evaluations run n_batch positions per pass (sluice_ctx_new: the model's). */
 int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen);
@@ -142,7 +159,9 @@ typedef bool (*api_verify_emit_fn)(void *user, int32_t id);
  * reporting each to report (NULL: none), and samples the token after them into *next (the correction,
  * or the bonus token when every draft was kept).  C then keeps its tokens through the last accepted
  * draft with the logits after it, and its figures and draft statistics (the pass's time: from
- * t0_ns to now) are updated.  Returns the drafts accepted, or -1 when report stopped (*next unset). */
+ * t0_ns to now) are updated.  Returns the drafts accepted, or -1 when report stopped (*next unset),
+ * or -EDOM / -ENOMEM (< -1) when S's grammar allows no token at a row (C keeps the drafts accepted
+ * before it; *next unset). */
 int api_verify(sluice_ctx *C, sluice_sampler *S, int base, int nd, const float *rows, uint64_t t0_ns,
                api_verify_emit_fn report, void *user, int32_t *next);
 

@@ -193,7 +193,7 @@ static int build_prompt(chat *ch, int32_t **out)
     for (;;) {
         sl_chat_msg *cm = malloc((size_t)ch->n_msgs * sizeof *cm);
         if (!cm) return -1;
-        for (int i = 0; i < ch->n_msgs; i++) cm[i] = (sl_chat_msg){ ch->msgs[i].role, ch->msgs[i].content };
+        for (int i = 0; i < ch->n_msgs; i++) cm[i] = (sl_chat_msg){ .role = ch->msgs[i].role, .content = ch->msgs[i].content };
         size_t tl;
         char *text = sl_chat_render(ch->tmpl, cm, ch->n_msgs, true, &tl);
         free(cm);

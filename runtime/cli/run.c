@@ -30,7 +30,7 @@ static void on_signal(int sig)
     sigwatch_signal(sig);   /* ends the run if the evaluation cannot get to its next layer */
 }
 
-enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS, RUN_MOE_TRACE };
+enum { RUN_PROMPT = 1, RUN_FILE, RUN_STATS_JSON, RUN_JSON, RUN_TOP_LOGITS, RUN_MOE_TRACE, RUN_JSON_SCHEMA, RUN_JSON_OBJECT };
 
 static const cli_opt run_in_table[] = {
     { RUN_PROMPT, "-p|--prompt", "TEXT", "prompt text" },
@@ -42,6 +42,9 @@ static const cli_opt run_out_table[] = {
     { RUN_STATS_JSON, "--stats-json", "FILE", "write the --stats figures as one JSON object to FILE (for benchmarks)" },
     { RUN_JSON, "--json", NULL, "one JSON object per generated token on stdout" },
     { RUN_TOP_LOGITS, "--top-logits", "K", "with --json: include the K best [id, logit] pairs" },
+    { RUN_JSON_SCHEMA, "--json-schema", "FILE", "constrain the answer to one JSON value valid against the JSON Schema\n"
+      "in FILE (a subset: docs/structured-output.md; other keywords are refused)" },
+    { RUN_JSON_OBJECT, "--json-object", NULL, "constrain the answer to one JSON object (OpenAI's json_object)" },
     { RUN_MOE_TRACE, "--moe-trace", "FILE", "mixture-of-experts models: write every position's expert choices to FILE "
       "(\"pass block position experts...\" per line; bench/moe_cache_sim replays it)" },
     { 0, NULL, NULL, NULL },
@@ -59,6 +62,9 @@ typedef struct run_opts {
     const char *prompt, *prompt_file, *stats_json, *moe_trace;
     long top_logits;
     bool json;
+    const char *json_schema;  /* --json-schema FILE */
+    bool json_object;         /* --json-object */
+    char *schema;             /* FILE's text, checked */
 } run_opts;
 
 static int run_opt_apply(int argc, char **argv, int *i, const cli_opt *op, run_opts *o)
@@ -71,8 +77,34 @@ static int run_opt_apply(int argc, char **argv, int *i, const cli_opt *op, run_o
     case RUN_STATS_JSON: return cli_val(argc, argv, i, &o->stats_json) ? 0 : -1;
     case RUN_MOE_TRACE: return cli_val(argc, argv, i, &o->moe_trace) ? 0 : -1;
     case RUN_JSON: o->json = true; return 0;
+    case RUN_JSON_SCHEMA: return cli_val(argc, argv, i, &o->json_schema) ? 0 : -1;
+    case RUN_JSON_OBJECT: o->json_object = true; return 0;
     default: return 0;
     }
+}
+
+static char *read_bounded(FILE *f, const char *path, size_t cap, size_t *len, bool *truncated);
+
+/* --json-schema FILE: read and check it before the model is opened.  0, or -1 after printing why. */
+static int load_schema(run_opts *o)
+{
+    if (!o->json_schema) return 0;
+    FILE *f = fopen(o->json_schema, "rb");
+    if (!f) { cli_err("--json-schema %s: %s", o->json_schema, strerror(errno)); return -1; }
+    size_t len = 0;
+    bool truncated = false;
+    o->schema = read_bounded(f, o->json_schema, 1u << 20, &len, &truncated);
+    fclose(f);
+    if (!o->schema) return -1;
+    o->schema[len] = 0;
+    char err[SLUICE_ERRLEN];
+    if (truncated) cli_err("--json-schema %s: larger than 1 MiB", o->json_schema);
+    else if (strlen(o->schema) != len) cli_err("--json-schema %s: a NUL byte in the file", o->json_schema);
+    else if (sluice_json_schema_check(o->schema, err, sizeof err)) cli_err("--json-schema %s: %s", o->json_schema, err);
+    else return 0;
+    free(o->schema);
+    o->schema = NULL;
+    return -1;
 }
 
 /* 0: go on; 1: done (help printed); -1: bad usage (printed). */
@@ -91,7 +123,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
     if (o->prompt && o->prompt_file) { cli_err("run: give -p or -f, not both"); return -1; }
     if (o->top_logits && !o->json) { cli_err("run: --top-logits K needs --json (the logits go into the JSON lines)"); return -1; }
     if (!gen_opts_check(&o->g)) return -1;
-    return 0;
+    if (o->json_schema && o->json_object) { cli_err("run: give --json-schema FILE or --json-object, not both"); return -1; }
+    if ((o->json_schema || o->json_object) && o->g.sp.ignore_eog) {
+        cli_err("run: --ignore-eos with %s: a constrained answer ends where its JSON value does (end of generation is then "
+                "the only token allowed)", o->json_schema ? "--json-schema" : "--json-object");
+        return -1;
+    }
+    return load_schema(o);
 }
 
 /* Read at most `cap` bytes of f; *truncated when there was more. */
@@ -363,6 +401,11 @@ static bool run_tokenize(run_state *r)
     sluice_tokenize(r->M, r->ptext, (ptrdiff_t)r->plen, flags, r->toks, (int)nt);
     r->smp = sluice_sampler_new(r->M, &r->o.g.sp);
     if (!r->smp) { cli_err("out of memory"); return false; }
+    char err[SLUICE_ERRLEN];
+    if ((r->o.schema || r->o.json_object) && sluice_sampler_set_json_schema(r->smp, r->o.schema, err, sizeof err)) {
+        cli_err("%s", err);
+        return false;
+    }
     return true;
 }
 
@@ -618,6 +661,7 @@ static void run_free(run_state *r)
     free(r->lat);
     free(r->toks);
     sluice_sampler_free(r->smp);
+    free(r->o.schema);
     sluice_ctx_free(r->C);
     sluice_close(r->M);
     if (r->moe_trace) fclose(r->moe_trace);

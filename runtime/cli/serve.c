@@ -41,7 +41,7 @@ int cmd_serve(int argc, char **argv)
 enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
     SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
-    SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE,
+    SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE, SRV_REASONING,
     SRV_NO_WEBUI,
 };
 
@@ -57,6 +57,8 @@ static const cli_opt serve_table[] = {
                                                "the web page's own files stay open" },
     { SRV_MODEL_NAME, "-a|--model-name|--alias", "NAME", "the model id /v1/models reports (default: the file name)" },
     { SRV_TEMPLATE, "--chat-template", "T", "override the model's chat template (chatml, llama3, ...)" },
+    { SRV_REASONING, "--reasoning-format", "F", "auto: a Qwen3 <think> block is returned as reasoning_content (default);\n"
+                                                "none: it stays in content as the model wrote it" },
     { SRV_QUEUE, "--queue", "N", "requests waiting for a slot before 503 (default 16)" },
     { SRV_MAX_TOKENS, "--max-tokens", "N", "largest max_tokens a request may ask (default: the context)" },
     { SRV_DEFAULT_MAX_TOKENS, "-n|--default-max-tokens|--n-predict|--predict", "N",
@@ -152,6 +154,10 @@ static int serve_value(serve_args *a, int id, const char *o, const char *v)
     case SRV_API_KEY: a->so.api_key = *v ? v : NULL; return 0;
     case SRV_MODEL_NAME: a->so.model_name = v; return 0;
     case SRV_TEMPLATE: a->so.chat_template = v; return 0;
+    case SRV_REASONING:
+        if (strcmp(v, "auto") && strcmp(v, "none")) { cli_err("%s: '%s' (supported: auto, none)", o, v); return -1; }
+        a->so.reasoning_inline = !strcmp(v, "none");
+        return 0;
     case SRV_QUEUE: if (!cli_int(o, v, 0, 100000, &l)) return -1; a->so.queue_max = (int)l; return 0;
     case SRV_MAX_TOKENS: if (!cli_int(o, v, 1, 1 << 24, &l)) return -1; a->so.max_tokens = (int)l; return 0;
     case SRV_DEFAULT_MAX_TOKENS:

@@ -30,17 +30,16 @@ static const field fields[] = {
     { "return_tokens", BOTH, NULL, NULL }, { "logprobs", BOTH, NULL, NULL }, { "top_logprobs", CHAT, NULL, NULL },
     { "user", BOTH, NULL, NULL },   /* an end-user id for the operator's logs: nothing to do with the output */
     { "reasoning_effort", CHAT, NULL, NULL },   /* harmony (gpt-oss) renders it; refused for other templates (oai.c) */
+    { "response_format", CHAT, NULL, NULL },    /* text, json_object, json_schema: constrained decoding (response_format.c) */
     /* accepted only when they ask for nothing */
     { "echo", COMPL, "false", "the prompt is not echoed back" },
     { "suffix", COMPL, "\"\"", "text after the completion (insertion) is not supported" },
     { "best_of", COMPL, "1", "only one candidate is generated" },
     { "logit_bias", BOTH, "{}", "logit biases are not supported" },
-    { "tools", CHAT, "[]", "tool calls are not supported yet" },
-    { "tool_choice", CHAT, "\"none\"|\"auto\"", "tool calls are not supported yet" },
-    { "parallel_tool_calls", CHAT, "true|false", "tool calls are not supported yet" },
-    { "functions", CHAT, "[]", "function calls are not supported yet" },
-    { "function_call", CHAT, "\"none\"|\"auto\"", "function calls are not supported yet" },
-    { "response_format", CHAT, "{\"type\":\"text\"}", "JSON output (json_object, json_schema) is not enforced yet" },
+    { "tools", CHAT, NULL, NULL }, { "tool_choice", CHAT, NULL, NULL },   /* tools.c */
+    { "parallel_tool_calls", CHAT, NULL, NULL },
+    { "functions", CHAT, "[]", "the deprecated functions API is not supported: send tools" },
+    { "function_call", CHAT, "\"none\"|\"auto\"", "the deprecated functions API is not supported: send tool_choice" },
     { "store", CHAT, "false", "completions are not stored" },
     { "metadata", CHAT, "{}", "completions are not stored (metadata goes with \"store\")" },
     { "modalities", CHAT, "[\"text\"]", "only text is generated" },

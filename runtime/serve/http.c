@@ -226,17 +226,20 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
             if (j->kind == JOB_CHAT) j->sse = oai_sse_chunk(s, j, "", 0, 0, 0, true, FINISH_NONE, &j->sse_len);
         } else if (j->sse_stage == 1 && j->sent < j->text_len) {
             int lp_to = lp_ready(j, j->lp_sent);
-            if (j->harmony)
+            if (j->outparse)   /* tool calls and reasoning (tools.c; gpt-oss's channels too when tools are on) */
+                j->sse = tools_sse(s, j, j->text + j->sent, j->text_len - j->sent, false, j->lp_sent, lp_to, &j->sse_len);
+            else if (j->harmony)
                 j->sse = oai_sse_harmony(s, j, j->text + j->sent, j->text_len - j->sent, false, j->lp_sent, lp_to, &j->sse_len);
             else
                 j->sse = oai_sse_chunk(s, j, j->text + j->sent, j->text_len - j->sent, j->lp_sent, lp_to, false,
                                        FINISH_NONE, &j->sse_len);
             j->sent = j->text_len;
             j->lp_sent = lp_to;
-        } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->harmony && !j->hm_done &&
+        } else if (j->sse_stage == 1 && j->state == JOB_DONE && (j->harmony || j->outparse) && !j->hm_done &&
                    j->finish != FINISH_CANCELLED && j->finish != FINISH_ERROR) {
             j->hm_done = true;   /* the bytes the parser held for a marker that never came */
-            j->sse = oai_sse_harmony(s, j, "", 0, true, j->lp_sent, j->lp_sent, &j->sse_len);
+            j->sse = j->outparse ? tools_sse(s, j, "", 0, true, j->lp_sent, j->lp_sent, &j->sse_len)
+                                 : oai_sse_harmony(s, j, "", 0, true, j->lp_sent, j->lp_sent, &j->sse_len);
         } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_CANCELLED) {
             j->sse_stage = 4;   /* cancelled (shutdown, or the client left): the stream simply ends */
         } else if (j->sse_stage == 1 && j->state == JOB_DONE && j->finish == FINISH_ERROR) {

@@ -6,8 +6,9 @@
  * max_tokens (max_completion_tokens), temperature, top_p, top_k, min_p, repeat_penalty, seed, stop
  * (string or up to 4), n (1 only), presence/frequency_penalty (0 only), return_tokens (sluice: the
  * generated token ids in the choice), logprobs (completions: 0..5 alternatives; chat: true, with
- * top_logprobs 0..20), user.  Every other field is neutral or refused with a 400 naming it
- * (fields.c); a message holds role and content only.
+ * top_logprobs 0..20), user, tools / tool_choice / parallel_tool_calls (tools.c).  Every other field
+ * is neutral or refused with a 400 naming it (fields.c); a message holds role and content, and the
+ * tool fields tools.c reads.
  */
 #include "runtime/serve/serve_internal.h"
 
@@ -249,22 +250,20 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
         }
         const char *r = json_string_value(role);
         if (!strcmp(r, "developer")) r = "system";
-        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
-            snprintf(msg, msglen, "'messages'[%zu].role '%.32s' is not supported (system, developer, user, assistant)", i, r);
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
+            snprintf(msg, msglen, "'messages'[%zu].role '%.32s' is not supported (system, developer, user, assistant, "
+                     "tool)", i, r);
             rc = 400;
             break;
         }
         cm[i].role = r;
-        const char *key;
-        json_t *v;
-        json_object_foreach(e, key, v)
-            if (strcmp(key, "role") && strcmp(key, "content") && !json_is_null(v)) {
-                snprintf(msg, msglen, "'messages'[%zu].%.32s is not supported (a message holds role and content)", i, key);
-                rc = 400;
-                break;
-            }
-        if (rc) break;
-        if (!(cm[i].content = content_text(json_object_get(e, "content"), i, msg, msglen))) { rc = 400; break; }
+        if ((rc = tools_parse_message(e, i, &cm[i], msg, msglen))) break;
+        json_t *c = json_object_get(e, "content");
+        if (cm[i].n_tool_calls && (!c || json_is_null(c))) c = json_string("");   /* a message of calls only */
+        else json_incref(c);
+        cm[i].content = content_text(c, i, msg, msglen);
+        json_decref(c);
+        if (!cm[i].content) { rc = 400; break; }
     }
     json_t *effort = json_object_get(o, "reasoning_effort");
     const char *eff = json_is_string(effort) ? json_string_value(effort) : NULL;
@@ -275,15 +274,20 @@ static int parse_messages(sl_server *s, json_t *o, job *j, char *msg, size_t msg
         else if (!eff || (strcmp(eff, "low") && strcmp(eff, "medium") && strcmp(eff, "high")))
             snprintf(msg, msglen, "'reasoning_effort' must be \"low\", \"medium\" or \"high\""), rc = 400;
     }
+    chat_tools ct = { 0 };
+    if (!rc) rc = tools_parse_request(s, o, j, &ct, msg, msglen);
+    sl_chat_opts co = { .add_assistant = true, .reasoning_effort = eff, .tools = (const char *const *)ct.tools,
+                        .n_tools = ct.n };
+    if (!rc && sl_chat_check(s->tmpl, cm, (int)n, &co, msg, msglen)) rc = 400;
     if (!rc) {
         size_t tl;
-        sl_chat_opts co = { .add_assistant = true, .reasoning_effort = eff };
         char *text = sl_chat_render_opts(s->tmpl, cm, (int)n, &co, &tl);
         if (!text) { snprintf(msg, msglen, "out of memory"); rc = 500; }
         else rc = tokenize(s, text, tl, SLUICE_TOK_ADD_SPECIAL | SLUICE_TOK_PARSE_SPECIAL, j, msg, msglen);
         free(text);
     }
-    for (size_t k = 0; k < n; k++) free((char *)cm[k].content);
+    tools_free_request(&ct);
+    for (size_t k = 0; k < n; k++) { free((char *)cm[k].content); tools_free_message(&cm[k]); }
     free(cm);
     if (rc) return rc;
     const char *stop = sl_chat_template_stop_text(s->tmpl);
@@ -304,6 +308,7 @@ int oai_parse_request(sl_server *s, int kind, const char *body, size_t len, job 
     if (!json_is_object(o)) { snprintf(msg, msglen, "the request body must be a JSON object"); rc = 400; }
     if (!rc) rc = oai_check_fields(o, kind, msg, msglen);
     if (!rc) rc = parse_common(s, o, j, msg, msglen);
+    if (!rc && kind == JOB_CHAT) rc = oai_response_format(o, j, msg, msglen);
     if (!rc) rc = kind == JOB_CHAT ? parse_messages(s, o, j, msg, msglen) : parse_prompt(s, o, j, msg, msglen);
     if (!rc && j->n_prompt >= s->n_ctx)
         snprintf(msg, msglen, "the prompt has %d tokens; the context holds %d", j->n_prompt, s->n_ctx), rc = 400;
@@ -363,6 +368,7 @@ char *oai_response(sl_server *s, const job *j, size_t *len)
     if (j->top_n >= 0) json_object_set_new(ch, "logprobs", lp_json(s, j, 0, lp_ready(j, 0)));
     if (reasoning && *reasoning)
         json_object_set_new(json_object_get(ch, "message"), "reasoning_content", json_string(reasoning));
+    if (j->kind == JOB_CHAT && j->outparse) tools_fill_choice(s, j, ch);
     free(reasoning);
     free(content);
     json_object_set_new(o, "choices", json_pack("[o]", ch));
@@ -387,6 +393,9 @@ static char *event(json_t *o, size_t *len)
     free(js);
     return e;
 }
+
+json_t *oai_chunk_head(sl_server *s, const job *j) { return head(s, j, "chat.completion.chunk"); }
+char *oai_event(json_t *o, size_t *len) { return event(o, len); }
 
 typedef struct hm_out { char *buf[2]; size_t len[2], cap[2]; bool oom; } hm_out;   /* 0 reasoning, 1 content */
 
@@ -437,7 +446,8 @@ char *oai_sse_chunk(sl_server *s, const job *j, const char *text, size_t n, int 
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
         if (n || role) json_object_set_new(delta, "content", json_stringn(text, n));
-        ch = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", oai_finish_name(finish));
+        const char *fin = finish && j->n_calls ? "tool_calls" : oai_finish_name(finish);
+        ch = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", fin);
     } else {
         ch = json_pack("{s:i,s:s%,s:n,s:s?}", "index", 0, "text", text, n, "logprobs", "finish_reason", oai_finish_name(finish));
     }

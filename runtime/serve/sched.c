@@ -113,6 +113,10 @@ void job_unref_locked(sl_server *s, job *j)
     free(j->out_toks);
     free(j->sse);
     free(j->lp);
+    free(j->schema);
+    free(j->gprefix);
+    free(j->gsuffix);
+    tools_free_job(j);
     free(j);
     s->open_jobs--;
     pthread_cond_broadcast(&s->cv);
@@ -269,7 +273,10 @@ static void start(sl_server *s, slot *sl, job *j)
     sl->raw_len = sl->released = 0;
     s->active++;
     j->state = JOB_RUNNING;
+    char gerr[SLUICE_ERRLEN];
     if (!sl->smp) finish(s, sl, FINISH_ERROR, "out of memory");
+    else if (j->grammar && sluice_sampler_set_grammar(sl->smp, j->schema, j->gprefix, j->gsuffix, gerr, sizeof gerr))
+        finish(s, sl, FINISH_ERROR, gerr);   /* checked at parse time: only out of memory gets here */
 }
 
 int sched_submit(sl_server *s, job *j)

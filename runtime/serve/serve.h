@@ -39,6 +39,7 @@ typedef struct sl_serve_opts {
     int n_default_stop;
     const char *chat_template;  /* NULL: the model's (or the plain one) */
     bool no_webui;              /* no web page at GET / (then 404, as any unknown path) */
+    bool reasoning_inline;      /* --reasoning-format none: Qwen3's <think> block stays in content */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 

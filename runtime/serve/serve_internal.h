@@ -10,6 +10,7 @@
 #define SL_SERVE_INTERNAL_H
 
 #include "runtime/text/harmony.h"
+#include "runtime/text/tool_calls.h"
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -53,6 +54,14 @@ typedef struct job {
     bool harmony;                 /* gpt-oss's harmony output: the analysis channel is reasoning_content, the
                                    * final channel content (runtime/text/harmony.h) */
     int top_n;                    /* logprobs: alternatives per token (0..LP_MAX_TOP); -1: no logprobs */
+    bool grammar;                 /* constrained decoding (response_format.c, tools.c): the sampler gets */
+    char *schema;                 /*   this JSON Schema (NULL: any JSON object), */
+    char *gprefix, *gsuffix;      /*   between these literals (NULL: none) */
+    bool outparse;                /* chat: the answer goes through tools.c (tool calls and/or reasoning) */
+    int tool_fmt;                 /* enum sl_tool_format of the calls parsed (SL_TOOLS_NONE: none) */
+    bool think;                   /* Qwen3's <think> block is reasoning_content */
+    bool one_call;                /* parallel_tool_calls false: the first call only */
+    struct hm_call *hcall;        /* harmony: the tool call being read from the stream (tools.c) */
     char id[48];
     time_t created;
     struct MHD_Connection *conn;
@@ -82,7 +91,10 @@ typedef struct job {
     int lp_sent;                  /* logprobs entries already streamed */
     int sse_stage;                /* 0 role chunk due, 1 content, 2 final sent, 3 [DONE] sent */
     sl_harmony hm;                /* harmony: the channel parser over the streamed text */
-    bool hm_done;                 /* harmony: its held bytes flushed at the end */
+    bool hm_done;                 /* harmony / outparse: the parser's held bytes flushed at the end */
+    sl_out_parser op;             /* outparse: the answer parser over the streamed text (tools.c) */
+    bool op_started;
+    int n_calls;                  /* outparse: tool calls reported (finish_reason "tool_calls") */
     size_t body_len;              /* non-streaming: response built */
 } job;
 
@@ -186,10 +198,47 @@ const char *oai_finish_name(int finish);
 /* The /v1/models body (malloc'd). */
 char *oai_models_body(const sl_server *s, size_t *len);
 
+typedef struct json_t json_t;
+/* The start of a chunk object (id, object, created, model) and one "data: {json}\n\n" event of it
+ * (takes o; malloc'd), for tools.c. */
+json_t *oai_chunk_head(sl_server *s, const job *j);
+char *oai_event(json_t *o, size_t *len);
+
+/* ---- tool calls and reasoning (tools.c) ---- */
+typedef struct sl_chat_msg sl_chat_msg;
+typedef struct chat_tools { char **tools; int n; } chat_tools;   /* compact JSON of each tool, to render */
+/* tools, tool_choice and parallel_tool_calls of a chat request: j's outparse fields, and the tools
+ * to render in ct (free with tools_free_request).  0, or 400 with the message. */
+int  tools_parse_request(sl_server *s, json_t *o, job *j, chat_tools *ct, char *msg, size_t msglen);
+void tools_free_request(chat_tools *ct);
+/* The grammar that makes the model call a tool in format fmt (enum sl_tool_format): a JSON Schema
+ * (malloc'd) of one call to the tool named `name` (NULL: any of them, "required"), between the
+ * literals *prefix and *suffix (both malloc'd) the format writes around a call ("<tool_call>\n" …
+ * "\n</tool_call>"; Mistral: "[TOOL_CALLS]" and a one-call array; Llama 3.1: the object alone;
+ * gpt-oss: the commentary header naming the tool, then its arguments).  tools is the request's
+ * checked array.  0, -1 (no tool of that name, out of memory) or -2 (gpt-oss: "required" with
+ * several tools, which one prefix cannot say); on failure nothing is allocated. */
+int  tools_call_grammar(json_t *tools, const char *name, int fmt, char **schema, char **prefix, char **suffix);
+/* What tools.c keeps in a job (the stream's parser; the grammar is j->schema's, freed apart): freed
+ * with the job. */
+void tools_free_job(job *j);
+/* A message's fields besides role and content (cm->role set): tool_calls, tool_call_id, name;
+ * anything else is a 400.  tools_free_message frees what it allocated. */
+int  tools_parse_message(json_t *e, size_t i, sl_chat_msg *cm, char *msg, size_t msglen);
+void tools_free_message(sl_chat_msg *cm);
+/* A finished outparse job's choice: message content, reasoning_content, tool_calls, finish_reason. */
+void tools_fill_choice(sl_server *s, const job *j, json_t *choice);
+/* An outparse job's next streamed text (finish: the end): its chunks, or NULL (*len 0) when
+ * nothing is due. */
+char *tools_sse(sl_server *s, job *j, const char *text, size_t n, bool finish, int lp_from, int lp_to, size_t *len);
+
 /* Every top-level field of a request body is known here and honoured, or neutral, or refused:
  * 0, or 400 with the message naming it (fields.c). */
-typedef struct json_t json_t;
 int  oai_check_fields(json_t *o, int kind, char *msg, size_t msglen);
+/* The request's response_format (chat): text (nothing), json_object or json_schema, the schema
+ * checked (an unsupported keyword is a 400 naming it); sets j->grammar and j->schema.  0 or 400
+ * (response_format.c). */
+int  oai_response_format(json_t *o, job *j, char *msg, size_t msglen);
 
 /* ---- logprobs (logprobs.c) ---- */
 /* Under mu, before token tok is reported: its entry from the logits it was chosen from (the text

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/text/chat_internal.h"
+#include "runtime/text/json_text.h"
+
 static const char *const k_names[SL_TMPL_COUNT] = {
     [SL_TMPL_PLAIN] = "plain",           [SL_TMPL_CHATML] = "chatml",
     [SL_TMPL_LLAMA2] = "llama2",         [SL_TMPL_LLAMA2_SYS] = "llama2-sys",
@@ -90,38 +93,8 @@ const char *sl_chat_template_stop_text(int t) { return t == SL_TMPL_PLAIN ? "\nU
 
 /* ---- rendering --------------------------------------------------------------------------------- */
 
-typedef struct sbuf { char *p; size_t n, cap; bool oom; } sbuf;
-
-static void put_n(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
-
-/* s without leading and trailing ASCII whitespace (as the templates' trim / strip()). */
-static void put_trim(sbuf *b, const char *s)
-{
-    size_t a = 0, e = strlen(s);
-    while (a < e && isspace((unsigned char)s[a])) a++;
-    while (e > a && isspace((unsigned char)s[e - 1])) e--;
-    put_n(b, s + a, e - a);
-}
-
 static void put_content(sbuf *b, const char *s, bool trim) { if (trim) put_trim(b, s); else put(b, s); }
 
-static bool is(const char *role, const char *r) { return !strcmp(role, r); }
 
 static void render_llama2(sbuf *b, int t, const sl_chat_msg *m, int n)
 {
@@ -133,10 +106,10 @@ static void render_llama2(sbuf *b, int t, const sl_chat_msg *m, int n)
             inside = true;
             put(b, bos_inside ? "<s>[INST] " : "[INST] ");
         }
-        if (is(m[i].role, "system")) {
+        if (is_role(m[i].role, "system")) {
             if (sys) { put(b, "<<SYS>>\n"); put_content(b, m[i].content, strip); put(b, "\n<</SYS>>\n\n"); }
             else { put_content(b, m[i].content, strip); put(b, "\n"); }
-        } else if (is(m[i].role, "user")) {
+        } else if (is_role(m[i].role, "user")) {
             put_content(b, m[i].content, strip);
             put(b, " [/INST]");
         } else {
@@ -153,8 +126,8 @@ static void render_mistral(sbuf *b, int t, const sl_chat_msg *m, int n)
     bool inside = false;
     for (int i = 0; i < n; i++) {
         if (!inside) { put(b, lead); put(b, "[INST]"); put(b, trail); inside = true; }
-        if (is(m[i].role, "system")) { put(b, m[i].content); put(b, "\n\n"); }
-        else if (is(m[i].role, "user")) { put(b, m[i].content); put(b, lead); put(b, "[/INST]"); }
+        if (is_role(m[i].role, "system")) { put(b, m[i].content); put(b, "\n\n"); }
+        else if (is_role(m[i].role, "user")) { put(b, m[i].content); put(b, lead); put(b, "[/INST]"); }
         else {
             put(b, trail);
             put_content(b, m[i].content, t == SL_TMPL_MISTRAL_V3);
@@ -164,8 +137,31 @@ static void render_mistral(sbuf *b, int t, const sl_chat_msg *m, int n)
     }
 }
 
-/* gpt-oss's Jinja template (tokenizer.chat_template of its GGUF files, tools and builtin_tools left
- * out), statement by statement; tests/test_chat_template.c holds strings worked out from it. */
+/* An assistant turn with a tool call (one: sl_chat_check): its content as an analysis message
+ * unless a later assistant turn answers, then the call in the commentary channel.  The tool's name. */
+static const char *harmony_call(sbuf *b, const sl_chat_msg *m, int n, int i)
+{
+    bool later_final = false;
+    for (int k = i + 1; k < n; k++) later_final |= is_role(m[k].role, "assistant") && !m[k].n_tool_calls;
+    if (m[i].content[0] && !later_final) {
+        put(b, "<|start|>assistant<|channel|>analysis<|message|>");
+        put(b, m[i].content);
+        put(b, "<|end|>");
+    }
+    const sl_chat_tool_call *c = &m[i].tool_calls[0];
+    put(b, "<|start|>assistant to=functions.");
+    put(b, c->name);
+    put(b, "<|channel|>commentary json<|message|>");
+    char *py = sl_json_pyformat(c->arguments, strlen(c->arguments), 0, NULL);
+    if (py) put(b, py); else b->oom = true;
+    free(py);
+    put(b, "<|call|>");
+    return c->name;
+}
+
+/* gpt-oss's Jinja template (tokenizer.chat_template of its GGUF files, builtin_tools left out),
+ * statement by statement; tests/test_chat_template.c and test_chat_tools.c hold strings worked out
+ * from it. */
 static void render_harmony(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_opts *o)
 {
     char today[32] = "";
@@ -182,28 +178,49 @@ static void render_harmony(sbuf *b, const sl_chat_msg *m, int n, const sl_chat_o
     put(b, date);
     put(b, "\n\nReasoning: ");
     put(b, o->reasoning_effort ? o->reasoning_effort : "medium");
-    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>");
+    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.");
+    if (o->n_tools) put(b, "\nCalls to these tools must go to the commentary channel: 'functions'.");
+    put(b, "<|end|>");
     int first = 0;
-    if (n > 0 && (is(m[0].role, "developer") || is(m[0].role, "system"))) {
-        first = 1;
-        if (m[0].content[0]) {
-            put(b, "<|start|>developer<|message|># Instructions\n\n");
-            put(b, m[0].content);
-            put(b, "\n\n<|end|>");
-        }
+    bool dev = n > 0 && (is_role(m[0].role, "developer") || is_role(m[0].role, "system")) && m[0].content[0];
+    if (n > 0 && (is_role(m[0].role, "developer") || is_role(m[0].role, "system"))) first = 1;
+    if (dev || o->n_tools) {
+        put(b, "<|start|>developer<|message|>");
+        if (dev) { put(b, "# Instructions\n\n"); put(b, m[0].content); put(b, "\n\n"); }
+        if (o->n_tools) { put(b, "# Tools\n\n"); sl_render_harmony_tools(b, o); }
+        put(b, "<|end|>");
     }
+    const char *last_call = NULL;   /* the tool a "tool" message answers: the latest call's */
     for (int i = first; i < n; i++) {
-        if (is(m[i].role, "assistant")) {
+        if (m[i].n_tool_calls) { last_call = harmony_call(b, m, n, i); continue; }
+        if (is_role(m[i].role, "tool")) {
+            put(b, "<|start|>functions.");
+            put(b, last_call ? last_call : "");
+            put(b, " to=assistant<|channel|>commentary<|message|>");
+            char *q = sl_json_quote(m[i].content, NULL);
+            if (q) put(b, q); else b->oom = true;
+            free(q);
+            put(b, "<|end|>");
+        } else if (is_role(m[i].role, "assistant")) {
+            last_call = NULL;
             put(b, "<|start|>assistant<|channel|>final<|message|>");
             put(b, m[i].content);
             put(b, i == n - 1 && !o->add_assistant ? "<|return|>" : "<|end|>");
-        } else if (is(m[i].role, "user")) {
+        } else if (is_role(m[i].role, "user")) {
             put(b, "<|start|>user<|message|>");
             put(b, m[i].content);
             put(b, "<|end|>");
         }
     }
     if (o->add_assistant) put(b, "<|start|>assistant");
+}
+
+/* Tool calls or tool results in the conversation: the tool form of the template renders them. */
+static bool has_tool_turns(const sl_chat_msg *m, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i].n_tool_calls || is_role(m[i].role, "tool")) return true;
+    return false;
 }
 
 char *sl_chat_render(int t, const sl_chat_msg *m, int n, bool add_ass, size_t *len)
@@ -220,24 +237,27 @@ char *sl_chat_render_opts(int t, const sl_chat_msg *m, int n, const sl_chat_opts
     sbuf b = { 0 };
     put(&b, "");
     switch (t) {
-    case SL_TMPL_CHATML:
-        for (int i = 0; i < n; i++) { put(&b, "<|im_start|>"); put(&b, m[i].role); put(&b, "\n"); put(&b, m[i].content); put(&b, "<|im_end|>\n"); }
-        if (add_ass) put(&b, "<|im_start|>assistant\n");
+    case SL_TMPL_CHATML:   /* Qwen3's template: plain ChatML when there are no tools */
+        sl_render_hermes(&b, m, n, o);
         break;
     case SL_TMPL_LLAMA2: case SL_TMPL_LLAMA2_SYS: case SL_TMPL_LLAMA2_SYS_BOS: case SL_TMPL_LLAMA2_SYS_STRIP:
         render_llama2(&b, t, m, n);
         break;
-    case SL_TMPL_MISTRAL_V1: case SL_TMPL_MISTRAL_V3: case SL_TMPL_MISTRAL_V3_TEKKEN:
+    case SL_TMPL_MISTRAL_V3_TEKKEN:
+        if (o->n_tools || has_tool_turns(m, n)) { sl_render_mistral_tools(&b, m, n, o); break; }
+        /* fall through */
+    case SL_TMPL_MISTRAL_V1: case SL_TMPL_MISTRAL_V3:
         render_mistral(&b, t, m, n);
         break;
     case SL_TMPL_MISTRAL_V7:
         for (int i = 0; i < n; i++) {
-            if (is(m[i].role, "system")) { put(&b, "[SYSTEM_PROMPT] "); put(&b, m[i].content); put(&b, "[/SYSTEM_PROMPT]"); }
-            else if (is(m[i].role, "user")) { put(&b, "[INST] "); put(&b, m[i].content); put(&b, "[/INST]"); }
+            if (is_role(m[i].role, "system")) { put(&b, "[SYSTEM_PROMPT] "); put(&b, m[i].content); put(&b, "[/SYSTEM_PROMPT]"); }
+            else if (is_role(m[i].role, "user")) { put(&b, "[INST] "); put(&b, m[i].content); put(&b, "[/INST]"); }
             else { put(&b, " "); put(&b, m[i].content); put(&b, "</s>"); }
         }
         break;
     case SL_TMPL_LLAMA3:
+        if (o->n_tools || has_tool_turns(m, n)) { sl_render_llama3_tools(&b, m, n, o); break; }
         for (int i = 0; i < n; i++) {
             put(&b, "<|start_header_id|>"); put(&b, m[i].role); put(&b, "<|end_header_id|>\n\n");
             put_trim(&b, m[i].content); put(&b, "<|eot_id|>");
@@ -263,8 +283,8 @@ char *sl_chat_render_opts(int t, const sl_chat_msg *m, int n, const sl_chat_opts
         /* no system role: the system text opens the next user turn */
         sbuf sys = { 0 };
         for (int i = 0; i < n; i++) {
-            if (is(m[i].role, "system")) { put_trim(&sys, m[i].content); continue; }
-            bool model = is(m[i].role, "assistant");
+            if (is_role(m[i].role, "system")) { put_trim(&sys, m[i].content); continue; }
+            bool model = is_role(m[i].role, "assistant");
             put(&b, "<start_of_turn>"); put(&b, model ? "model" : m[i].role); put(&b, "\n");
             if (sys.n && !model) { put_n(&b, sys.p, sys.n); put(&b, "\n\n"); sys.n = 0; }
             put_trim(&b, m[i].content); put(&b, "<end_of_turn>\n");
@@ -276,8 +296,8 @@ char *sl_chat_render_opts(int t, const sl_chat_msg *m, int n, const sl_chat_opts
     }
     default:   /* plain */
         for (int i = 0; i < n; i++) {
-            if (is(m[i].role, "system")) { put(&b, m[i].content); put(&b, "\n\n"); }
-            else if (is(m[i].role, "user")) { put(&b, "User: "); put(&b, m[i].content); put(&b, "\n"); }
+            if (is_role(m[i].role, "system")) { put(&b, m[i].content); put(&b, "\n\n"); }
+            else if (is_role(m[i].role, "user")) { put(&b, "User: "); put(&b, m[i].content); put(&b, "\n"); }
             else { put(&b, "Assistant:"); put(&b, m[i].content); put(&b, "\n"); }
         }
         if (add_ass) put(&b, "Assistant:");

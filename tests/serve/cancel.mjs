@@ -102,8 +102,16 @@ if (want('fields')) {
   const msgs = [{ role: 'user', content: 'Tell me a story.' }];
   await refuse('/v1/chat/completions', { messages: msgs, tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools');
   await refuse('/v1/chat/completions', { messages: msgs, tool_choice: 'required' }, 'tool_choice');
-  await refuse('/v1/chat/completions', { messages: msgs, response_format: { type: 'json_object' } }, 'response_format');
-  await refuse('/v1/chat/completions', { messages: msgs, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }, 'response_format');
+  // response_format is honoured (constrained decoding, tests/serve/json_schema.mjs); what it cannot enforce is refused
+  await refuse('/v1/chat/completions', { messages: msgs, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a' } } } }, 'pattern');
+  await refuse('/v1/chat/completions', { messages: msgs, response_format: { type: 'xml' } }, 'response_format.type');
+  {  // this server runs with --ignore-eos; a constrained answer still ends where its value does
+    const r = await post('/v1/chat/completions', { messages: msgs, max_tokens: 60, response_format: { type: 'json_schema',
+      json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } } });
+    assert.equal(r.status, 200, `response_format with --ignore-eos: ${r.status} ${r.text.slice(0, 200)}`);
+    assert.equal(r.json.choices[0].finish_reason, 'stop', r.text.slice(0, 300));
+    assert.equal(typeof JSON.parse(r.json.choices[0].message.content).a, 'number', r.text.slice(0, 300));
+  }
   await refuse('/v1/completions', { prompt: 'x', echo: true }, 'echo');
   await refuse('/v1/completions', { prompt: 'x', logit_bias: { 1: 5 } }, 'logit_bias');
   await refuse('/v1/completions', { prompt: 'x', suffix: 'and then' }, 'suffix');

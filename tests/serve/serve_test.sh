@@ -18,6 +18,12 @@
 #   webui:   the web page at / in Debian's chromium (tests/serve/webui.mjs, playwright-core): chat,
 #            stop, the plan view against `sluice plan --json` (stories260K streaming; a MoE model's
 #            expert cache); screenshots into $SL_WEBUI_SHOTS (default: the work folder); then --no-webui.
+#   json:    response_format json_schema / json_object (tests/serve/json_schema.mjs): 100 answers sampled
+#            at temperature 1 all end by themselves and validate (ajv); unsupported keywords are 400s.
+#   toolcalls: tool-call round trips and reasoning (tests/serve/tools.mjs) on a random-weight model per
+#            chat template: Qwen3 (the Qwen2 vocabulary and its template, sluice-gen), Llama 3.1 (the
+#            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced),
+#            gpt-oss (its o200k_harmony vocabulary and template, sluice-gen).
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -245,6 +251,40 @@ webui_part() {
   [ "$code" = 200 ] || fail "webui: --no-webui: /v1/plan gave $code, not 200"
   stop_server
   echo "serve_test: webui: the page in chromium passed; --no-webui: / is 404"
+tools_part() {
+  local gen
+  gen=$(dirname "$SLUICE")/sluice-gen
+  [ -x "$gen" ] || fail "tools: missing $gen (built with sluice)"
+  "$gen" --shape qwen3-8b --dim 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --ffn 128 --ctx 2048 --type Q8_0 \
+    --quiet --out "$WORK/qwen3.gguf" || fail "tools: sluice-gen qwen3"
+  "$gen" --shape llama3.1-8b --dim 64 --layers 1 --heads 2 --kv-heads 1 --ffn 128 --ctx 2048 --type Q8_0 \
+    --quiet --out "$WORK/llama3.gguf" || fail "tools: sluice-gen llama3"
+  "$gen" --shape gpt-oss-20b --dim 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 \
+    --expert-ffn 64 --ctx 2048 --type Q8_0 --quiet --out "$WORK/gpt-oss.gguf" || fail "tools: sluice-gen gpt-oss"
+  [ -f "$SHARED/models/micro-nemo.F16.gguf" ] || fail "missing $SHARED/models/micro-nemo.F16.gguf"
+  local spec
+  for spec in "qwen3|$WORK/qwen3.gguf|" "llama3|$WORK/llama3.gguf|--chat-template llama3" \
+              "mistral|$SHARED/models/micro-nemo.F16.gguf|--chat-template mistral-v3-tekken" \
+              "gpt-oss|$WORK/gpt-oss.gguf|"; do
+    IFS='|' read -r label model extra <<<"$spec"
+    # shellcheck disable=SC2086
+    start_server "$WORK/server-tools-$label.log" -m "$model" -c 2048 --parallel 2 $extra
+    LABEL=$label REASONING=$([ "$label" = qwen3 ] && echo 1 || echo 0) HARMONY=$([ "$label" = gpt-oss ] && echo 1 || echo 0) \
+      SLUICE_URL="$BASE/v1" timeout 300 \
+      node "$HERE/tools.mjs" || fail "tools: $label: the tool-call test failed"
+    stop_server
+  done
+  rm -f "$WORK/qwen3.gguf" "$WORK/llama3.gguf" "$WORK/gpt-oss.gguf"
+}
+
+json_part() {
+  local model=$SHARED/models/mini-llama3.Q8_0.gguf
+  [ -f "$model" ] || fail "missing $model"
+  [ -f "$HERE/node_modules/ajv/package.json" ] || fail "ajv is missing: run scripts/install-deps.sh (npm ci --prefix tests/serve)"
+  # n-gram drafting forced on (the model is resident): batched draft verification runs under the mask
+  start_server "$WORK/server-json.log" -m "$model" -c 1024 --parallel 4 --max-tokens 700 --draft ngram --draft-max 4
+  SLUICE_URL="$BASE/v1" timeout 600 node "$HERE/json_schema.mjs" || fail "json: the structured-output test failed"
+  stop_server
 }
 
 case "$PART" in
@@ -256,6 +296,8 @@ case "$PART" in
   hostile|core|all) hostile_part ;;&
   limits|all) limits_part ;;&
   cancel|all) cancel_part ;;&
-  webui|all) webui_part ;;
+  webui|all) webui_part ;;&
+  json|all) json_part ;;&
+  toolcalls|all) tools_part ;;
 esac
 echo "serve_test: $PART: every check passed"
