@@ -251,6 +251,8 @@ webui_part() {
   [ "$code" = 200 ] || fail "webui: --no-webui: /v1/plan gave $code, not 200"
   stop_server
   echo "serve_test: webui: the page in chromium passed; --no-webui: / is 404"
+}
+
 tools_part() {
   local gen
   gen=$(dirname "$SLUICE")/sluice-gen
