@@ -92,10 +92,17 @@ void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, 
 void sl_attn_heads_sinks(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
                          float scale, float softcap, const float *sinks, float *att, float *tmp, float *out)
 {
+    sl_attn_heads_ring(q, nq, k, v, type, stride, n, 0, n, hd, scale, softcap, sinks, att, tmp, out);
+}
+
+/* Contract: see ops.h.  Position t (0..n) is row first + t, less ring once it passes the end. */
+void sl_attn_heads_ring(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int ring, int first,
+                        int n, int hd, float scale, float softcap, const float *sinks, float *att, float *tmp, float *out)
+{
     const sl_kernel_set *ks = sl_kernels();
     const unsigned char *kb = k, *vb = v;
-    for (int t = 0; t < n; t++) {
-        const unsigned char *row = kb + (size_t)t * stride;
+    for (int t = 0, r = first; t < n; t++, r = r + 1 == ring ? 0 : r + 1) {
+        const unsigned char *row = kb + (size_t)r * stride;
         for (int h = 0; h < nq; h++) {
             const float *qh = q + (size_t)h * hd;
             /* adot, not dot_f16/dot_f32: the weight-row dots may sum in another order per path
@@ -110,8 +117,8 @@ void sl_attn_heads_sinks(const float *q, int nq, const void *k, const void *v, i
         if (sinks) sl_softmax_sink(att + (size_t)h * n, n, sinks[h]);
         else sl_softmax(att + (size_t)h * n, n);
     memset(out, 0, (size_t)nq * hd * sizeof *out);
-    for (int t = 0; t < n; t++) {
-        const unsigned char *row = vb + (size_t)t * stride;
+    for (int t = 0, r = first; t < n; t++, r = r + 1 == ring ? 0 : r + 1) {
+        const unsigned char *row = vb + (size_t)r * stride;
         if (type == SL_TYPE_Q8_0) sl_dequant_q8_0(row, tmp, hd);
         for (int h = 0; h < nq; h++) {
             const float a = att[(size_t)h * n + t];

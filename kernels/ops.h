@@ -98,6 +98,14 @@ void sl_attn_heads_capped(const float *q, int nq, const void *k, const void *v, 
 void sl_attn_heads_sinks(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int n, int hd,
                          float scale, float softcap, const float *sinks, float *att, float *tmp, float *out);
 
+/* sl_attn_heads_sinks over rows kept in a ring of `ring` rows (a sliding-window layer's KV cache,
+ * runtime/engine/kvcache.h): the n positions attended are rows first, first + 1, ... taken mod
+ * ring (k and v point at row 0).  The scores, softmax and weighted sum visit the positions in the
+ * same order as sl_attn_heads_sinks over the same rows laid out contiguously, so the result is bit
+ * for bit the same (first + n <= ring: exactly sl_attn_heads_sinks at row first). */
+void sl_attn_heads_ring(const float *q, int nq, const void *k, const void *v, int type, size_t stride, int ring, int first,
+                        int n, int hd, float scale, float softcap, const float *sinks, float *att, float *tmp, float *out);
+
 /* x = softmax over the n values and one more logit `sink` that is then dropped (see above). */
 void sl_softmax_sink(float *x, int n, float sink);
 

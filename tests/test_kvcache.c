@@ -69,12 +69,12 @@ Test(kvcache, spill_follows_the_run_time_page_size)
     const size_t page = sl_page_size();
     sl_config c = { .n_layers = 2, .n_kv_heads = 1, .head_dim = 64 };
     const int n_ctx = 40;   /* 40 rows of 128 bytes: 5120 bytes, 2 pages of 4 KiB, part of one 16 or 64 KiB page */
-    cr_assert_eq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true) % (2 * page), 0, "page %zu", page);
-    cr_assert_geq(sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true), 2 * (size_t)n_ctx * 128);
+    cr_assert_eq(sl_kv_bytes_for(&c, NULL, n_ctx, SL_KV_F16, true) % (2 * page), 0, "page %zu", page);
+    cr_assert_geq(sl_kv_bytes_for(&c, NULL, n_ctx, SL_KV_F16, true), 2 * (size_t)n_ctx * 128);
     sl_kv *kv;
     char err[256];
-    cr_assert_eq(sl_kv_create(&c, n_ctx, SL_KV_F16, "/tmp", &kv, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(sl_kv_mem_bytes(kv), sl_kv_bytes_for(&c, n_ctx, SL_KV_F16, true));
+    cr_assert_eq(sl_kv_create(&c, NULL, n_ctx, SL_KV_F16, "/tmp", &kv, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sl_kv_mem_bytes(kv), sl_kv_bytes_for(&c, NULL, n_ctx, SL_KV_F16, true));
     float k[64], v[64], tmp[64];
     for (int l = 0; l < 2; l++)
         for (int p0 = 0; p0 < n_ctx; p0 += 7) {   /* batches of 7 rows: ends inside pages */
@@ -134,7 +134,7 @@ Test(kvcache, q8_0_refused_for_small_heads)
     sl_model *m;
     cr_assert_eq(sl_model_open(shared_path("models/stories260K.gguf"), &m, err, sizeof err), 0);
     sl_kv *kv;
-    int rc = sl_kv_create(&m->cfg, 64, SL_KV_Q8_0, NULL, &kv, err, sizeof err);
+    int rc = sl_kv_create(&m->cfg, NULL, 64, SL_KV_Q8_0, NULL, &kv, err, sizeof err);
     cr_assert_lt(rc, 0);
     cr_assert(strstr(err, "head_dim") != NULL, "%s", err);
     sl_model_free(m);

@@ -100,6 +100,16 @@ static int logit_rows_for(const sluice_params *p)
     return (k < 64 ? k : 64) + 1;
 }
 
+/* Positions a sliding-window layer's ring keeps beyond its window (runtime/engine/kvcache.h): a pass
+ * of the model's batch (n_batch, at most the context) plus the drafts a verifying pass may give back
+ * (draft_max, default 8, whether or not this model drafts: a draft model's context is brought back
+ * by the target's rejected drafts).  Contexts and the planner use the same figure. */
+static int ring_slack_for(const sluice_params *p, int n_ctx)
+{
+    int b = p->n_batch > 0 ? p->n_batch : 512, k = p->draft_max > 0 ? p->draft_max : 8;
+    return (b < n_ctx ? b : n_ctx) + (k < 64 ? k : 64);
+}
+
 /* Where a plan's KV spill may go: kv_spill_dir when given, else $TMPDIR or /var/tmp — the first that
  * is not a RAM file system (the spill would then sit in memory the budget does not count).  NULL
  * when every candidate is one; *ram names the first such directory and its type. */
@@ -136,7 +146,7 @@ int api_make_plan(const sl_model *m, size_t vocab_bytes, const sluice_params *p,
     }
     sl_plan_model_from(pm, m, vocab_bytes);
     *req = (sl_plan_req){ .budget = budget, .n_ctx = n_ctx, .n_batch = n_batch, .n_threads = threads,
-                          .n_logits = logit_rows_for(p),
+                          .n_logits = logit_rows_for(p), .ring_slack = ring_slack_for(p, n_ctx),
                           .n_parallel = p->n_parallel,
                           .allow_spill = true, .allow_q8_kv = m->cfg.head_dim % 32 == 0,
                           .buffered = p->no_direct && p->io != SLUICE_IO_MMAP };
@@ -430,6 +440,7 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
+    M->ring_slack = ring_slack_for(p, M->n_ctx);   /* from the batch asked for: the plan's is no larger */
     M->n_parallel = p->n_parallel > 0 ? p->n_parallel : 1;
     int kv = p->kv_type;
     uint64_t chunk = p->chunk_bytes, expert_cache = 0;

@@ -38,7 +38,7 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
      * (whether or not this run drafts: the plan counted them, and they are the same bytes either way) */
     const int rows = M->logit_rows < n_batch ? M->logit_rows : n_batch;
     sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
-                         .n_logits = rows > 1 ? rows : 1 };
+                         .n_logits = rows > 1 ? rows : 1, .ring_slack = M->ring_slack };
     int rc = sl_ctx_create(M->m, &cp, M->pool, &C->c, err, errlen);
     if (rc) { free(C); return rc; }
     if (M->stream) C->c->src = sl_stream_source(M->stream);
@@ -107,9 +107,14 @@ int sluice_rewind(sluice_ctx *C, int n)
         snprintf(C->err, sizeof C->err, "rewind: %d is not in [0, %d]", n, C->n_toks);
         return -EINVAL;
     }
-    if (n != C->n_toks) C->logits_valid = false;
+    if (n == C->n_toks) return 0;
+    int rc = sl_ctx_rewind(C->c, n);   /* a sliding-window ring may no longer hold the window before n */
+    if (rc) {
+        snprintf(C->err, sizeof C->err, "%s", C->c->err);
+        return rc;
+    }
+    C->logits_valid = false;
     C->n_toks = n;
-    C->c->n_past = n;   /* rows past n stay in the cache but are never read (attention stops at n_past) */
     return 0;
 }
 
@@ -265,7 +270,10 @@ int sluice_prefill(sluice_ctx *C, const int32_t *t, int n)
     while (lcp < n && lcp < C->n_toks && C->toks[lcp] == t[lcp]) lcp++;
     if (lcp == n && C->n_toks == n && C->logits_valid) return 0;
     if (lcp == n) lcp = n - 1;   /* everything is cached but the logits are not current: redo the last token */
-    sluice_rewind(C, lcp);
+    if (sluice_rewind(C, lcp)) {   /* a sliding-window ring lost the window before lcp: start again */
+        lcp = 0;
+        sluice_rewind(C, 0);
+    }
     int rc = sluice_eval(C, t + lcp, n - lcp);
     return rc ? rc : n - lcp;
 }
@@ -422,8 +430,16 @@ static void keep_prefix(sluice_ctx *C, int n, const float *row)
     if (row != C->c->logits) memmove(C->c->logits, row, V * sizeof(float));
     C->c->n_logits = 1;
     C->n_toks = n;
-    C->c->n_past = n;   /* later rows stay in the cache, never read (attention stops at n_past) */
     C->logits_valid = true;
+    /* later rows stay in the cache, never read (attention stops at n_past); the rollback is at most
+     * the pass's drafts, which a sliding-window ring's slack keeps (runtime/engine/kvcache.h).  Were
+     * it refused, the context starts empty rather than read lost rows: sampling then fails. */
+    if (sl_ctx_rewind(C->c, n)) {
+        snprintf(C->err, sizeof C->err, "%s", C->c->err);
+        sl_ctx_reset(C->c);
+        C->n_toks = 0;
+        C->logits_valid = false;
+    }
 }
 
 /* Contract: api_internal.h. */

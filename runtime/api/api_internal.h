@@ -38,6 +38,8 @@ struct sluice_model {
     int        logit_rows;      /* logits rows a context keeps (at most its batch): draft_max + 1 unless
                                  * drafting is off; the planner counts the same (sl_plan_req.n_logits) */
     int        n_parallel;      /* sequences the plan holds KV caches for (>= 1) */
+    int        ring_slack;      /* sliding-window layers keep window + ring_slack positions (api.c
+                                 * ring_slack_for; sl_plan_req.ring_slack is the same) */
     sluice_model *draft;        /* sluice_params.draft_model, opened (NULL: none) */
     sl_plan_draft *dplan;       /* planned with a draft: its share of the budget and its worth */
     char      *spill_dir;       /* NULL: KV in memory */

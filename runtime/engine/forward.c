@@ -59,7 +59,8 @@ size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads)
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t f = B * (2 * (size_t)c->dim + 2 * qd + 2 * kvd + 2 * ffn_width(c)) +
                (size_t)n_threads * att_scratch_floats(c, p->n_ctx) + logits_rows(p, (int)B) * (size_t)c->vocab;
-    size_t kv = p->no_kv ? 0 : sl_kv_bytes_for(c, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL);
+    sl_kv_layout lay = { p->windows, sl_ctx_ring_slack(p) };
+    size_t kv = p->no_kv ? 0 : sl_kv_bytes_for(c, &lay, p->n_ctx, p->kv_type, p->kv_spill_dir != NULL);
     return kv + f * sizeof(float) + B * sizeof(sl_batch_pos) + moe_bytes(c, B);
 }
 
@@ -74,7 +75,32 @@ void sl_ctx_free(sl_ctx *c)
     free(c);
 }
 
-void sl_ctx_reset(sl_ctx *c) { c->n_past = 0; }
+void sl_ctx_reset(sl_ctx *c)
+{
+    c->n_past = 0;
+    if (c->kv) sl_kv_reset(c->kv);
+}
+
+int sl_ctx_rewind(sl_ctx *c, int n)
+{
+    if (n < 0 || n > c->n_past) {
+        snprintf(c->err, sizeof c->err, "rewind: %d is not in [0, %d]", n, c->n_past);
+        return -EINVAL;
+    }
+    if (n == 0) { sl_ctx_reset(c); return 0; }
+    if (c->kv && sl_kv_check(c->kv, n, 0)) {
+        snprintf(c->err, sizeof c->err, "rewind to %d: %s", n, sl_kv_errmsg(c->kv));
+        return -EINVAL;
+    }
+    c->n_past = n;   /* rows past n stay in the cache but are never read (attention stops at n_past) */
+    return 0;
+}
+
+/* The model's per-block windows into win (SL_MAX_LAYERS entries). */
+static void model_windows(const sl_model *m, int *win)
+{
+    for (int l = 0; l < m->cfg.n_layers && l < SL_MAX_LAYERS; l++) win[l] = m->layers[l].window;
+}
 
 
 int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **out, char *err, size_t errlen)
@@ -96,7 +122,10 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
      * than the one trained without them (llama_model::get_rope_factors) */
     c->rope_div = m->rope_freqs ? m->rope_freqs
                 : m->rope_long && c->n_ctx > cf->rope_ctx_orig ? m->rope_long : m->rope_short;
-    int rc = p->no_kv ? 0 : sl_kv_create(cf, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
+    int win[SL_MAX_LAYERS];
+    model_windows(m, win);
+    sl_kv_layout lay = { win, sl_ctx_ring_slack(p) };
+    int rc = p->no_kv ? 0 : sl_kv_create(cf, &lay, c->n_ctx, p->kv_type, p->kv_spill_dir, &c->kv, err, errlen);
     if (rc) { free(c); return rc; }
     size_t B = (size_t)c->n_batch, qd = (size_t)cf->n_heads * cf->head_dim, kvd = (size_t)cf->n_kv_heads * cf->head_dim;
     int nt = sl_pool_size(pool);
@@ -134,6 +163,8 @@ int sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **o
     }
     sl_ctx_params q = *p;
     q.n_batch = c->n_batch;
+    q.windows = win;
+    q.ring_slack = lay.slack;
     c->mem_bytes = sl_ctx_bytes(cf, &q, nt);
     *out = c;
     return 0;
@@ -204,13 +235,13 @@ static void attention_worker(void *arg, int ith, int nth)
         const void *k = sl_kv_k_head(bp->kv, j->layer, kh, &type, &stride);
         const void *v = sl_kv_v_head(bp->kv, j->layer, kh, &type, &stride);
         size_t off = (size_t)b * cf->n_heads * hd + (size_t)kh * grp * hd;
-        /* causal: positions [0, p]; a sliding window keeps the last `window` of them */
+        /* causal: positions [0, p]; a sliding window keeps the last `window` of them, in order, from
+         * the rows of a ring (position t in row t mod rows) */
         int n = bp->pos + 1, first = window && n > window ? n - window : 0;
-        k = (const unsigned char *)k + (size_t)first * stride;
-        v = (const unsigned char *)v + (size_t)first * stride;
+        const int rows = sl_kv_rows(bp->kv, j->layer);
         const float *sinks = c->m->layers[j->layer].vec[SL_VEC_ATTN_SINKS];
-        sl_attn_heads_sinks(c->q + off, grp, k, v, type, stride, n - first, hd, scale, cf->attn_softcap,
-                            sinks ? sinks + (size_t)kh * grp : NULL, att, tmp, c->att_out + off);
+        sl_attn_heads_ring(c->q + off, grp, k, v, type, stride, rows, first % rows, n - first, hd, scale, cf->attn_softcap,
+                           sinks ? sinks + (size_t)kh * grp : NULL, att, tmp, c->att_out + off);
     }
 }
 
@@ -402,6 +433,10 @@ int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
         int nb = n - done < c->n_batch ? n - done : c->n_batch;
         /* logits for the last logits_cap positions of the batch (all of them with logits_all and a
          * large enough cap; the last only by default) */
+        if (sl_kv_check(c->kv, c->n_past, nb)) {
+            snprintf(c->err, sizeof c->err, "eval: %s", sl_kv_errmsg(c->kv));
+            return -EINVAL;
+        }
         for (int b = 0; b < nb; b++)
             c->bpos[b] = (sl_batch_pos){ c->kv, c->n_past + b, b >= nb - c->logits_cap };
         int rc = eval_batch(c, tokens + done, nb);
@@ -431,6 +466,10 @@ static int seqs_ok(sl_ctx *w, const sl_seq_span *sp, int n_spans, int *total)
         if (s->n_past + sp[i].n > s->n_ctx) {
             snprintf(w->err, sizeof w->err, "context full: %d positions used + %d new > -c %d", s->n_past, sp[i].n, s->n_ctx);
             return -ENOSPC;
+        }
+        if (sl_kv_check(s->kv, s->n_past, sp[i].n)) {   /* a span longer than its rings allow */
+            snprintf(w->err, sizeof w->err, "eval: span %d: %s", i, sl_kv_errmsg(s->kv));
+            return -EINVAL;
         }
         nt += sp[i].n;
         rows += sp[i].logits_all ? sp[i].n : 1;

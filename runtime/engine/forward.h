@@ -50,7 +50,22 @@ typedef struct sl_ctx_params {
                              * needs k + 1); a workspace for sl_eval_seqs needs one per sequence
                              * (more for logits_all spans) */
     bool no_kv;             /* a workspace for sl_eval_seqs only: no KV cache of its own */
+    const int *windows;     /* sl_ctx_bytes: the per-block sliding windows (sl_layer.window; NULL: none,
+                             * every layer full); sl_ctx_create takes them from the model */
+    int ring_slack;         /* sliding-window layers keep window + ring_slack positions, a ring
+                             * (runtime/engine/kvcache.h: at least the most positions a pass gives this
+                             * context - 1, plus the rollback wanted); 0: n_batch + SL_RING_ROLLBACK;
+                             * < 0: every layer keeps the whole context */
 } sl_ctx_params;
+
+/* The rollback a ring keeps room for when sl_ctx_params.ring_slack is 0 (sluice's default draft_max). */
+#define SL_RING_ROLLBACK 8
+
+/* The ring slack p asks for (ring_slack, or its default). */
+static inline int sl_ctx_ring_slack(const sl_ctx_params *p)
+{
+    return p->ring_slack ? p->ring_slack : p->n_batch + SL_RING_ROLLBACK;
+}
 
 /* Where one position of the batch being evaluated belongs: its sequence's cache and its position. */
 typedef struct sl_batch_pos {
@@ -109,6 +124,11 @@ size_t sl_ctx_bytes(const sl_config *c, const sl_ctx_params *p, int n_threads);
 int  sl_ctx_create(sl_model *m, const sl_ctx_params *p, sl_pool *pool, sl_ctx **out, char *err, size_t errlen);
 void sl_ctx_free(sl_ctx *c);
 void sl_ctx_reset(sl_ctx *c);   /* forget the cache (n_past = 0) */
+/* Go back to n positions (0 <= n <= n_past): rows past n are never read.  A sliding-window layer's
+ * ring may no longer hold the window before n (sl_kv_check): then -EINVAL with the reason in
+ * c->err and nothing changes (start again from sl_ctx_reset). */
+int  sl_ctx_rewind(sl_ctx *c, int n);
+
 
 /* Run tokens[0..n) at positions n_past.. through the model, in batches of n_batch.  On success
  * c->logits holds the logits after the last token (with logits_all: after each token of the last

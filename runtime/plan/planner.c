@@ -26,6 +26,7 @@
 
 #include "runtime/engine/expert_cache.h"
 #include "runtime/engine/forward.h"
+#include "runtime/engine/kvcache.h"
 #include "runtime/engine/stream.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -64,6 +65,7 @@ void sl_plan_model_from(sl_plan_model *pm, const sl_model *m, uint64_t vocab_byt
     pm->meta_bytes = sl_gguf_meta_bytes(m->gguf);
     pm->vocab_bytes = vocab_bytes;
     pm->file_bytes = sl_gguf_file_size(m->gguf);
+    for (int l = 0; l < m->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) pm->window[l] = m->layers[l].window;
 }
 
 /* Contract: see planner.h (the same fixed costs sl_plan_make charges first). */
@@ -103,16 +105,49 @@ static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req
            pm->embd_row_bytes + (uint64_t)c->dim * 4;                  /* embedding row */
 }
 
-/* Every sequence's KV cache. */
-static uint64_t kv_bytes(const sl_plan_model *pm, int n_ctx, int kv, int n_par)
+/* The ring slack the request asks for (sl_plan_req.ring_slack; the engine's default rule). */
+static int ring_slack(const sl_plan_req *req)
+{
+    return req->ring_slack ? req->ring_slack : req->n_batch + SL_RING_ROLLBACK;
+}
+
+/* Every sequence's KV cache, counted by block kind: a full-attention block keeps n_ctx positions, a
+ * sliding-window block a ring of window + slack (runtime/engine/kvcache.h; slack < 0: no rings).
+ * Spill: one block's K and V in f16 per sequence (the largest block's). */
+static uint64_t kv_bytes_slack(const sl_plan_model *pm, int slack, int n_ctx, int kv, int n_par)
 {
     const sl_config *c = &pm->cfg;
-    uint64_t per_layer = 2ull * n_ctx * c->n_kv_heads * c->head_dim;   /* K and V values */
-    uint64_t n = (uint64_t)(n_par > 1 ? n_par : 1);
+    const uint64_t kvd = (uint64_t)c->n_kv_heads * c->head_dim, n = (uint64_t)(n_par > 1 ? n_par : 1);
+    uint64_t sum = 0, mx = 0;
+    for (int l = 0; l < c->n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
+        uint64_t vals = 2ull * (uint64_t)sl_kv_ring_rows(pm->window[l], n_ctx, slack) * kvd;   /* K and V values */
+        sum += vals;
+        if (vals > mx) mx = vals;
+    }
     switch (kv) {
-    case SL_PLAN_KV_F16: return n * per_layer * 2 * c->n_layers;
-    case SL_PLAN_KV_Q8_0: return n * (per_layer / 32 * 34 * c->n_layers);
-    default: return n * per_layer * 2;   /* spill: one layer's K and V in f16 per sequence */
+    case SL_PLAN_KV_F16: return n * sum * 2;
+    case SL_PLAN_KV_Q8_0: return n * (sum / 32 * 34);
+    default: return n * mx * 2;
+    }
+}
+
+static uint64_t kv_bytes(const sl_plan_model *pm, const sl_plan_req *req, int n_ctx, int kv, int n_par)
+{
+    return kv_bytes_slack(pm, ring_slack(req), n_ctx, kv, n_par);
+}
+
+/* The plan's KV figures for printing: the full-context size beside the rings'. */
+static void kv_figures(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
+{
+    const int NP = n_par(req), slack = ring_slack(req);
+    const int kind = p->kv == SL_PLAN_KV_SPILL ? SL_PLAN_KV_F16 : p->kv;
+    p->kv_full_bytes = kv_bytes_slack(pm, -1, req->n_ctx, kind, NP);
+    p->kv_ring_rows = p->kv_ring_layers = 0;
+    for (int l = 0; l < pm->cfg.n_layers && l < SL_PLAN_MAX_LAYERS; l++) {
+        int r = sl_kv_ring_rows(pm->window[l], req->n_ctx, slack);
+        if (r == req->n_ctx) continue;
+        p->kv_ring_layers++;
+        if (r > p->kv_ring_rows) p->kv_ring_rows = r;
     }
 }
 
@@ -362,14 +397,15 @@ static bool plan_all_resident(const sl_plan_model *pm, const sl_plan_req *req, u
                               int B, sl_plan *p)
 {
     const int NP = n_par(req);
-    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP) + weights;
+    uint64_t tot = fixed + act_bytes(pm, B, req) + kv_bytes(pm, req, req->n_ctx, SL_PLAN_KV_F16, NP) + weights;
     if (tot > req->budget) return false;
     const int L = pm->cfg.n_layers;
     p->feasible = p->all_resident = true;
     p->n_batch = B;
     p->act_bytes = act_bytes(pm, B, req);
     p->kv = SL_PLAN_KV_F16;
-    p->kv_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
+    p->kv_bytes = kv_bytes(pm, req, req->n_ctx, SL_PLAN_KV_F16, NP);
+    kv_figures(pm, req, p);
     for (int l = 0; l < L; l++) {
         for (int i = 0; i < SL_BLOCK_MATS; i++) p->layer_resident[l][i] = true;
         p->experts_resident[l] = true;
@@ -388,7 +424,7 @@ static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uin
                             uint64_t min_stream, uint64_t min_chunk, uint64_t min_act, sl_plan *p)
 {
     const int NP = n_par(req);
-    uint64_t kvb = kv_bytes(pm, req->n_ctx, kv_min, NP);
+    uint64_t kvb = kv_bytes(pm, req, req->n_ctx, kv_min, NP);
     const char *kvn = kv_min == SL_PLAN_KV_SPILL ? "one layer, rest spilled to disk" : kv_min == SL_PLAN_KV_Q8_0 ? "q8_0" : "f16";
     uint64_t min_mib = sl_plan_min_mib(p->min_budget);
     char par[64] = "";
@@ -405,7 +441,7 @@ static void explain_minimum(const sl_plan_model *pm, const sl_plan_req *req, uin
     for (int ctx = req->n_ctx / 2; ctx >= 64 && !fit_ctx; ctx /= 2) {
         sl_plan_req r = *req;
         r.n_ctx = ctx;
-        if (fixed + act_bytes(pm, min_B, &r) + kv_bytes(pm, ctx, kv_min, NP) + min_stream <= req->budget) fit_ctx = ctx;
+        if (fixed + act_bytes(pm, min_B, &r) + kv_bytes(pm, req, ctx, kv_min, NP) + min_stream <= req->budget) fit_ctx = ctx;
     }
     if (fit_ctx)
         snprintf(p->why + n, sizeof p->why - (size_t)n, "; try -c %d%s or --ram-budget %" PRIu64 "M", fit_ctx,
@@ -423,14 +459,15 @@ static void grow_kv(const sl_plan_model *pm, const sl_plan_req *req, int kv_min,
     const int up[2] = { SL_PLAN_KV_Q8_0, SL_PLAN_KV_F16 };
     for (int k = 0; k < 2; k++) {
         if (up[k] == SL_PLAN_KV_Q8_0 && !req->allow_q8_kv) continue;
-        uint64_t cur = kv_bytes(pm, req->n_ctx, p->kv, NP), nxt = kv_bytes(pm, req->n_ctx, up[k], NP);
+        uint64_t cur = kv_bytes(pm, req, req->n_ctx, p->kv, NP), nxt = kv_bytes(pm, req, req->n_ctx, up[k], NP);
         if (nxt <= cur) { p->kv = up[k]; continue; }
         if (nxt - cur > *spare) break;
         *spare -= nxt - cur;
         p->kv = up[k];
     }
-    p->kv_bytes = kv_bytes(pm, req->n_ctx, p->kv, NP);
-    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req->n_ctx, SL_PLAN_KV_F16, NP);
+    p->kv_bytes = kv_bytes(pm, req, req->n_ctx, p->kv, NP);
+    if (p->kv == SL_PLAN_KV_SPILL) p->kv_file_bytes = kv_bytes(pm, req, req->n_ctx, SL_PLAN_KV_F16, NP);
+    kv_figures(pm, req, p);
 }
 
 /* Stage 4: the prompt batch, doubling from min_B up to want_B. */
@@ -574,7 +611,7 @@ int sl_plan_make(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->lm_head_rows = min_head_rows;
     const uint64_t min_stream = stream_buf(pm, req, p, min_chunk, 3);   /* nothing pinned yet: an upper bound */
     const uint64_t min_act = act_bytes(pm, min_B, req);
-    p->min_budget = fixed + min_act + kv_bytes(pm, req->n_ctx, kv_min, NP) + min_stream;
+    p->min_budget = fixed + min_act + kv_bytes(pm, req, req->n_ctx, kv_min, NP) + min_stream;
 
     /* 1. */
     if (plan_all_resident(pm, req, fixed, weights + experts, want_B, p)) return 0;

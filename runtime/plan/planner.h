@@ -39,6 +39,7 @@ typedef struct sl_plan_model {
     uint64_t meta_bytes;      /* parsed GGUF metadata held in memory */
     uint64_t vocab_bytes;     /* tokenizer tables */
     uint64_t file_bytes;
+    int      window[SL_PLAN_MAX_LAYERS];   /* each block's sliding window (0: full attention) */
 } sl_plan_model;
 
 enum sl_plan_kv { SL_PLAN_KV_F16 = 0, SL_PLAN_KV_Q8_0 = 1, SL_PLAN_KV_SPILL = 2 };
@@ -61,6 +62,8 @@ typedef struct sl_plan_req {
     bool     allow_spill;     /* KV may live in a file (the engine supports it) */
     bool     allow_q8_kv;
     bool     buffered;        /* pieces are read through the page cache (no O_DIRECT): counted twice */
+    int      ring_slack;      /* sliding-window blocks keep window + ring_slack positions of KV (a ring,
+                               * runtime/engine/kvcache.h); 0: n_batch + SL_RING_ROLLBACK; < 0: no ring */
 } sl_plan_req;
 
 typedef struct sl_plan {
@@ -80,6 +83,10 @@ typedef struct sl_plan {
     int      kv;              /* enum sl_plan_kv */
     uint64_t kv_bytes;        /* resident KV bytes (spill: one layer's buffer), all sequences */
     uint64_t kv_file_bytes;   /* spill: size of the KV files, all sequences */
+    uint64_t kv_full_bytes;   /* what kv_bytes (spill: kv_file_bytes) would be if every block kept the
+                               * whole context (no rings): for printing */
+    int      kv_ring_rows;    /* rows of the largest ring (0: no block keeps a ring) */
+    int      kv_ring_layers;  /* blocks that keep a ring */
 
     /* weights */
     bool     layer_resident[SL_PLAN_MAX_LAYERS][SL_BLOCK_MATS];   /* absent matrices count as resident */
