@@ -341,12 +341,26 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
     }
     size_t row = sl_kv_row_bytes(c->kv);
     uint32_t chunk_rows = row >= CHUNK_TARGET ? 1 : (uint32_t)(CHUNK_TARGET / row);
+    /* each layer from its lowest intact position (a sliding-window ring keeps only its last rows) */
+    uint32_t *starts = calloc((size_t)cf->n_layers, sizeof *starts);
+    if (!starts) { snprintf(err, errlen, "session: out of memory"); return -ENOMEM; }
+    uint64_t kv_rows = 0;
+    for (int l = 0; l < cf->n_layers; l++) {
+        int lo = sl_kv_lo(c->kv, l);
+        starts[l] = (uint32_t)(lo < n ? lo : n);
+        kv_rows += (uint64_t)n - starts[l];
+    }
+    if (kv_rows > UINT32_MAX) {
+        free(starts);
+        snprintf(err, errlen, "session: %" PRIu64 " KV rows do not fit the format", kv_rows);
+        return -EINVAL;
+    }
     sl_sess_hdr h = { .version = SL_SESS_VERSION, .header_bytes = sizeof h, .model_fp = model_fp,
                       .n_layers = (uint32_t)cf->n_layers, .kv_dim = (uint32_t)(cf->n_kv_heads * cf->head_dim),
                       .kv_type = (uint32_t)sl_kv_type(c->kv), .row_bytes = (uint32_t)row, .n_ctx = (uint32_t)c->n_ctx,
                       .n_tokens = (uint32_t)n, .n_vocab = (uint32_t)cf->vocab, .has_logits = logits != NULL,
                       .codec = (uint32_t)o->codec, .level = (uint32_t)o->level, .extra_bytes = extra_len,
-                      .chunk_rows = chunk_rows };
+                      .chunk_rows = chunk_rows, .kv_rows = (uint32_t)kv_rows };
     memcpy(h.magic, SL_SESS_MAGIC, 8);
 
     char why[256] = "", pb[SL_PATH_BRIEF];
@@ -377,9 +391,10 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
     if ((rc = sink_put(&w, toks, (size_t)n * sizeof *toks, 4))) goto fail;
     if (logits && (rc = sink_put(&w, logits, (size_t)cf->vocab * sizeof *logits, 4))) goto fail;
     if (extra_len && (rc = sink_put(&w, extra, extra_len, 1))) goto fail;
+    if ((rc = sink_put(&w, starts, (size_t)cf->n_layers * sizeof *starts, 4))) goto fail;
     for (int l = 0; l < cf->n_layers; l++)
         for (int which = 0; which < 2; which++)
-            for (int r0 = 0; r0 < n; r0 += (int)chunk_rows) {
+            for (int r0 = (int)starts[l]; r0 < n; r0 += (int)chunk_rows) {
                 int nr = n - r0 < (int)chunk_rows ? n - r0 : (int)chunk_rows;
                 if ((rc = sl_kv_export_rows(c->kv, l, which, r0, nr, rows))) { stage = sl_kv_errmsg(c->kv); goto fail; }
                 if ((rc = sink_put(&w, rows, (size_t)nr * row, kv_elem(h.kv_type)))) goto fail;
@@ -398,6 +413,7 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
     free(w.out);
     free(w.shuf);
     free(rows);
+    free(starts);
     if (info)
         *info = (sl_session_info){ n, (int)h.kv_type, o->codec, h.raw_bytes, sizeof h + h.payload_bytes, sl_now_ns() - t0 };
     return 0;
@@ -410,6 +426,7 @@ refused:
     free(w.out);
     free(w.shuf);
     free(rows);
+    free(starts);
     return rc;
 }
 
@@ -451,8 +468,8 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
 {
     const sl_config *cf = &c->m->cfg;
     if (memcmp(h->magic, SL_SESS_MAGIC, 8)) { snprintf(err, errlen, "not a sluice session file"); return -EINVAL; }
-    if (h->version != SL_SESS_VERSION) {
-        snprintf(err, errlen, "session format version %u; this sluice reads version %u", h->version, SL_SESS_VERSION);
+    if (h->version < 1 || h->version > SL_SESS_VERSION) {
+        snprintf(err, errlen, "session format version %u; this sluice reads versions 1 to %u", h->version, SL_SESS_VERSION);
         return -EINVAL;
     }
     if (h->header_bytes != sizeof *h || h->header_hash != sl_xxh64(h, offsetof(sl_sess_hdr, header_hash), 0)) {
@@ -475,8 +492,14 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
         snprintf(err, errlen, "the session header has invalid fields");
         return -EINVAL;
     }
+    /* version 1: every layer's rows [0, n); 2: the per-layer starts, then kv_rows rows per array */
+    const uint64_t kv_rows = h->version == 1 ? (uint64_t)h->n_layers * h->n_tokens : h->kv_rows;
+    if ((h->version == 1 && h->kv_rows) || kv_rows > (uint64_t)h->n_layers * h->n_tokens) {
+        snprintf(err, errlen, "the session header has invalid fields");
+        return -EINVAL;
+    }
     uint64_t want = (uint64_t)h->n_tokens * 4 + (h->has_logits ? (uint64_t)h->n_vocab * 4 : 0) + h->extra_bytes +
-                    2 * (uint64_t)h->n_layers * h->n_tokens * h->row_bytes;
+                    (h->version >= 2 ? 4 * (uint64_t)h->n_layers : 0) + 2 * kv_rows * h->row_bytes;
     if (h->raw_bytes != want) { snprintf(err, errlen, "the session header's sizes disagree"); return -EINVAL; }
     if (fsize != sizeof *h + h->payload_bytes) {
         snprintf(err, errlen, "the session file has %" PRIu64 " bytes, its header says %" PRIu64 " (%s)", fsize,
@@ -494,6 +517,29 @@ static int check_header(const sl_sess_hdr *h, uint64_t fsize, const sl_ctx *c, u
     return 0;
 }
 
+/* The per-layer starts of a session: they add up to the header's rows, and each layer keeps every
+ * position the next one attends to (a full-attention layer all of them, a sliding-window layer its
+ * window before position n).  0, or -EINVAL with *why. */
+static int check_starts(const sl_sess_hdr *h, const uint32_t *starts, const sl_ctx *c, const char **why, char *msg,
+                        size_t msglen)
+{
+    uint64_t sum = 0;
+    const int n = (int)h->n_tokens;
+    for (uint32_t l = 0; l < h->n_layers; l++) {
+        if (starts[l] > h->n_tokens) { *why = "a layer's first saved position is past its end (corrupt)"; return -EINVAL; }
+        sum += h->n_tokens - starts[l];
+        const int w = sl_kv_window(c->kv, (int)l), need = w > 0 && n - w + 1 > 0 ? n - w + 1 : 0;
+        if ((int)starts[l] > need) {
+            snprintf(msg, msglen, "layer %u keeps positions from %u on, but its next position needs them from %d on "
+                     "(corrupt)", l, starts[l], need);
+            *why = msg;
+            return -EINVAL;
+        }
+    }
+    if (h->version >= 2 && sum != h->kv_rows) { *why = "the layers' saved rows disagree with the header (corrupt)"; return -EINVAL; }
+    return 0;
+}
+
 int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **toks_out, int *n_out, float *logits_out,
                     bool *has_logits, void **extra_out, size_t *extra_len, sl_session_info *info, char *err, size_t errlen)
 {
@@ -503,6 +549,8 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     int32_t *toks = NULL;
     float *logits = NULL;
     unsigned char *extra = NULL, *rows = NULL;
+    uint32_t *starts = NULL;
+    char swhy[160];
     bool touched = false;
     int rc;
     sl_sess_hdr h;
@@ -547,12 +595,16 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     if (logits && (rc = src_get(&r, logits, (size_t)h.n_vocab * 4, 4))) goto bad;
     if (logits && !finite_f32(logits, h.n_vocab)) { rc = -EINVAL; r.why = "its logits hold NaN or Inf (corrupt)"; goto bad; }
     if (extra && (rc = src_get(&r, extra, h.extra_bytes, 1))) goto bad;
+    if (!(starts = calloc(h.n_layers, sizeof *starts))) { rc = -ENOMEM; goto nomem; }
+    if (h.version >= 2 && (rc = src_get(&r, starts, (size_t)h.n_layers * 4, 4))) goto bad;
+    if ((rc = check_starts(&h, starts, c, &r.why, swhy, sizeof swhy))) goto bad;
     /* From here on the cache is overwritten: any failure must leave the context empty. */
     touched = true;
     sl_ctx_reset(c);
-    for (int l = 0; l < (int)h.n_layers; l++)
+    for (int l = 0; l < (int)h.n_layers; l++) {
+        sl_kv_import_floor(c->kv, l, (int)starts[l]);
         for (int which = 0; which < 2; which++)
-            for (int r0 = 0; r0 < n; r0 += (int)h.chunk_rows) {
+            for (int r0 = (int)starts[l]; r0 < n; r0 += (int)h.chunk_rows) {
                 int nr = n - r0 < (int)h.chunk_rows ? n - r0 : (int)h.chunk_rows;
                 if ((rc = src_get(&r, rows, (size_t)nr * h.row_bytes, kv_elem(h.kv_type)))) goto bad;
                 if (!rows_finite(rows, (size_t)nr * h.row_bytes, h.kv_type)) {
@@ -562,6 +614,7 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
                 }
                 if ((rc = sl_kv_import_rows(c->kv, l, which, r0, nr, rows))) { r.why = sl_kv_errmsg(c->kv); goto bad; }
             }
+    }
     if (r.codec == SL_SESS_RAW ? r.left != 0 : (r.left != 0 || r.zin.pos != r.zin.size || r.last_ret != 0)) {
         rc = -EINVAL;
         r.why = "the payload has data after its end (corrupt)";
@@ -588,6 +641,7 @@ int sl_session_load(const char *path, sl_ctx *c, uint64_t model_fp, int32_t **to
     free(logits);
     free(extra);
     free(rows);
+    free(starts);
     return 0;
 nomem:
     snprintf(why, sizeof why, "out of memory");
@@ -605,5 +659,6 @@ fail:
     free(logits);
     free(extra);
     free(rows);
+    free(starts);
     return rc;
 }

@@ -1,15 +1,17 @@
 /* runtime/api/session.h — session files: the tokens and KV cache of a context, saved and restored.
  *
  * A session lets a later run skip re-evaluating a prompt it has already seen: the file holds the
- * evaluated tokens, the logits after the last one, the KV rows [0, n) of every layer, and an
- * application blob (`sluice chat` keeps its conversation there).  File layout (little-endian):
+ * evaluated tokens, the logits after the last one, the KV rows of every layer (positions
+ * [start_l, n): 0 for a full-attention layer, what its ring still holds for a sliding-window one)
+ * and an application blob (`sluice chat` keeps its conversation there).  File layout (little-endian):
  *
  *   sl_sess_hdr (128 bytes, below)          magic, version, model fingerprint, shapes, sizes, hashes
  *   payload (payload_bytes)                 the sections below, through the codec
  *
  * Sections, in order: tokens (n x i32), logits (n_vocab x f32, when has_logits), extra
- * (extra_bytes), then for each layer its K rows [0, n) and its V rows [0, n), in the cache's own
- * encoding, in groups of chunk_rows rows.  payload_hash is XXH64 (seed 0) of the sections as
+ * (extra_bytes), [version 2: start_l for each layer (n_layers x u32)], then for each layer its K
+ * rows of positions [start_l, n) and its V rows likewise (version 1: start_l = 0), in the cache's
+ * own encoding, in groups of chunk_rows rows.  Version 1 files (full caches) still load.  payload_hash is XXH64 (seed 0) of the sections as
  * listed (the logical bytes, before the codec).  Codecs: raw; zstd; zstd after a byte-plane shuffle
  * of each group (f16/f32 caches, tokens and logits: element bytes transposed so that sign/exponent
  * bytes sit together — see docs/sessions.md for the measurements behind the default).
@@ -36,7 +38,7 @@
 #include "runtime/engine/model.h"
 
 #define SL_SESS_MAGIC "SLUICESS"
-#define SL_SESS_VERSION 1u
+#define SL_SESS_VERSION 2u           /* written; 1 is read too (every layer from position 0) */
 #define SL_SESS_MAX_EXTRA (64u << 20)   /* application blob limit: refuse absurd sizes before allocating */
 
 enum sl_sess_codec { SL_SESS_RAW = 0, SL_SESS_ZSTD = 1, SL_SESS_ZSTD_SHUFFLE = 2 };
@@ -61,7 +63,8 @@ typedef struct sl_sess_hdr {
     uint64_t payload_bytes;   /* bytes after the header */
     uint64_t payload_hash;    /* XXH64 of the logical payload */
     uint32_t chunk_rows;      /* KV rows per shuffle/hash group */
-    uint8_t  reserved[20];    /* zero */
+    uint32_t kv_rows;         /* version 2: K rows saved over all layers, sum of n - start_l (1: 0) */
+    uint8_t  reserved[16];    /* zero */
     uint64_t header_hash;     /* XXH64 of the 120 bytes before this field */
 } sl_sess_hdr;
 static_assert(sizeof(sl_sess_hdr) == 128, "session header layout is part of the file format");
@@ -109,7 +112,9 @@ int sl_session_save(const char *path, sl_ctx *c, uint64_t model_fp, const int32_
                     const void *extra, size_t extra_len, const sl_session_opts *o, sl_session_info *info,
                     char *err, size_t errlen);
 
-/* Restore a session into c (any n_ctx >= the saved token count; same KV encoding).  On success
+/* Restore a session into c (any n_ctx >= the saved token count; same KV encoding; any ring slack:
+ * a sliding-window layer needs the saved positions from n - window + 1 on, and keeps what its ring
+ * holds of them).  On success
  * c->n_past = *n, *toks is a malloc'd copy of the tokens, *has_logits says whether logits_out
  * (n_vocab floats, may be NULL) was filled, *extra and *extra_len the malloc'd blob (NULL/0 if none;
  * pass extra NULL to skip it).  Errors: -ENOENT (no file), -EINVAL (not a session, foreign model,

@@ -31,7 +31,7 @@
  * model and KV encoding it belongs to. */
 static bool header_intact(const sl_sess_hdr *h)
 {
-    return h->version == SL_SESS_VERSION && h->header_bytes == sizeof *h &&
+    return h->version >= 1 && h->version <= SL_SESS_VERSION && h->header_bytes == sizeof *h &&
            h->header_hash == sl_xxh64(h, offsetof(sl_sess_hdr, header_hash), 0);
 }
 
@@ -77,7 +77,7 @@ int sl_sess_target_check(const char *path, const sl_sess_hdr *ours, bool overwri
         return -EEXIST;
     }
     if (overwrite || (size_t)got < sizeof h) return 0;   /* a truncated session of ours: useless, replaced */
-    if (h.version != SL_SESS_VERSION && h.header_bytes == sizeof h) {
+    if ((h.version < 1 || h.version > SL_SESS_VERSION) && h.header_bytes == sizeof h) {   /* 1 is read: ours */
         snprintf(why, whylen, "the existing session has format version %u (this sluice writes %u); kept, "
                  "not overwritten unless asked to", h.version, SL_SESS_VERSION);
         return -EEXIST;
