@@ -22,6 +22,9 @@ static const struct { const char *shape, *arch; double bytes; int vocab, n_tenso
     { "gemma2-9b",        "gemma2", 5.76e9, 256000, 2 + 11 * 42 },
     { "phi3-medium-14b",  "phi3",   8.57e9,  32064, 3 + 6 * 40 },
     { "mistral-nemo-12b", "llama",  7.48e9, 131072, 3 + 9 * 40 },
+    { "gemma3-4b",        "gemma3", 2.49e9, 262144, 2 + 13 * 34 },
+    { "gemma3-12b",       "gemma3", 7.30e9, 262144, 2 + 13 * 48 },
+    { "gemma3-27b",       "gemma3", 16.5e9, 262144, 2 + 13 * 62 },
 };
 #define N_SHAPES (sizeof shapes / sizeof *shapes)
 
@@ -116,13 +119,19 @@ Test(gen_arch, small_variants_bind_run_stream_plan, .init = setup, .fini = teard
         char args[512], path[300], err[256];
         snprintf(path, sizeof path, "%s/%s.gguf", tdir, shapes[i].shape);
         snprintf(args, sizeof args, "--shape %s --type Q4_K_M --out '%s' --layers %d --dim 512 --heads 8 --kv-heads 2 "
-                 "--ffn 512 --quiet", shapes[i].shape, path, strcmp(shapes[i].arch, "gemma2") ? 2 : 26);
+                 "--ffn 512 --quiet", shapes[i].shape, path,
+                 !strcmp(shapes[i].arch, "gemma2") ? 26 : !strcmp(shapes[i].arch, "gemma3") ? 12 : 2);
         cr_assert_eq(gen(args), 0, "%s", shapes[i].shape);
         sl_model *m;
         cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s: %s", shapes[i].shape, err);
         cr_assert_str_eq(m->arch->name, shapes[i].arch);
         cr_assert_eq(m->cfg.vocab, shapes[i].vocab, "%s: vocabulary padded to the real size", shapes[i].shape);
         cr_assert_eq(m->rope_freqs != NULL, !strcmp(shapes[i].shape, "llama3.1-8b"));
+        if (!strcmp(shapes[i].arch, "gemma3"))   /* 5 local blocks (window 1024, base 1e4) per global one (x1/8) */
+            for (int l = 0; l < m->cfg.n_layers; l++)
+                cr_assert(m->layers[l].window == (l % 6 == 5 ? 0 : 1024) &&
+                          m->layers[l].rope_base == (l % 6 == 5 ? 1e6f : 1e4f) &&
+                          m->layers[l].rope_scale == (l % 6 == 5 ? 0.125f : 1.0f), "%s block %d", shapes[i].shape, l);
         if (!strcmp(shapes[i].arch, "phi3")) {
             /* the synthesized Q5_K attn_qkv: mean 0, std 1/sqrt(ne0) like every matrix (sluice-gen --help) */
             cr_assert_eq(sl_model_load_resident(m, err, sizeof err), 0, "%s", err);

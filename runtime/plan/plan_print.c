@@ -99,6 +99,13 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
     if (p->n_parallel > 1) snprintf(line, sizeof line, "KV caches %s (%d sequences)", kv_name(p->kv), p->n_parallel);
     else snprintf(line, sizeof line, "KV cache %s", kv_name(p->kv));
     fprintf(f, "%-34s %12.2f\n", line, p->kv_bytes / MiB);
+    if (p->kv_ring_layers) {   /* by block kind: full-attention blocks keep the context, window blocks a ring */
+        int win = 0;
+        for (int l = 0; l < c->n_layers && !win; l++) win = pm->window[l];
+        fprintf(f, "  %d full-attention blocks x %d positions, %d sliding-window blocks x a ring of %d (window %d + %d); "
+                "%.2f MiB if every block kept the whole context\n", c->n_layers - p->kv_ring_layers, req->n_ctx,
+                p->kv_ring_layers, p->kv_ring_rows, win, p->kv_ring_rows - win, p->kv_full_bytes / MiB);
+    }
     if (!p->all_resident) {
         snprintf(line, sizeof line, "stream buffers (%d in flight + 1)", p->prefetch);
         fprintf(f, "%-34s %12.2f\n", line, p->stream_buf_bytes / MiB);
@@ -133,7 +140,8 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
                     100.0 * p->expert_hit_rate, p->expert_stream_bytes / MiB, p->stream_bytes / MiB, 100.0 * p->expert_hit_rate);
         }
         if (p->kv == SL_PLAN_KV_SPILL)
-            fprintf(f, "KV file:  %.1f MiB at full context, read and appended per layer\n", p->kv_file_bytes / MiB);
+            fprintf(f, "KV file:  %.1f MiB at full context%s, read and appended per layer\n", p->kv_file_bytes / MiB,
+                    p->kv_ring_layers ? " (sliding-window blocks: their rings)" : "");
     }
     fprintf(f, "read per token: %.1f MiB; predicted decode %.2f tok/s (%.3f s per token: I/O %.3f s at %.2f GB/s, "
             "compute %.3f s at %.2f GB/s)\n",
@@ -168,13 +176,15 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
             ",\"chunk_bytes\":%" PRIu64 ",\"prefetch\":%d,\"lm_head_rows\":%d,\"stream_bytes\":%" PRIu64
             ",\"read_per_token\":%" PRIu64 ",\"pred_tok_s\":%.4f,\"pred_token_s\":%.4f,\"pred_io_s\":%.4f"
             ",\"pred_compute_s\":%.4f,\"disk_bw\":%.0f,\"compute_bw\":%.0f,\"model_bytes\":%" PRIu64
-            ",\"n_parallel\":%d,\"pred_pass_s\":%.4f,\"pred_req_tok_s\":%.4f,\"pred_agg_tok_s\":%.4f",
+            ",\"n_parallel\":%d,\"pred_pass_s\":%.4f,\"pred_req_tok_s\":%.4f,\"pred_agg_tok_s\":%.4f"
+            ",\"kv_full_bytes\":%" PRIu64 ",\"kv_ring_layers\":%d,\"kv_ring_rows\":%d",
             p->all_resident ? "resident" : "streaming", p->n_batch, p->kv == SL_PLAN_KV_F16 ? "f16" : p->kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spill",
             p->kv_bytes, p->kv_file_bytes, p->base_bytes, p->meta_bytes, p->vocab_bytes, p->norm_bytes, p->act_bytes,
             p->stream_buf_bytes, p->resident_bytes, p->total_bytes, p->n_layers_resident, pm->cfg.n_layers,
             p->lm_head_resident ? "true" : "false", p->chunk_bytes, p->prefetch, p->lm_head_rows, p->stream_bytes,
             p->read_per_token, p->pred_tok_s, p->pred_token_s, p->pred_io_s, p->pred_compute_s, req->disk_bw,
-            req->compute_bw, pm->file_bytes, p->n_parallel, p->pred_pass_s, p->pred_req_tok_s, p->pred_agg_tok_s);
+            req->compute_bw, pm->file_bytes, p->n_parallel, p->pred_pass_s, p->pred_req_tok_s, p->pred_agg_tok_s,
+            p->kv_full_bytes, p->kv_ring_layers, p->kv_ring_rows);
     if (pm->cfg.n_expert) {   /* mixture of experts: the routed experts and the expert cache's share */
         uint64_t one = 0;
         for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];

@@ -11,7 +11,7 @@
 
 /* The architectures sluice-gen writes (general.architecture = gen_arch_name()).  Mixtral is GA_LLAMA
  * with experts (llama.expert_count), as llama.cpp's converter writes it. */
-typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2, GA_QWEN3MOE, GA_QWEN2MOE, GA_GPT_OSS } gen_arch;
+typedef enum gen_arch { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_PHI3, GA_GEMMA2, GA_QWEN3MOE, GA_QWEN2MOE, GA_GPT_OSS, GA_GEMMA3 } gen_arch;
 
 typedef struct shape {
     const char *name;
@@ -24,7 +24,7 @@ typedef struct shape {
     float rms_eps;           /* 0: 1e-5 */
     bool tied;               /* no output.weight */
     bool rope_freqs;         /* Llama 3.1 rope_freqs.weight (factor 8, low 1, high 4, original context 8192) */
-    int swa;                 /* attention.sliding_window (phi3, gemma2, gpt-oss) */
+    int swa;                 /* attention.sliding_window (phi3, gemma2, gemma3, gpt-oss) */
     int yarn_orig_ctx;       /* gpt-oss: YaRN (factor 32) rope.scaling.original_context_length */
     /* Mixture-of-Experts (shapes_moe.c): routed experts a block (0: dense), experts used a token,
      * one expert's FFN width (expert_feed_forward_length; Mixtral's is `ffn`), the shared expert's

@@ -21,7 +21,11 @@
  * from the Qwen tokenizer's 151936.  Reference sizes of the newer shapes: the sizes the public
  * Q4_K_M files' pages show to 3 digits (Meta-Llama-3.1-8B-Instruct, Qwen2.5-7B-Instruct, Qwen3-8B,
  * gemma-2-9b-it, Phi-3-medium-4k-instruct, Mistral-Nemo-Instruct-2407), as recalled, not re-measured
- * here. */
+ * here.  Gemma 3 (text part of gemma-3-{4b,12b,27b}-it: config.json text_config; head_dim 256 / 256 /
+ * 128, sliding_window 1024 on 5 of 6 blocks, rope_theta 1e6 with linear scaling 8 on the global
+ * blocks, rope_local_base_freq 1e4, rms 1e-6, tied): the 262,144-token vocabulary padded from Llama
+ * 2's 32000; reference sizes the ggml-org/gemma-3-*-it-GGUF Q4_K_M files (2.49, 7.30, 16.5 GB), as
+ * recalled, not re-measured here. */
 const shape GEN_SHAPES[] = {
     { "tinyllama-1.1b", GA_LLAMA, 2048, 22, 32,  4,  5632,  32000,  2048, 1e4f, "ggml-vocab-llama-spm.gguf",       0.668e9, .head_dim = 0 },
     { "llama2-7b",      GA_LLAMA, 4096, 32, 32, 32, 11008,  32000,  4096, 1e4f, "ggml-vocab-llama-spm.gguf",       4.08e9, .head_dim = 0 },
@@ -40,6 +44,12 @@ const shape GEN_SHAPES[] = {
       .swa = 2047 },
     { "mistral-nemo-12b", GA_LLAMA, 5120, 40, 32, 8, 14336, 131072, 1024000, 1e6f, "ggml-vocab-llama-bpe.rebuilt.gguf", 7.48e9,
       .head_dim = 128 },
+    { "gemma3-4b",      GA_GEMMA3, 2560, 34,  8,  4, 10240, 262144, 131072, 1e6f, "ggml-vocab-llama-spm.gguf", 2.49e9,
+      .head_dim = 256, .rms_eps = 1e-6f, .tied = true, .swa = 1024 },
+    { "gemma3-12b",     GA_GEMMA3, 3840, 48, 16,  8, 15360, 262144, 131072, 1e6f, "ggml-vocab-llama-spm.gguf", 7.30e9,
+      .head_dim = 256, .rms_eps = 1e-6f, .tied = true, .swa = 1024 },
+    { "gemma3-27b",     GA_GEMMA3, 5376, 62, 32, 16, 21504, 262144, 131072, 1e6f, "ggml-vocab-llama-spm.gguf", 16.5e9,
+      .head_dim = 128, .rms_eps = 1e-6f, .tied = true, .swa = 1024 },
     /* Mixture-of-Experts (hyperparameter sources: shapes_moe.c; reference sizes: REF_SIZES below) */
     { "qwen3-30b-a3b", GA_QWEN3MOE, 2048, 48, 32, 4, 6144, 151936, 40960, 1e6f, "ggml-vocab-qwen2.rebuilt.gguf", 18.6e9,
       .head_dim = 128, .rms_eps = 1e-6f, .n_expert = 128, .n_expert_used = 8, .expert_ffn = 768 },
@@ -100,7 +110,8 @@ double gen_ref_bytes(const shape *s, int ftype)
 
 const char *gen_arch_name(gen_arch a)
 {
-    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2", "qwen3moe", "qwen2moe", "gpt-oss" };
+    static const char *const names[] = { "llama", "qwen2", "qwen3", "phi3", "gemma2", "qwen3moe", "qwen2moe", "gpt-oss",
+                                         "gemma3" };
     return names[a];
 }
 
@@ -177,7 +188,7 @@ void gen_add_plan(tplan *p, int *n, const opts *o, enum kind k, int layer, const
     else if (is_vector(k)) { t->center = 1.0f; t->sigma = 0.1f; }               /* norms: 1 + 0.1 z */
     /* gemma2 multiplies the embedding by sqrt(dim) and reuses it as the LM head: std 1/sqrt(dim)
      * keeps inputs and logits at std ~1 */
-    else if (k == K_EMBD) t->sigma = o->s.arch == GA_GEMMA2 ? 1.0f / sqrtf((float)o->s.dim) : 1.0f;
+    else if (k == K_EMBD) t->sigma = o->s.arch == GA_GEMMA2 || o->s.arch == GA_GEMMA3 ? 1.0f / sqrtf((float)o->s.dim) : 1.0f;
     else if (k == K_OUTPUT) t->sigma = 1.0f / sqrtf((float)o->s.dim);
     else t->sigma = 1.0f / sqrtf((float)ne0);
     t->key = fnv1a(t->name);
@@ -198,9 +209,16 @@ static void add_layer(tplan *p, int *n, const opts *o, int l)
         return;
     }
     const int64_t d = s->dim, hd = gen_head_dim(s), qd = hd * s->heads, kvd = hd * s->kv_heads, f = s->ffn;
+    const bool gemma = s->arch == GA_GEMMA2 || s->arch == GA_GEMMA3;
     add_plan(p, n, o, K_ATTN_NORM, l, "attn_norm", d, 0);
     if (s->arch == GA_PHI3) {
         add_plan(p, n, o, K_QKV, l, "attn_qkv", d, qd + 2 * kvd);
+    } else if (s->arch == GA_GEMMA3) {   /* the converter's order: q, q_norm, k, k_norm, v */
+        add_plan(p, n, o, K_Q, l, "attn_q", d, qd);
+        add_plan(p, n, o, K_Q_NORM, l, "attn_q_norm", hd, 0);
+        add_plan(p, n, o, K_K, l, "attn_k", d, kvd);
+        add_plan(p, n, o, K_K_NORM, l, "attn_k_norm", hd, 0);
+        add_plan(p, n, o, K_V, l, "attn_v", d, kvd);
     } else {
         add_plan(p, n, o, K_Q, l, "attn_q", d, qd);
         add_plan(p, n, o, K_K, l, "attn_k", d, kvd);
@@ -216,7 +234,7 @@ static void add_layer(tplan *p, int *n, const opts *o, int l)
         add_plan(p, n, o, K_K_NORM, l, "attn_k_norm", hd, 0);
     }
     add_plan(p, n, o, K_O, l, "attn_output", qd, d);
-    if (s->arch == GA_GEMMA2) add_plan(p, n, o, K_POST_ATTN_NORM, l, "post_attention_norm", d, 0);
+    if (gemma) add_plan(p, n, o, K_POST_ATTN_NORM, l, "post_attention_norm", d, 0);
     add_plan(p, n, o, K_FFN_NORM, l, "ffn_norm", d, 0);
     if (s->arch == GA_PHI3) {
         add_plan(p, n, o, K_GATE_UP, l, "ffn_up", d, 2 * f);
@@ -225,7 +243,7 @@ static void add_layer(tplan *p, int *n, const opts *o, int l)
         add_plan(p, n, o, K_UP, l, "ffn_up", d, f);
     }
     add_plan(p, n, o, K_DOWN, l, "ffn_down", f, d);
-    if (s->arch == GA_GEMMA2) add_plan(p, n, o, K_POST_FFN_NORM, l, "post_ffw_norm", d, 0);
+    if (gemma) add_plan(p, n, o, K_POST_FFN_NORM, l, "post_ffw_norm", d, 0);
 }
 
 int gen_max_tensors(const opts *o) { return o->s.layers * 20 + 8; }
@@ -238,7 +256,7 @@ static int by_name(const void *a, const void *b) { return strcmp(((const tplan *
 int gen_build_plan(const opts *o, int64_t vocab, tplan *p)
 {
     int n = 0, dim = o->s.dim;
-    const bool tied = o->tied || o->s.arch == GA_GEMMA2;
+    const bool tied = o->tied || o->s.arch == GA_GEMMA2 || o->s.arch == GA_GEMMA3;
     if (o->ftype == SL_FTYPE_F16) {
         if (o->s.rope_freqs) add_plan(p, &n, o, K_ROPE_FREQS, -1, "rope_freqs", gen_head_dim(&o->s) / 2, 0);
         add_plan(p, &n, o, K_EMBD, -1, "token_embd", dim, vocab);
@@ -341,9 +359,14 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
     KU32("attention.head_count", s->heads);
     KU32("attention.head_count_kv", s->kv_heads);
     KF32("attention.layer_norm_rms_epsilon", s->rms_eps ? s->rms_eps : 1e-5f);
+    if (s->arch == GA_GEMMA3) {   /* the converter's order (../shared/README.md set 6) */
+        sl_gguf_writer_kv_str(w, "gemma3.rope.scaling.type", "linear");
+        KF32("rope.scaling.factor", 8.0f);
+    }
     if (s->arch != GA_GEMMA2) KF32("rope.freq_base", s->theta);
+    if (s->arch == GA_GEMMA3) KF32("rope.freq_base_swa", 10000.0f);
     if (hd != s->dim / s->heads || s->arch == GA_QWEN3 || s->arch == GA_QWEN3MOE || s->arch == GA_GEMMA2 ||
-        s->arch == GA_GPT_OSS) {
+        s->arch == GA_GEMMA3 || s->arch == GA_GPT_OSS) {
         KU32("attention.key_length", hd);
         KU32("attention.value_length", hd);
     }
@@ -351,6 +374,7 @@ int gen_write_meta(sl_gguf_writer *w, const opts *o, const sl_gguf *voc, int64_t
         KU32("attention.sliding_window", s->swa);
         KU32("rope.scaling.original_context_length", s->ctx);
     }
+    if (s->arch == GA_GEMMA3) KU32("attention.sliding_window", s->swa);
     if (s->arch == GA_GEMMA2) {
         KU32("attention.sliding_window", s->swa);
         KF32("attn_logit_softcapping", 50.0f);
