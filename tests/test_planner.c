@@ -11,6 +11,8 @@
 
 #include "kernels/simd.h"
 #include "kernels/types.h"
+#include "runtime/engine/forward.h"
+#include "runtime/engine/kvcache.h"
 #include "loader/pagecache.h"
 #include "runtime/plan/computeprobe.h"
 #include "runtime/plan/diskprobe.h"
@@ -653,4 +655,41 @@ Test(planner, smaller_file_alternatives, .init = setup)
     cr_assert_eq(sl_plan_alternatives(as, &r, alt, SL_PLAN_MAX_ALTS), 0);
     free(as);
     free(p);
+}
+
+/* KV by block kind (runtime/engine/kvcache.h): a gemma3-12b-like pattern (5 window blocks of 1024 per
+ * global one, 48 blocks, kv_dim 8 x 256) at -c 32768, batch 512, ring slack 512 + 8: the 8 global blocks
+ * keep 32768 positions, the 40 window blocks rings of 1544.  f16: 2 x 2048 x 2 B = 8 KiB a position
+ * and block: (8 x 32768 + 40 x 1544) x 8 KiB = 2530 MiB, against 48 x 32768 x 8 KiB = 12288 MiB full;
+ * the engine allocates the same (sl_ctx_bytes). */
+Test(planner, kv_counted_by_block_kind, .init = setup)
+{
+    sl_plan_model pm;
+    shape(&pm, 4096, 48, 16, 8, 15360, 32000, 4 * MiB);
+    pm.cfg.head_dim = 256;
+    for (int l = 0; l < 48; l++) pm.window[l] = l % 6 == 5 ? 0 : 1024;
+    sl_plan_req r = req_for(64ull * 1024 * MiB, 32768);
+    r.ring_slack = 512 + 8;
+    cr_assert_eq(sl_plan_make(&pm, &r, &plan), 0, "%s", plan.why);
+    cr_assert_eq(plan.kv, SL_PLAN_KV_F16);
+    const uint64_t pos = 2 * 2048 * 2;
+    cr_assert_eq(plan.kv_bytes, (8ull * 32768 + 40ull * 1544) * pos, "%.1f MiB", plan.kv_bytes / 1048576.0);
+    cr_assert_eq(plan.kv_full_bytes, 48ull * 32768 * pos);
+    cr_assert(plan.kv_ring_layers == 40 && plan.kv_ring_rows == 1544);
+    sl_ctx_params cp = { .n_ctx = 32768, .n_batch = 512, .kv_type = SL_KV_F16, .windows = pm.window, .ring_slack = 520 };
+    sl_ctx_params cp0 = cp;
+    cp0.no_kv = true;
+    cr_assert_eq(sl_ctx_bytes(&pm.cfg, &cp, 2) - sl_ctx_bytes(&pm.cfg, &cp0, 2), plan.kv_bytes, "the engine allocates what the plan counts");
+    /* no rings: the full figure; q8_0 and spill counted the same way */
+    r.ring_slack = -1;
+    cr_assert_eq(sl_plan_make(&pm, &r, &plan), 0);
+    cr_assert_eq(plan.kv_bytes, 48ull * 32768 * pos);
+    cr_assert_eq(plan.kv_ring_layers, 0);
+    r.ring_slack = 520;
+    r.budget = 2048 * MiB;
+    cr_assert_eq(sl_plan_make(&pm, &r, &plan), 0, "%s", plan.why);
+    if (plan.kv == SL_PLAN_KV_Q8_0) cr_assert_eq(plan.kv_bytes, (8ull * 32768 + 40ull * 1544) * 2 * 2048 / 32 * 34);
+    if (plan.kv == SL_PLAN_KV_SPILL) cr_assert_eq(plan.kv_file_bytes, (8ull * 32768 + 40ull * 1544) * pos);
+    fprintf(stderr, "gemma3-12b-like KV at -c 32768, 2 GiB: %s %.1f MiB\n",
+            plan.kv == SL_PLAN_KV_F16 ? "f16" : plan.kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spilled", plan.kv_bytes / 1048576.0);
 }
