@@ -17,6 +17,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,4 +354,63 @@ Test(ring, api_rewind_and_prefill)
     sluice_ctx_free(full);
     sluice_close(m);
     sluice_close(mf);
+}
+
+/* A version-1 session (written before rings: every layer's rows from position 0) still loads, into
+ * a ring too.  Made from a version-2 file of a full cache (all starts 0) by dropping the starts
+ * section and rewriting the header as version 1 wrote it (raw codec: the payload is the logical
+ * bytes). */
+Test(ring, version_1_session_loads_into_a_ring)
+{
+    tmodel t = open_model("micro-gemma3", "F16");
+    seq_ref r;
+    full_run(&t, "micro-gemma3", "F16", SL_KV_F16, &r);
+    char path[] = "/tmp/sl_ring_v1XXXXXX", err[256];
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    sl_ctx *a = mk_ctx(&t, 512, -1, SL_KV_F16, NULL, 0);
+    cr_assert_eq(sl_eval(a, r.tok, 170), 0, "%s", a->err);
+    sl_session_opts o = { SL_SESS_RAW, 0, true };
+    cr_assert_eq(sl_session_save(path, a, 5, r.tok, 170, a->logits, NULL, 0, &o, NULL, err, sizeof err), 0, "%s", err);
+    sl_ctx_free(a);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    unsigned char *b = malloc((size_t)size);
+    cr_assert_eq(fread(b, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    sl_sess_hdr h;
+    memcpy(&h, b, sizeof h);
+    cr_assert_eq(h.version, 2u);
+    const size_t L = h.n_layers, at = sizeof h + (size_t)h.n_tokens * 4 + (size_t)h.n_vocab * 4;   /* the starts */
+    for (size_t l = 0; l < L; l++) cr_assert_eq(b[at + 4 * l], 0, "a full cache saves every layer from 0");
+    memmove(b + at, b + at + 4 * L, (size_t)size - at - 4 * L);
+    size -= (long)(4 * L);
+    h.version = 1;
+    h.kv_rows = 0;
+    h.raw_bytes -= 4 * L;
+    h.payload_bytes -= 4 * L;
+    h.payload_hash = sl_xxh64(b + sizeof h, (size_t)size - sizeof h, 0);
+    h.header_hash = sl_xxh64(&h, offsetof(sl_sess_hdr, header_hash), 0);
+    memcpy(b, &h, sizeof h);
+    f = fopen(path, "wb");
+    cr_assert_eq(fwrite(b, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    free(b);
+    sl_ctx *c = mk_ctx(&t, 7, 7, SL_KV_F16, NULL, 0);
+    int32_t *toks;
+    int n;
+    bool has;
+    cr_assert_eq(sl_session_load(path, c, 5, &toks, &n, c->logits, &has, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    free(toks);
+    c->n_logits = 1;   /* the loaded logits are row 0 (as sluice_session_load sets it) */
+    cr_assert_eq(sl_kv_lo(c->kv, 0), 170 - 31, "the ring keeps the last 31 rows of layer 0");
+    continue_and_compare(c, &r, "version-1 session into a ring", true);
+    sl_ctx_free(c);
+    unlink(path);
+    free(r.rows);
+    close_model(&t);
 }
