@@ -203,7 +203,11 @@ int  sluice_eval(sluice_ctx *c, const int32_t *tokens, int n);
  * evaluate the rest (at least the last token, unless its logits are still current).  Returns the
  * number of tokens evaluated (0 when all were reused) or -errno. */
 int  sluice_prefill(sluice_ctx *c, const int32_t *tokens, int n);
-/* Forget positions n and beyond (n <= sluice_n_past).  0 or -EINVAL. */
+/* Forget positions n and beyond (n <= sluice_n_past).  0 or -EINVAL: n out of range, or a
+ * sliding-window layer keeps only a ring of its window + n_batch + draft_max positions and no longer
+ * holds the window before n (a rewind to within n_batch + draft_max + 1 of the furthest position
+ * evaluated always works); sluice_ctx_error says which, the context is unchanged, and sluice_reset
+ * (or sluice_prefill, which falls back to it) starts again. */
 int  sluice_rewind(sluice_ctx *c, int n);
 void sluice_reset(sluice_ctx *c);
 

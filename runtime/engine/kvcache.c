@@ -440,9 +440,9 @@ int sl_kv_export_rows(sl_kv *kv, int l, int which, int p0, int n, void *dst)
 {
     int rc = rows_ok(kv, l, which, p0, n);
     if (rc || n == 0) return rc;
-    if (p0 < kv->lo[l]) {
-        snprintf(kv->err, sizeof kv->err, "kv: position %d of layer %d is no longer in its ring of %d rows (kept: %d on)",
-                 p0, l, kv->rows[l], kv->lo[l]);
+    if (p0 < kv->lo[l] || n > kv->rows[l]) {
+        snprintf(kv->err, sizeof kv->err, "kv: positions [%d, %d) of layer %d are not all in its ring of %d rows (kept: %d on)",
+                 p0, p0 + n, l, kv->rows[l], kv->lo[l]);
         return -EINVAL;
     }
     return pos_copy(kv, l, which, p0, n, dst, false);
