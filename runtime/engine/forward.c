@@ -431,12 +431,12 @@ int sl_eval(sl_ctx *c, const int32_t *tokens, int n)
     }
     for (int done = 0; done < n;) {
         int nb = n - done < c->n_batch ? n - done : c->n_batch;
-        /* logits for the last logits_cap positions of the batch (all of them with logits_all and a
-         * large enough cap; the last only by default) */
-        if (sl_kv_check(c->kv, c->n_past, nb)) {
+        if (sl_kv_check(c->kv, c->n_past, nb)) {   /* a pass longer than a ring's slack allows */
             snprintf(c->err, sizeof c->err, "eval: %s", sl_kv_errmsg(c->kv));
             return -EINVAL;
         }
+        /* logits for the last logits_cap positions of the batch (all of them with logits_all and a
+         * large enough cap; the last only by default) */
         for (int b = 0; b < nb; b++)
             c->bpos[b] = (sl_batch_pos){ c->kv, c->n_past + b, b >= nb - c->logits_cap };
         int rc = eval_batch(c, tokens + done, nb);
