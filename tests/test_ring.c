@@ -161,34 +161,36 @@ Test(ring, bit_identical_to_the_full_cache)
 
 /* Drafted passes: the next token and 3 drafts in one pass (logits of each), the drafts right up to
  * a changing point, then a rollback to the last accepted one — the verifier's pattern, within the
- * slack (batch 4 + 4). */
+ * slack (batch 4 + 4); resident and spilled. */
 Test(ring, rejected_drafts_roll_back)
 {
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         tmodel t = open_model(models[mi], "F16");
         seq_ref r;
         full_run(&t, models[mi], "F16", SL_KV_F16, &r);
-        sl_ctx *c = mk_ctx(&t, 4, 8, SL_KV_F16, NULL, 4);
-        cr_assert_eq(sl_eval(c, r.tok, r.n_prompt), 0, "%s", c->err);
-        unsigned rng = 12345;
-        int passes = 0;
-        while (c->n_past < N_SEQ - 4) {
-            const int base = c->n_past;
-            int32_t pass[4];
-            rng = rng * 1103515245u + 12345u;
-            const int wrong = (int)((rng >> 16) % 4);   /* 0: every draft right; else draft `wrong` is not */
-            for (int i = 0; i < 4; i++) pass[i] = r.tok[base + i];
-            if (wrong) pass[wrong] = (pass[wrong] + 7) % r.V;
-            cr_assert_eq(sl_eval(c, pass, 4), 0, "%s: %s", models[mi], c->err);
-            const int keep = wrong ? wrong : 4;   /* tokens of the pass kept */
-            for (int i = 0; i < keep; i++)
-                cr_assert_eq(memcmp(c->logits + (size_t)i * r.V, r.rows + row_off(&r, base + i), (size_t)r.V * 4), 0,
-                             "%s: drafted pass at %d, row %d", models[mi], base, i);
-            cr_assert_eq(sl_ctx_rewind(c, base + keep), 0, "%s: %s", models[mi], c->err);
-            passes++;
+        for (int spill = 0; spill < 2; spill++) {
+            sl_ctx *c = mk_ctx(&t, 4, 8, SL_KV_F16, spill ? "/tmp" : NULL, 4);
+            cr_assert_eq(sl_eval(c, r.tok, r.n_prompt), 0, "%s", c->err);
+            unsigned rng = 12345;
+            int passes = 0;
+            while (c->n_past < N_SEQ - 4) {
+                const int base = c->n_past;
+                int32_t pass[4];
+                rng = rng * 1103515245u + 12345u;
+                const int wrong = (int)((rng >> 16) % 4);   /* 0: every draft right; else draft `wrong` is not */
+                for (int i = 0; i < 4; i++) pass[i] = r.tok[base + i];
+                if (wrong) pass[wrong] = (pass[wrong] + 7) % r.V;
+                cr_assert_eq(sl_eval(c, pass, 4), 0, "%s: %s", models[mi], c->err);
+                const int keep = wrong ? wrong : 4;   /* tokens of the pass kept */
+                for (int i = 0; i < keep; i++)
+                    cr_assert_eq(memcmp(c->logits + (size_t)i * r.V, r.rows + row_off(&r, base + i), (size_t)r.V * 4), 0,
+                                 "%s: drafted pass at %d, row %d", models[mi], base, i);
+                cr_assert_eq(sl_ctx_rewind(c, base + keep), 0, "%s: %s", models[mi], c->err);
+                passes++;
+            }
+            cr_assert_gt(passes, 30);
+            sl_ctx_free(c);
         }
-        cr_assert_gt(passes, 30);
-        sl_ctx_free(c);
         free(r.rows);
         close_model(&t);
     }
