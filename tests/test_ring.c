@@ -416,3 +416,43 @@ Test(ring, version_1_session_loads_into_a_ring)
     free(r.rows);
     close_model(&t);
 }
+
+/* `sluice plan` shows KV by block kind, and a context of the planned model holds what the plan
+ * counts (micro-gemma3 at -c 4096, batch 512 + draft_max 8: 2 full blocks of 4096 positions, 10 rings
+ * of 544; kv_dim 2 x 64 in f16 = 256 bytes a row, K and V). */
+Test(ring, plan_shows_kv_by_block_kind)
+{
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "'%s/sluice' plan -m '%s' -c 4096 --ram-budget 1G --disk-bw 1.8 --compute-bw 4 -t 2 2>&1",
+             SL_BINARY_DIR, shared_path("models/micro-gemma3.F16.gguf"));
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    cr_assert_eq(pclose(f), 0, "%s", out);
+    cr_assert(strstr(out, "2 full-attention blocks x 4096 positions, 10 sliding-window blocks x a ring of 544 (window 24 + 520); "
+                          "24.00 MiB if every block kept the whole context"), "%s", out);
+    const uint64_t kv = (2ull * 4096 + 10ull * 544) * 2 * 256;
+    char line[64];
+    snprintf(line, sizeof line, "%-34s %12.2f", "KV cache f16", kv / 1048576.0);   /* plan_print.c's table */
+    cr_assert(strstr(out, line), "'%s' in\n%s", line, out);
+    sluice_params p;
+    sluice_params_default(&p);
+    p.n_threads = 2;
+    p.n_ctx = 4096;
+    p.ram_budget = 1ull << 30;
+    p.planner = SLUICE_PLANNER_ON;
+    p.disk_bw = 1.8;   /* GB/s */
+    p.compute_bw = 4;
+    char err[512], model[1024];
+    snprintf(model, sizeof model, "%s", shared_path("models/micro-gemma3.F16.gguf"));
+    sluice_model *m;
+    sluice_ctx *c;
+    cr_assert_eq(sluice_open(model, &p, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sluice_ctx_new(m, &c, err, sizeof err), 0, "%s", err);
+    sluice_stats st;
+    sluice_get_stats(m, c, &st);
+    cr_assert_eq(st.kv_bytes, kv, "the context holds %llu bytes of KV", (unsigned long long)st.kv_bytes);
+    sluice_ctx_free(c);
+    sluice_close(m);
+}
