@@ -110,6 +110,9 @@ static int ring_slack_for(const sluice_params *p, int n_ctx)
     return (b < n_ctx ? b : n_ctx) + (k < 64 ? k : 64);
 }
 
+/* Contract: see api_internal.h (from the batch asked for: the plan's is no larger). */
+int api_ring_slack(const sluice_model *M) { return ring_slack_for(&M->p, M->n_ctx); }
+
 /* Where a plan's KV spill may go: kv_spill_dir when given, else $TMPDIR or /var/tmp — the first that
  * is not a RAM file system (the spill would then sit in memory the budget does not count).  NULL
  * when every candidate is one; *ram names the first such directory and its type. */
@@ -440,7 +443,6 @@ int sluice_open(const char *path, const sluice_params *pp, sluice_model **out, c
         logf_(p, SLUICE_LOG_WARN, "warning: -c %d is larger than the model's trained context %d", p->n_ctx, cf->ctx_train);
     M->threads = p->n_threads > 0 ? p->n_threads : sl_ncpu();
     M->n_batch = p->n_batch > 0 ? p->n_batch : 512;
-    M->ring_slack = ring_slack_for(p, M->n_ctx);   /* from the batch asked for: the plan's is no larger */
     M->n_parallel = p->n_parallel > 0 ? p->n_parallel : 1;
     int kv = p->kv_type;
     uint64_t chunk = p->chunk_bytes, expert_cache = 0;

@@ -38,7 +38,7 @@ int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, s
      * (whether or not this run drafts: the plan counted them, and they are the same bytes either way) */
     const int rows = M->logit_rows < n_batch ? M->logit_rows : n_batch;
     sl_ctx_params cp = { .n_ctx = M->n_ctx, .n_batch = n_batch, .kv_type = M->kv_type, .kv_spill_dir = M->spill_dir,
-                         .n_logits = rows > 1 ? rows : 1, .ring_slack = M->ring_slack };
+                         .n_logits = rows > 1 ? rows : 1, .ring_slack = api_ring_slack(M) };
     int rc = sl_ctx_create(M->m, &cp, M->pool, &C->c, err, errlen);
     if (rc) { free(C); return rc; }
     if (M->stream) C->c->src = sl_stream_source(M->stream);

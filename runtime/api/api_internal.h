@@ -38,8 +38,6 @@ struct sluice_model {
     int        logit_rows;      /* logits rows a context keeps (at most its batch): draft_max + 1 unless
                                  * drafting is off; the planner counts the same (sl_plan_req.n_logits) */
     int        n_parallel;      /* sequences the plan holds KV caches for (>= 1) */
-    int        ring_slack;      /* sliding-window layers keep window + ring_slack positions (api.c
-                                 * ring_slack_for; sl_plan_req.ring_slack is the same) */
     sluice_model *draft;        /* sluice_params.draft_model, opened (NULL: none) */
     sl_plan_draft *dplan;       /* planned with a draft: its share of the budget and its worth */
     char      *spill_dir;       /* NULL: KV in memory */
@@ -96,6 +94,10 @@ void api_grammar_accept(sluice_sampler *S, int32_t id);
 /* Free what the sampler's grammar holds (sluice_sampler_free), and the model's trie (sluice_close). */
 void api_grammar_sampler_free(sluice_sampler *S);
 void api_grammar_model_free(sluice_model *M);
+
+/* Positions a sliding-window layer's ring keeps beyond its window in M's contexts (n_batch asked
+ * for + draft_max: runtime/engine/kvcache.h); the plan's sl_plan_req.ring_slack is the same. */
+int api_ring_slack(const sluice_model *M);
 
 /* A context whose own evaluations run n_batch positions per pass (sluice_ctx_new: the model's). */
 int sluice__ctx_new(sluice_model *M, int n_batch, sluice_ctx **out, char *err, size_t errlen);
