@@ -41,7 +41,7 @@ int cmd_serve(int argc, char **argv)
 enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
     SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
-    SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE,
+    SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE, SRV_NO_PROMPT_CACHE,
 };
 
 /* Only the options the server uses (llama-server's spellings as aliases where they mean the same);
@@ -71,6 +71,9 @@ static const cli_opt serve_table[] = {
     { SRV_REQUEST_TIMEOUT, "--request-timeout", "S", "a request must arrive whole (line, headers, body) this long after\n"
                                                      "it began, else 408 (default 10; 0: no deadline)" },
     { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
+    { SRV_NO_PROMPT_CACHE, "--no-prompt-cache", NULL, "evaluate every prompt whole (default: a request goes to the slot\n"
+                                                      "whose KV cache shares the longest prefix with it and evaluates\n"
+                                                      "only the rest; usage.prompt_tokens_details.cached_tokens)" },
     { 0, NULL, NULL, "model and sampling defaults (a request's own fields win)" },
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length of each slot (default: the model's trained context, halved\n"
@@ -192,6 +195,7 @@ static int parse(int argc, char **argv, serve_args *a)
         int r = gen_opt_apply(argc, argv, &i, op, &a->g);
         if (r < 0) return -1;
         if (r > 0) continue;
+        if (op->id == SRV_NO_PROMPT_CACHE) { a->so.no_prompt_cache = true; continue; }
         const char *o = argv[i], *v;
         if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
     }

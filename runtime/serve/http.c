@@ -121,7 +121,14 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
     const double seq_tpp = m.seq_passes ? (double)m.completion_tokens / (double)m.seq_passes : 0.0;
     /* one row per metric: name, counter (else gauge), help, value; a counter prints as an integer */
     const struct { const char *name; bool counter; const char *help; double v; } rows[] = {
-        { "sluice_prompt_tokens_total", true, "Prompt tokens evaluated.", (double)m.prompt_tokens },
+        { "sluice_prompt_tokens_total", true, "Prompt tokens evaluated (not counting those the prompt cache reused).",
+          (double)m.prompt_tokens },
+        { "sluice_prompt_tokens_cached_total", true, "Prompt tokens reused from a slot's KV cache (the prompt cache).",
+          (double)m.prompt_cached },
+        { "sluice_prompt_cache_hits_total", true, "Requests that reused part of their prompt from a slot's KV cache.",
+          (double)m.pc_hits },
+        { "sluice_prompt_cache_misses_total", true, "Requests that evaluated their whole prompt (prompt cache on).",
+          (double)m.pc_misses },
         { "sluice_completion_tokens_total", true, "Tokens generated.", (double)m.completion_tokens },
         { "sluice_passes_total", true, "Forward passes (each reads the streamed weights once).", (double)m.passes },
         { "sluice_pass_tokens_total", true, "Tokens carried by the forward passes.", (double)m.pass_tokens },

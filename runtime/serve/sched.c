@@ -26,7 +26,7 @@ typedef struct slot {
     sluice_ctx *c;
     sluice_sampler *smp;
     job *j;                       /* NULL: free */
-    int fed;                      /* prompt tokens evaluated */
+    int fed;                      /* prompt tokens in the context (kept by the prompt cache, or evaluated) */
     int32_t next;                 /* the sampled token the next pass evaluates */
     int span;                     /* index in the current batch, -1: not in it */
     bool decoding;                /* the span is next + drafts (else a prompt chunk) */
@@ -36,6 +36,7 @@ typedef struct slot {
     size_t pend_len;
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
     size_t raw_len, raw_cap, released;
+    uint64_t last_used;           /* when it was last given a request (sched.n_started then) */
 } slot;
 
 typedef struct sched sched;
@@ -46,6 +47,8 @@ struct sched {
     struct MHD_Connection **wake; /* connections to resume after the lock is dropped */
     int n_wake;
     uint64_t t_stats_ns;          /* when the stream figures of /metrics were last read */
+    uint64_t n_started;           /* requests given a slot so far (the slots' LRU clock) */
+    pc_slot_view *views;          /* scratch for the slot choice (prompt_cache.c) */
 };
 
 /* ---- text -------------------------------------------------------------------------------------- */
@@ -258,13 +261,22 @@ static void step(sl_server *s, slot *sl)
     sl->next = out[n - 1];
 }
 
+/* The slot takes job j: its KV cache keeps what it shares with j's prompt (the prompt cache), the
+ * rest of the prompt is evaluated by the passes to come. */
 static void start(sl_server *s, slot *sl, job *j)
 {
-    sluice_reset(sl->c);
+    const bool cache = !s->o.no_prompt_cache;
+    j->n_cached = pc_adopt(sl->c, j->prompt, j->n_prompt, cache, NULL);
+    if (cache) {
+        if (j->n_cached) s->met.pc_hits++;
+        else s->met.pc_misses++;
+    }
+    s->met.prompt_cached += (uint64_t)j->n_cached;
+    sl->last_used = ++s->sch->n_started;
     sluice_sampler_free(sl->smp);
     sl->smp = sluice_sampler_new(s->M, &j->sp);
     sl->j = j;
-    sl->fed = 0;
+    sl->fed = j->n_cached;
     sl->pend_len = 0;
     sl->raw_len = sl->released = 0;
     s->active++;
@@ -320,8 +332,13 @@ static int admit(sl_server *s)
         job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % qcap;
         s->q_len--;
-        for (int i = 0; i < sc->n; i++)
-            if (!sc->slots[i].j) { start(s, &sc->slots[i], j); break; }
+        for (int i = 0; i < sc->n; i++) {
+            slot *sl = &sc->slots[i];
+            sc->views[i] = (pc_slot_view){ .busy = sl->j != NULL, .last_used = sl->last_used };
+            sc->views[i].toks = sluice_tokens(sl->c, &sc->views[i].n_toks);
+        }
+        int i = pc_pick(sc->views, sc->n, j->prompt, j->n_prompt, !s->o.no_prompt_cache);
+        if (i >= 0) start(s, &sc->slots[i], j);
     }
     return s->active;
 }
@@ -366,7 +383,7 @@ static void fill_batch(sl_server *s)
         sl->span_n = n;
         sl->fed += n;
         room -= n;
-        if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)sl->j->n_prompt;
+        if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)(sl->j->n_prompt - sl->j->n_cached);
     }
     sc->rr = (sc->rr + 1) % sc->n;
 }
@@ -430,8 +447,9 @@ int sched_start(sl_server *s, char *err, size_t errlen)
     sc->n = s->o.n_parallel;
     sc->slots = calloc((size_t)sc->n, sizeof *sc->slots);
     sc->wake = calloc((size_t)(sc->n + s->o.queue_max + s->o.n_parallel) + 1, sizeof *sc->wake);
+    sc->views = calloc((size_t)sc->n, sizeof *sc->views);
     s->queue = calloc((size_t)(s->o.queue_max + s->o.n_parallel), sizeof *s->queue);
-    if (!sc->slots || !sc->wake || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    if (!sc->slots || !sc->wake || !sc->views || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     int rc = sluice_batch_new(s->M, 0, sc->n, 0, &sc->b, err, errlen);
     if (rc) return rc;
     for (int i = 0; i < sc->n; i++)
@@ -466,6 +484,7 @@ void sched_stop(sl_server *s)
     sluice_batch_free(sc->b);
     free(sc->slots);
     free(sc->wake);
+    free(sc->views);
     free(sc);
     s->sch = NULL;
 }

@@ -37,6 +37,8 @@ typedef struct sl_serve_opts {
     const char *default_stop[4];/* stop strings of a request that gives none */
     int n_default_stop;
     const char *chat_template;  /* NULL: the model's (or the plain one) */
+    bool no_prompt_cache;       /* true: every request evaluates its whole prompt (default: a request goes to the
+                                   slot whose KV cache shares the longest prefix with it, and evaluates the rest) */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 

@@ -73,6 +73,7 @@ typedef struct job {
     int n_out, out_cap;
     uint64_t t_queued_ns, t_first_ns, t_done_ns;
     int passes, drafted, accepted; /* decoding passes, drafts verified in them, drafts reported */
+    int n_cached;                 /* prompt tokens the slot's KV cache already held (the prompt cache) */
     lp_entry *lp;                 /* logprobs of out_toks (top_n >= 0) */
     int n_lp, lp_cap;
 
@@ -88,7 +89,9 @@ typedef struct job {
 
 typedef struct serve_metrics {
     uint64_t requests[6];         /* by outcome: 0 ok, 1 4xx, 2 503, 3 cancelled, 4 error, 5 total */
-    uint64_t prompt_tokens, completion_tokens;
+    uint64_t prompt_tokens, completion_tokens;   /* prompt tokens evaluated (not those reused); generated */
+    uint64_t prompt_cached;       /* prompt tokens reused from a slot's KV cache */
+    uint64_t pc_hits, pc_misses;  /* requests that reused some of their prompt / none of it */
     uint64_t passes, pass_tokens; /* forward passes and the tokens they carried */
     uint64_t seq_passes;          /* decoding steps: a pass counted once per sequence it decoded */
     uint64_t drafted, accepted;   /* drafts verified in them; accepted drafts reported */
@@ -199,6 +202,30 @@ bool lp_record(sl_server *s, job *j, const float *logits, int32_t tok, size_t st
 int  lp_ready(const job *j, int from);
 /* The "logprobs" object of a choice for entries [from, to), in the shape of j's endpoint. */
 json_t *lp_json(sl_server *s, const job *j, int from, int to);
+
+/* ---- the prompt cache (prompt_cache.c) ---- */
+/* What the slot choice sees of a slot: its context's tokens, whether a request holds it, and when
+ * it was last given one (a counter: larger is more recent). */
+typedef struct pc_slot_view {
+    const int32_t *toks;
+    int n_toks;
+    bool busy;
+    uint64_t last_used;
+} pc_slot_view;
+/* Length of the common prefix of a[0..na) and b[0..nb). */
+int pc_common_prefix(const int32_t *a, int na, const int32_t *b, int nb);
+/* The free slot for a request with this prompt: the one whose tokens share the longest prefix with
+ * it, a prefix counting only when it is more than half the prompt; at a tie (and when none counts)
+ * the least recently used.  With the cache off (enabled false) the first free slot.  -1 when every
+ * slot is busy. */
+int pc_pick(const pc_slot_view *v, int n, const int32_t *prompt, int n_prompt, bool enabled);
+typedef int (*pc_rewind_fn)(sluice_ctx *c, int n);
+/* Prepare context c for a prompt (n_prompt >= 1): keep its common prefix with the prompt, all but
+ * the prompt's last token at most (its logits must be fresh), rewinding c there with `rewind`
+ * (NULL: sluice_rewind; tests pass one that fails); with nothing to keep, the cache off, or a
+ * rewind that fails, c is reset (a full evaluation follows).  Returns the prompt tokens kept: c
+ * then holds exactly prompt[0..kept). */
+int pc_adopt(sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, pc_rewind_fn rewind);
 
 /* ---- text (sched.c) ---- */
 /* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;
