@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/serve/serve_test.sh SLUICE_BINARY [part] (all, core = greedy + hostile, or one part) — `sluice serve` end to end (run by ctest, in the
+# tests/serve/serve_test.sh SLUICE_BINARY [part] (all, core = greedy + hostile, or one part: greedy, hostile, limits, cancel, pcache) — `sluice serve` end to end (run by ctest, in the
 # normal and the ASan/UBSan build).
 #
 # Each part starts its own server on a free loopback port (--port 0, the port read back from
@@ -15,6 +15,8 @@
 #            a normal client keeps being answered within 2 s.
 #   cancel:  clients that leave while their request runs or waits (tests/serve/cancel.mjs), request
 #            fields honoured or refused (logprobs), the command line, a second signal.
+#   pcache:  the prompt cache (tests/serve/prompt_cache.mjs): cached_tokens, /metrics, tokens identical
+#            to a server with --no-prompt-cache.
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -24,8 +26,10 @@ ROOT=$(cd "$HERE/../.." && pwd)
 SHARED=${SL_SHARED_DIR:-$ROOT/../shared}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-test.XXXXXX")
 SERVER_PID=""
+OTHER_PID=""   # a second server running beside SERVER_PID (pcache)
 cleanup() {
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill -KILL "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$OTHER_PID" ] && kill -0 "$OTHER_PID" 2>/dev/null; then kill -KILL "$OTHER_PID" 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -206,6 +210,23 @@ cancel_part() {
   echo "serve_test: cancel: a second SIGTERM exited in $((SECONDS - t0)) s with status 143"
 }
 
+# pcache: the prompt cache (tests/serve/prompt_cache.mjs): a server with it and one without
+# (--no-prompt-cache) over the same model, the same requests to both; resident and streamed (drafting).
+pcache_part() {   # MODEL LABEL SERVER_ARGS...
+  local model=$1 label=$2; shift 2
+  [ -f "$model" ] || fail "missing $model"
+  start_server "$WORK/server-pcache-$label.log" -m "$model" --parallel 2 --ignore-eos "$@"
+  local cached_base=$BASE
+  OTHER_PID=$SERVER_PID
+  start_server "$WORK/server-pcache-$label-off.log" -m "$model" --parallel 2 --ignore-eos --no-prompt-cache "$@"
+  CACHED_URL="$cached_base/v1" PLAIN_URL="$BASE/v1" timeout 300 node "$HERE/prompt_cache.mjs" ||
+    fail "pcache: $label: the prompt-cache test failed"
+  stop_server
+  SERVER_PID=$OTHER_PID OTHER_PID=""
+  stop_server
+  echo "serve_test: pcache: $label: cached_tokens exact, tokens identical to --no-prompt-cache"
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -214,6 +235,11 @@ case "$PART" in
     ;;&
   hostile|core|all) hostile_part ;;&
   limits|all) limits_part ;;&
-  cancel|all) cancel_part ;;
+  cancel|all) cancel_part ;;&
+  pcache|all)
+    pcache_part "$SHARED/models/mini-llama3.Q8_0.gguf" mini-llama3 -c 512
+    pcache_part "$SHARED/models/micro-llama.Q4_K_M.gguf" micro-llama-streamed --stream -c 512 -b 16
+    pcache_part "$SHARED/models/micro-gemma3.Q8_0.gguf" micro-gemma3 -c 512
+    ;;
 esac
 echo "serve_test: $PART: every check passed"
