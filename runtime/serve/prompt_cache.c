@@ -57,3 +57,30 @@ int pc_adopt(sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, p
     sluice_reset(c);
     return 0;
 }
+
+/* Contract: serve_internal.h. */
+pc_outcome pc_prepare(pc_disk *d, sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, char *err,
+                      size_t errlen)
+{
+    pc_outcome o = { 0 };
+    if (enabled && d) {
+        int n_toks = 0;
+        const int32_t *toks = sluice_tokens(c, &n_toks);
+        int lcp = pc_common_prefix(toks, n_toks, prompt, n_prompt);
+        int keep = lcp < n_prompt - 1 ? lcp : n_prompt - 1;
+        /* whole blocks of this slot's KV that the request would throw away: keep them on disk */
+        if (n_toks / PC_BLOCK * PC_BLOCK > keep) {
+            int rc = pc_disk_save(d, c, err, errlen);
+            o.saved = rc > 0;
+            o.disk_error |= rc < 0;
+        }
+        int have = 0, i = pc_disk_find(d, prompt, n_prompt, &have);
+        if (i >= 0 && have > lcp) {
+            int rc = pc_disk_load(d, i, c, err, errlen);
+            o.loaded = !rc;
+            o.disk_error |= rc != 0;
+        }
+    }
+    o.kept = pc_adopt(c, prompt, n_prompt, enabled, NULL);
+    return o;
+}

@@ -37,6 +37,7 @@ typedef struct slot {
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
     size_t raw_len, raw_cap, released;
     uint64_t last_used;           /* when it was last given a request (sched.n_started then) */
+    bool prep;                    /* given a request: the prompt cache's work is due (prepare) */
 } slot;
 
 typedef struct sched sched;
@@ -49,6 +50,7 @@ struct sched {
     uint64_t t_stats_ns;          /* when the stream figures of /metrics were last read */
     uint64_t n_started;           /* requests given a slot so far (the slots' LRU clock) */
     pc_slot_view *views;          /* scratch for the slot choice (prompt_cache.c) */
+    pc_disk *disk;                /* the prompt cache's disk tier (NULL: none); the scheduler thread's */
 };
 
 /* ---- text -------------------------------------------------------------------------------------- */
@@ -261,22 +263,16 @@ static void step(sl_server *s, slot *sl)
     sl->next = out[n - 1];
 }
 
-/* The slot takes job j: its KV cache keeps what it shares with j's prompt (the prompt cache), the
- * rest of the prompt is evaluated by the passes to come. */
+/* The slot takes job j; what its KV cache keeps of j's prompt is decided by prepare() before the
+ * next pass. */
 static void start(sl_server *s, slot *sl, job *j)
 {
-    const bool cache = !s->o.no_prompt_cache;
-    j->n_cached = pc_adopt(sl->c, j->prompt, j->n_prompt, cache, NULL);
-    if (cache) {
-        if (j->n_cached) s->met.pc_hits++;
-        else s->met.pc_misses++;
-    }
-    s->met.prompt_cached += (uint64_t)j->n_cached;
     sl->last_used = ++s->sch->n_started;
+    sl->prep = true;
     sluice_sampler_free(sl->smp);
     sl->smp = sluice_sampler_new(s->M, &j->sp);
     sl->j = j;
-    sl->fed = j->n_cached;
+    sl->fed = 0;
     sl->pend_len = 0;
     sl->raw_len = sl->released = 0;
     s->active++;
@@ -388,6 +384,46 @@ static void fill_batch(sl_server *s)
     sc->rr = (sc->rr + 1) % sc->n;
 }
 
+/* Under mu, dropped meanwhile: the prompt cache's work for the slots just given a request — each
+ * keeps what its KV cache (or a file of the disk tier, loaded into it) shares with its prompt, and
+ * evaluates the rest in the passes to come.  The disk tier's saves and loads take time: the HTTP
+ * side must not wait on the lock for them.  Only this thread touches the slots' contexts, and a job
+ * cancelled meanwhile is finished by the next admit(). */
+static void prepare(sl_server *s)
+{
+    sched *sc = s->sch;
+    bool any = false;
+    for (int i = 0; i < sc->n; i++) any |= sc->slots[i].prep && sc->slots[i].j;
+    if (!any) return;
+    const bool cache = !s->o.no_prompt_cache;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < sc->n; i++) {
+        slot *sl = &sc->slots[i];
+        if (!sl->prep || !sl->j) continue;
+        char err[SLUICE_ERRLEN] = "";
+        pc_outcome o = pc_prepare(sc->disk, sl->c, sl->j->prompt, sl->j->n_prompt, cache, err, sizeof err);
+        if (o.disk_error) fprintf(stderr, "sluice serve: prompt cache: %s (the request evaluates its prompt)\n", err);
+        pthread_mutex_lock(&s->mu);
+        sl->prep = false;
+        sl->j->n_cached = sl->fed = o.kept;
+        if (cache) {
+            if (o.kept) s->met.pc_hits++;
+            else s->met.pc_misses++;
+        }
+        s->met.prompt_cached += (uint64_t)o.kept;
+        s->met.pc_saves += o.saved;
+        s->met.pc_loads += o.loaded;
+        s->met.pc_disk_errors += o.disk_error;
+        uint64_t bytes;
+        int files;
+        pc_disk_usage(sc->disk, &bytes, &files);
+        s->met.pc_disk_bytes = bytes;
+        s->met.pc_disk_files = (uint64_t)files;
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_lock(&s->mu);
+}
+
 static void flush_wakes(sl_server *s)
 {
     sched *sc = s->sch;
@@ -411,6 +447,7 @@ static void *sched_main(void *arg)
             if (!s->q_len) pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
+        prepare(s);
         fill_batch(s);
         int nt = sluice_batch_n_tokens(sc->b);
         pthread_mutex_unlock(&s->mu);
@@ -452,6 +489,9 @@ int sched_start(sl_server *s, char *err, size_t errlen)
     if (!sc->slots || !sc->wake || !sc->views || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     int rc = sluice_batch_new(s->M, 0, sc->n, 0, &sc->b, err, errlen);
     if (rc) return rc;
+    if (s->o.prompt_cache_dir && !s->o.no_prompt_cache &&
+        (rc = pc_disk_open(&sc->disk, s->o.prompt_cache_dir, s->o.prompt_cache_max, err, errlen)))
+        return rc;
     for (int i = 0; i < sc->n; i++)
         if ((rc = sluice_ctx_new_seq(s->M, &sc->slots[i].c, err, errlen))) return rc;
     sluice_stats st;
@@ -482,6 +522,7 @@ void sched_stop(sl_server *s)
         free(sc->slots[i].raw);
     }
     sluice_batch_free(sc->b);
+    pc_disk_free(sc->disk);
     free(sc->slots);
     free(sc->wake);
     free(sc->views);

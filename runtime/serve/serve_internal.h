@@ -92,6 +92,8 @@ typedef struct serve_metrics {
     uint64_t prompt_tokens, completion_tokens;   /* prompt tokens evaluated (not those reused); generated */
     uint64_t prompt_cached;       /* prompt tokens reused from a slot's KV cache */
     uint64_t pc_hits, pc_misses;  /* requests that reused some of their prompt / none of it */
+    uint64_t pc_saves, pc_loads, pc_disk_errors;   /* the disk tier: files written, files read, failures */
+    uint64_t pc_disk_bytes, pc_disk_files;         /* the disk tier now */
     uint64_t passes, pass_tokens; /* forward passes and the tokens they carried */
     uint64_t seq_passes;          /* decoding steps: a pass counted once per sequence it decoded */
     uint64_t drafted, accepted;   /* drafts verified in them; accepted drafts reported */
@@ -226,6 +228,37 @@ typedef int (*pc_rewind_fn)(sluice_ctx *c, int n);
  * rewind that fails, c is reset (a full evaluation follows).  Returns the prompt tokens kept: c
  * then holds exactly prompt[0..kept). */
 int pc_adopt(sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, pc_rewind_fn rewind);
+
+/* ---- the prompt cache's disk tier (prompt_disk.c) ---- */
+#define PC_BLOCK 256              /* tokens between the prefix hashes a cached file is found by */
+typedef struct pc_disk pc_disk;
+/* A cache of session files in dir holding at most max_bytes.  0, or -errno with err (dir missing,
+ * not a directory, not writable). */
+int  pc_disk_open(pc_disk **out, const char *dir, uint64_t max_bytes, char *err, size_t errlen);
+void pc_disk_free(pc_disk *d);   /* the files stay */
+/* Write c's tokens and KV as a cache file, then evict the least recently used files over the
+ * limit (a file larger than the whole limit is not kept).  1: written; 0: nothing to write (fewer
+ * than PC_BLOCK tokens, or these tokens are cached already); or -errno with err. */
+int  pc_disk_save(pc_disk *d, sluice_ctx *c, char *err, size_t errlen);
+/* The cached file sharing the most whole PC_BLOCK blocks with prompt (by prefix hash; the most
+ * recently used at a tie), the tokens of those blocks in *tokens; -1 (*tokens 0): none. */
+int  pc_disk_find(pc_disk *d, const int32_t *prompt, int n_prompt, int *tokens);
+/* Load file i (pc_disk_find's) into c.  0, or -errno with err: c is then empty and the file
+ * forgotten (and deleted). */
+int  pc_disk_load(pc_disk *d, int i, sluice_ctx *c, char *err, size_t errlen);
+void pc_disk_usage(const pc_disk *d, uint64_t *bytes, int *files);
+/* What pc_prepare did. */
+typedef struct pc_outcome {
+    int kept;                     /* prompt tokens c holds (reused) */
+    bool saved, loaded;           /* the slot's KV was written to / a file was read from the disk tier */
+    bool disk_error;              /* a save or load failed (err says why); the request is unaffected */
+} pc_outcome;
+/* The prompt cache's whole work for context c taking a prompt (prompt_cache.c): with a disk tier
+ * (d not NULL), first write c's KV there if this prompt would throw away whole blocks of it, then
+ * load a cached file that shares more of the prompt than c does; then pc_adopt.  Runs on the
+ * scheduler thread without the server lock (a save or load takes time). */
+pc_outcome pc_prepare(pc_disk *d, sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, char *err,
+                      size_t errlen);
 
 /* ---- text (sched.c) ---- */
 /* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;
