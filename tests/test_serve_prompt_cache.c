@@ -15,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "runtime/api/session.h"
 
 #include "runtime/serve/serve_internal.h"
 
@@ -117,7 +121,7 @@ static void open_model(fixture *f)
     sluice_params_default(&p);
     p.planner = SLUICE_PLANNER_OFF;
     p.n_threads = 2;
-    p.n_ctx = 256;
+    p.n_ctx = 512;
     p.n_batch = 64;
     p.n_parallel = 2;
     char err[256];
@@ -233,6 +237,176 @@ Test(serve_pcache, adopt_keeps_the_prefix_bit_identical, .timeout = 300)
     }
     free(ref);
     sluice_ctx_free(c);
+    sluice_batch_free(f.b);
+    sluice_close(f.m);
+}
+
+/* ---- the disk tier ---- */
+
+static void cache_name(char *out, size_t len, const int32_t *t, int n)
+{
+    snprintf(out, len, "sluice-pcache-%016llx-%d.session",
+             (unsigned long long)sl_xxh64(t, (size_t)n * sizeof *t, 0x9c1ce0ull), n);
+}
+
+static bool exists_in(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return !lstat(p, &sb);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool file_is(const char *dir, const char *name, const char *text)
+{
+    char p[512], buf[256] = "";
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return !strcmp(buf, text);
+}
+
+/* Files, saving, finding by block prefix, loading bit-identical, the size limit (LRU), files of
+ * others never deleted (a foreign file with the cache's own prefix included), damaged files. */
+Test(serve_pcache, disk_tier, .timeout = 300)
+{
+    seed();
+    fixture f;
+    open_model(&f);
+    char err[256], dir[] = "/tmp/sluice-pcache-test.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    static const char foreign[] = "sluice-pcache-0123456789abcdef-300.session", other[] = "notes.txt";
+    write_file(dir, foreign, "not ours");
+    write_file(dir, other, "not ours either");
+    sluice_ctx *c, *c2;
+    cr_assert_eq(sluice_ctx_new_seq(f.m, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sluice_ctx_new_seq(f.m, &c2, err, sizeof err), 0, "%s", err);
+    float *ref = malloc((size_t)(STEPS + 1) * f.V * sizeof(float));
+    enum { NA = 300 };
+    int32_t a[NA], b[NA], e[NA], prompt[400];
+    random_tokens(a, NA);
+    branch(b, a, 0, NA);
+    branch(e, a, 0, NA);
+    char name_a[96], name_b[96], name_e[96];
+    cache_name(name_a, sizeof name_a, a, NA);
+    cache_name(name_b, sizeof name_b, b, NA);
+    cache_name(name_e, sizeof name_e, e, NA);
+
+    pc_disk *d;
+    cr_assert_eq(pc_disk_open(&d, dir, 1ull << 30, err, sizeof err), 0, "%s", err);
+    fill(&f, c, a, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
+    cr_assert(exists_in(dir, name_a));
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 0, "the same tokens again: nothing to write");
+    uint64_t one;
+    int files;
+    pc_disk_usage(d, &one, &files);
+    cr_assert(files == 1 && one > 0);
+    fill(&f, c, a, PC_BLOCK - 1);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 0, "fewer than a block: nothing to write");
+
+    /* a prompt sharing a's first block and more: found by the block's hash, loaded, its 280 tokens kept */
+    int have = -1;
+    branch(prompt, a, 280, 340);
+    int i = pc_disk_find(d, prompt, 340, &have);
+    cr_assert(i >= 0 && have == PC_BLOCK, "found %d, %d tokens", i, have);
+    cr_assert_eq(pc_disk_load(d, i, c2, err, sizeof err), 0, "%s", err);
+    int nt = 0;
+    const int32_t *t = sluice_tokens(c2, &nt);
+    cr_assert(nt == NA && !memcmp(t, a, sizeof a), "the loaded context holds a's tokens");
+    cr_assert_eq(pc_adopt(c2, prompt, 340, true, NULL), 280);
+    reference(&f, prompt, 340, ref);
+    finish_and_compare(&f, c2, prompt, 340, 280, 37, ref, "a prompt after a loaded file");
+    /* pc_prepare does the same: a slot holding b saves it, then loads a */
+    fill(&f, c, b, NA);
+    pc_outcome o = pc_prepare(d, c, prompt, 340, true, err, sizeof err);
+    cr_assert(o.saved && o.loaded && !o.disk_error && o.kept == 280, "saved %d loaded %d kept %d: %s", o.saved, o.loaded,
+              o.kept, err);
+    cr_assert(exists_in(dir, name_b));
+    finish_and_compare(&f, c, prompt, 340, 280, 64, ref, "pc_prepare from the disk tier");
+    /* a prompt sharing less than a block with every file: nothing */
+    branch(prompt, a, PC_BLOCK - 1, 340);
+    cr_assert_eq(pc_disk_find(d, prompt, 340, &have), -1);
+    cr_assert_eq(have, 0);
+    pc_disk_free(d);
+
+    /* a new cache over the same directory (a later run): the earlier files are not its own, never
+     * deleted.  Room for two files: a third evicts the least recently used. */
+    cr_assert_eq(pc_disk_open(&d, dir, one * 5 / 2, err, sizeof err), 0, "%s", err);
+    int32_t x[NA], y[NA], z[NA];
+    branch(x, a, 0, NA);
+    branch(y, a, 0, NA);
+    branch(z, a, 0, NA);
+    x[1] = 3, y[1] = 4, z[1] = 5;   /* (distinct from each other whatever the random draw) */
+    char name_x[96], name_y[96], name_z[96];
+    cache_name(name_x, sizeof name_x, x, NA);
+    cache_name(name_y, sizeof name_y, y, NA);
+    cache_name(name_z, sizeof name_z, z, NA);
+    fill(&f, c, x, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
+    fill(&f, c, y, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
+    fill(&f, c, x, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 0, "x is cached: only its use is recorded");
+    fill(&f, c, z, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
+    uint64_t bytes;
+    pc_disk_usage(d, &bytes, &files);
+    cr_assert(files == 2 && bytes <= one * 5 / 2, "%d files, %llu bytes", files, (unsigned long long)bytes);
+    cr_assert(!exists_in(dir, name_y), "the least recently used file is deleted");
+    cr_assert(exists_in(dir, name_x) && exists_in(dir, name_z));
+    cr_assert(exists_in(dir, name_a) && exists_in(dir, name_b), "an earlier run's files are never deleted");
+    cr_assert(file_is(dir, foreign, "not ours") && file_is(dir, other, "not ours either"), "others' files untouched");
+    /* a damaged file: the load fails, the context is empty, the file forgotten and deleted */
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name_x);
+    cr_assert_eq(truncate(p, 100), 0);
+    branch(prompt, x, 290, 320);
+    i = pc_disk_find(d, prompt, 320, &have);
+    cr_assert(i >= 0 && have == PC_BLOCK);
+    fill(&f, c2, e, 10);
+    cr_assert_lt(pc_disk_load(d, i, c2, err, sizeof err), 0, "a truncated file loads");
+    cr_assert_eq(sluice_n_past(c2), 0);
+    cr_assert(!exists_in(dir, name_x));
+    cr_assert_eq(pc_disk_find(d, prompt, 320, &have), -1);
+    pc_disk_free(d);
+    /* a file larger than the whole limit is not kept */
+    cr_assert_eq(pc_disk_open(&d, dir, one / 2, err, sizeof err), 0, "%s", err);
+    fill(&f, c, e, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
+    pc_disk_usage(d, &bytes, &files);
+    cr_assert(files == 0 && bytes == 0 && !exists_in(dir, name_e));
+    pc_disk_free(d);
+    /* a directory that is not there, or not a directory */
+    snprintf(p, sizeof p, "%s/missing", dir);
+    cr_assert_eq(pc_disk_open(&d, p, 1 << 20, err, sizeof err), -ENOENT);
+    snprintf(p, sizeof p, "%s/%s", dir, other);
+    cr_assert_eq(pc_disk_open(&d, p, 1 << 20, err, sizeof err), -ENOTDIR);
+    cr_assert(strstr(err, "not a directory"), "%s", err);
+    /* clean up: only the files this test made */
+    const char *mine[] = { name_a, name_b, name_z, foreign, other };
+    for (size_t k = 0; k < sizeof mine / sizeof *mine; k++) {
+        snprintf(p, sizeof p, "%s/%s", dir, mine[k]);
+        unlink(p);
+    }
+    cr_assert_eq(rmdir(dir), 0, "files left in %s", dir);
+    pc_disk_free(d);
+    free(ref);
+    sluice_ctx_free(c);
+    sluice_ctx_free(c2);
     sluice_batch_free(f.b);
     sluice_close(f.m);
 }

@@ -227,6 +227,27 @@ pcache_part() {   # MODEL LABEL SERVER_ARGS...
   echo "serve_test: pcache: $label: cached_tokens exact, tokens identical to --no-prompt-cache"
 }
 
+# the disk tier: one slot, two conversations taking turns in it through --prompt-cache-dir
+pcache_disk_part() {   # MODEL
+  local model=$1
+  mkdir "$WORK/pcache"
+  start_server "$WORK/server-pcache-disk.log" -m "$model" --parallel 1 --ignore-eos -c 1024 \
+    --prompt-cache-dir "$WORK/pcache" --prompt-cache-max 64M
+  local cached_base=$BASE
+  OTHER_PID=$SERVER_PID
+  start_server "$WORK/server-pcache-disk-off.log" -m "$model" --parallel 1 --ignore-eos -c 1024 --no-prompt-cache
+  CACHED_URL="$cached_base/v1" PLAIN_URL="$BASE/v1" CACHE_DIR="$WORK/pcache" timeout 300 \
+    node "$HERE/prompt_cache_disk.mjs" || fail "pcache: the disk-tier test failed"
+  stop_server
+  SERVER_PID=$OTHER_PID OTHER_PID=""
+  stop_server
+  local st=0 out
+  out=$("$SLUICE" serve -m "$model" --port 0 --prompt-cache-dir "$WORK/pcache/notes.txt" 2>&1) || st=$?
+  [ "$st" != 0 ] && grep -q "not a directory" <<<"$out" || fail "--prompt-cache-dir on a file: status $st: $out"
+  st=0; out=$("$SLUICE" serve -m "$model" --port 0 --prompt-cache-dir "$WORK/pcache" --no-prompt-cache 2>&1) || st=$?
+  [ "$st" = 2 ] && grep -q "needs the prompt cache" <<<"$out" || fail "--prompt-cache-dir with --no-prompt-cache: $st: $out"
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -237,6 +258,7 @@ case "$PART" in
   limits|all) limits_part ;;&
   cancel|all) cancel_part ;;&
   pcache|all)
+    pcache_disk_part "$SHARED/models/mini-llama3.Q8_0.gguf"
     pcache_part "$SHARED/models/mini-llama3.Q8_0.gguf" mini-llama3 -c 512
     pcache_part "$SHARED/models/micro-llama.Q4_K_M.gguf" micro-llama-streamed --stream -c 512 -b 16
     pcache_part "$SHARED/models/micro-gemma3.Q8_0.gguf" micro-gemma3 -c 512
