@@ -355,6 +355,8 @@ Test(serve_pcache, disk_tier, .timeout = 300)
     cache_name(name_x, sizeof name_x, x, NA);
     cache_name(name_y, sizeof name_y, y, NA);
     cache_name(name_z, sizeof name_z, z, NA);
+    fill(&f, c, a, NA);
+    cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 0, "an earlier run's file of these tokens is left alone");
     fill(&f, c, x, NA);
     cr_assert_eq(pc_disk_save(d, c, err, sizeof err), 1, "%s", err);
     fill(&f, c, y, NA);

@@ -155,10 +155,14 @@ int pc_disk_save(pc_disk *d, sluice_ctx *c, char *err, size_t errlen)
         d->f = p;
         d->cap = nc;
     }
+    struct stat sb;
+    if (!fstatat(d->dir_fd, name, &sb, AT_SYMLINK_NOFOLLOW)) {   /* not ours (an earlier run's): left as it is */
+        free(h);
+        return 0;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", d->dir, name);
     sluice_session_stats st;
-    /* no overwrite: a file of that name this process did not write (an earlier run's) stays as it is */
     int rc = sluice_session_save_flags(c, path, NULL, 0, 0, &st, err, errlen);
     if (rc) { free(h); return rc; }
     pc_file *f = &d->f[d->n++];

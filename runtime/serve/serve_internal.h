@@ -238,7 +238,8 @@ int  pc_disk_open(pc_disk **out, const char *dir, uint64_t max_bytes, char *err,
 void pc_disk_free(pc_disk *d);   /* the files stay */
 /* Write c's tokens and KV as a cache file, then evict the least recently used files over the
  * limit (a file larger than the whole limit is not kept).  1: written; 0: nothing to write (fewer
- * than PC_BLOCK tokens, or these tokens are cached already); or -errno with err. */
+ * than PC_BLOCK tokens, these tokens are cached already, or a file of that name that this cache did
+ * not write is there: it is left alone); or -errno with err. */
 int  pc_disk_save(pc_disk *d, sluice_ctx *c, char *err, size_t errlen);
 /* The cached file sharing the most whole PC_BLOCK blocks with prompt (by prefix hash; the most
  * recently used at a tie), the tokens of those blocks in *tokens; -1 (*tokens 0): none. */
