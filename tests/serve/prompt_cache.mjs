@@ -11,21 +11,10 @@
 // reused tokens fewer (the prompt evaluation that the cache saves), hits and misses per request.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { metrics as metricsAt, tokenSource } from './prompt_cache_util.mjs';
 
 const N = 12;
-const seed = Number(process.env.SEED ?? (Date.now() % 2147483647));
-console.log(`prompt_cache.mjs: seed ${seed}`);
-let st = seed >>> 0;
-const rng = () => {   // mulberry32
-  st = (st + 0x6D2B79F5) >>> 0;
-  let t = st;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-// ids in [3, 500): every test model has at least 512 (mini-llama3 and stories260K exactly)
-const randTokens = (n) => Array.from({ length: n }, () => 3 + Math.floor(rng() * 497));
-const between = (lo, hi) => lo + Math.floor(rng() * (hi - lo + 1));
+const { tokens: randTokens, between } = tokenSource('prompt_cache.mjs');
 
 const opts = { apiKey: 'none', maxRetries: 0, timeout: 300000 };
 const servers = {
@@ -34,13 +23,7 @@ const servers = {
 };
 
 async function metrics(srv) {
-  const r = await fetch(srv.url.replace(/\/v1$/, '') + '/metrics');
-  assert.equal(r.status, 200);
-  const m = {};
-  for (const line of (await r.text()).split('\n')) {
-    const f = line.split(' ');
-    if (f.length === 2 && !line.startsWith('#')) m[f[0]] = Number(f[1]);
-  }
+  const m = await metricsAt(srv.url);
   for (const k of ['sluice_prompt_tokens_total', 'sluice_prompt_tokens_cached_total', 'sluice_prompt_cache_hits_total',
                    'sluice_prompt_cache_misses_total'])
     assert.ok(Number.isInteger(m[k]), `/metrics has no ${k}`);

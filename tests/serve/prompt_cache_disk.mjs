@@ -9,33 +9,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import OpenAI from 'openai';
+import { metrics as metricsAt, tokenSource } from './prompt_cache_util.mjs';
 
 const N = 8;
-const seed = Number(process.env.SEED ?? (Date.now() % 2147483647));
-console.log(`prompt_cache_disk.mjs: seed ${seed}`);
-let st = seed >>> 0;
-const rng = () => {   // mulberry32
-  st = (st + 0x6D2B79F5) >>> 0;
-  let t = st;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-const randTokens = (n) => Array.from({ length: n }, () => 3 + Math.floor(rng() * 497));   // every test vocabulary >= 512
+const { tokens: randTokens } = tokenSource('prompt_cache_disk.mjs');
 const opts = { apiKey: 'none', maxRetries: 0, timeout: 300000 };
 const cached = new OpenAI({ ...opts, baseURL: process.env.CACHED_URL });
 const plain = new OpenAI({ ...opts, baseURL: process.env.PLAIN_URL });
 const dir = process.env.CACHE_DIR;
 
-async function metrics() {
-  const r = await fetch(process.env.CACHED_URL.replace(/\/v1$/, '') + '/metrics');
-  const m = {};
-  for (const line of (await r.text()).split('\n')) {
-    const f = line.split(' ');
-    if (f.length === 2 && !line.startsWith('#')) m[f[0]] = Number(f[1]);
-  }
-  return m;
-}
+const metrics = () => metricsAt(process.env.CACHED_URL);
 
 async function both(prompt, what) {
   const req = { model: 'm', prompt, max_tokens: N, temperature: 0, return_tokens: true };
