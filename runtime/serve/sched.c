@@ -4,7 +4,10 @@
  * after it (speculative decoding, docs/speculative.md: n-grams of the slot's own context, as many
  * as the adaptive draft length says, the batch room left for the other slots and the request's
  * max_tokens allow), and then chunks of the prompts of slots still prefilling, up to the batch's
- * n_batch tokens (continuous batching: a request admitted now is in the very next pass).  After the
+ * n_batch tokens (continuous batching: a request admitted now is in the very next pass).  A request
+ * goes to the free slot whose KV cache (what its last request left there) shares the longest prefix
+ * with its prompt, and only the rest of the prompt is evaluated (the prompt cache, prompt_cache.c;
+ * with --prompt-cache-dir also session files, prompt_disk.c).  After the
  * pass each slot whose prompt is done takes the drafts its own sampler accepts plus one token
  * (sluice_batch_verify: greedy, the tokens of one-token decoding), and reports them one at a time:
  * the text released to the job (whole UTF-8 characters, nothing that could still turn out to be the
