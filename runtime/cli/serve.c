@@ -42,7 +42,7 @@ enum {
     SRV_PARALLEL = 1, SRV_HOST, SRV_PORT, SRV_PORT_FILE, SRV_API_KEY, SRV_MODEL_NAME, SRV_TEMPLATE, SRV_QUEUE,
     SRV_MAX_TOKENS, SRV_DEFAULT_MAX_TOKENS, SRV_STOP, SRV_MAX_PROMPT, SRV_MAX_BODY, SRV_MAX_HEADER,
     SRV_MAX_CONNECTIONS, SRV_MAX_PER_CLIENT, SRV_TIMEOUT, SRV_REQUEST_TIMEOUT, SRV_GRACE, SRV_REASONING,
-    SRV_NO_WEBUI,
+    SRV_NO_WEBUI, SRV_NO_PROMPT_CACHE, SRV_PROMPT_CACHE_DIR, SRV_PROMPT_CACHE_MAX,
 };
 
 /* Only the options the server uses (llama-server's spellings as aliases where they mean the same);
@@ -77,6 +77,13 @@ static const cli_opt serve_table[] = {
     { SRV_GRACE, "--grace", "S", "on SIGINT/SIGTERM, let running requests finish this long (default 10)" },
     { SRV_NO_WEBUI, "--no-webui", NULL, "no web page at / (by default: a chat and the plan at work; no API key\n"
                                         "needed for the page itself, its API calls ask for one)" },
+    { SRV_NO_PROMPT_CACHE, "--no-prompt-cache", NULL, "evaluate every prompt whole (default: a request goes to the slot\n"
+                                                      "whose KV cache shares the longest prefix with it and evaluates\n"
+                                                      "only the rest; usage.prompt_tokens_details.cached_tokens)" },
+    { SRV_PROMPT_CACHE_DIR, "--prompt-cache-dir", "DIR", "keep idle slots' KV that a request would throw away in DIR as\n"
+                                                         "zstd session files, found again by prefix (default: none)" },
+    { SRV_PROMPT_CACHE_MAX, "--prompt-cache-max", "BYTES", "size limit of those files, least recently used deleted first\n"
+                                                           "(default 4G; only files the server wrote are deleted)" },
     { 0, NULL, NULL, "model and sampling defaults (a request's own fields win)" },
     { GEN_MODEL, "-m|--model", "FILE", "GGUF model (default: the bundled stories260K)" },
     { GEN_CTX, "-c|--ctx|--ctx-size", "N", "context length of each slot (default: the model's trained context, halved\n"
@@ -183,6 +190,8 @@ static int serve_value(serve_args *a, int id, const char *o, const char *v)
     case SRV_TIMEOUT: if (!cli_int(o, v, 1, 86400, &l)) return -1; a->so.timeout_s = (int)l; return 0;
     case SRV_REQUEST_TIMEOUT: if (!cli_int(o, v, 0, 86400, &l)) return -1; a->so.request_timeout_s = (int)l; return 0;
     case SRV_GRACE: if (!cli_float(o, v, 0, 3600, &d)) return -1; a->grace = d; return 0;
+    case SRV_PROMPT_CACHE_DIR: a->so.prompt_cache_dir = v; return 0;
+    case SRV_PROMPT_CACHE_MAX: if (!cli_size(o, v, &sz)) return -1; a->so.prompt_cache_max = sz; return 0;
     default: return -1;
     }
 }
@@ -204,6 +213,7 @@ static int parse(int argc, char **argv, serve_args *a)
         if (r < 0) return -1;
         if (r > 0) continue;
         if (op->id == SRV_NO_WEBUI) { a->so.no_webui = true; continue; }
+        if (op->id == SRV_NO_PROMPT_CACHE) { a->so.no_prompt_cache = true; continue; }
         const char *o = argv[i], *v;
         if (!cli_val(argc, argv, &i, &v) || serve_value(a, op->id, o, v)) return -1;
     }
@@ -211,6 +221,10 @@ static int parse(int argc, char **argv, serve_args *a)
     if (a->g.draft == SLUICE_DRAFT_MODEL) {
         cli_err("serve: --draft model is not supported by the server (supported: --draft auto|ngram|off, "
                 "--draft-max K, --draft-fixed; each request drafts from its own context)");
+        return -1;
+    }
+    if (a->so.prompt_cache_dir && a->so.no_prompt_cache) {
+        cli_err("serve: --prompt-cache-dir keeps the prompt cache's files: it needs the prompt cache (drop --no-prompt-cache)");
         return -1;
     }
     return gen_opts_check(&a->g) ? 0 : -1;

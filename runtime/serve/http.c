@@ -31,7 +31,7 @@ void sl_serve_opts_default(sl_serve_opts *o)
     *o = (sl_serve_opts){ .host = "127.0.0.1", .port = 8080, .model_name = "sluice", .n_parallel = 1, .queue_max = 16,
                           .max_body = 1u << 20, .max_header = 32u << 10, .max_connections = 512, .max_per_client = 64,
                           .timeout_s = 30, .request_timeout_s = 10,
-                          .default_max_tokens = 256 };
+                          .default_max_tokens = 256, .prompt_cache_max = 4ull << 30 };
     sluice_sampler_params_default(&o->sampling);
 }
 
@@ -128,7 +128,20 @@ static enum MHD_Result metrics(sl_server *s, struct MHD_Connection *c)
     const double seq_tpp = m.seq_passes ? (double)m.completion_tokens / (double)m.seq_passes : 0.0;
     /* one row per metric: name, counter (else gauge), help, value; a counter prints as an integer */
     const struct { const char *name; bool counter; const char *help; double v; } rows[] = {
-        { "sluice_prompt_tokens_total", true, "Prompt tokens evaluated.", (double)m.prompt_tokens },
+        { "sluice_prompt_tokens_total", true, "Prompt tokens evaluated (not counting those the prompt cache reused).",
+          (double)m.prompt_tokens },
+        { "sluice_prompt_tokens_cached_total", true, "Prompt tokens reused from a slot's KV cache (the prompt cache).",
+          (double)m.prompt_cached },
+        { "sluice_prompt_cache_hits_total", true, "Requests that reused part of their prompt from a slot's KV cache.",
+          (double)m.pc_hits },
+        { "sluice_prompt_cache_misses_total", true, "Requests that evaluated their whole prompt (prompt cache on).",
+          (double)m.pc_misses },
+        { "sluice_prompt_cache_saves_total", true, "Slots' KV written to the prompt cache's directory.", (double)m.pc_saves },
+        { "sluice_prompt_cache_loads_total", true, "Prompt cache files loaded into a slot.", (double)m.pc_loads },
+        { "sluice_prompt_cache_disk_errors_total", true, "Prompt cache files that could not be written or read.",
+          (double)m.pc_disk_errors },
+        { "sluice_prompt_cache_disk_bytes", false, "Bytes of the prompt cache's files.", (double)m.pc_disk_bytes },
+        { "sluice_prompt_cache_disk_files", false, "Prompt cache files.", (double)m.pc_disk_files },
         { "sluice_completion_tokens_total", true, "Tokens generated.", (double)m.completion_tokens },
         { "sluice_passes_total", true, "Forward passes (each reads the streamed weights once).", (double)m.passes },
         { "sluice_pass_tokens_total", true, "Tokens carried by the forward passes.", (double)m.pass_tokens },

@@ -329,8 +329,8 @@ static char *dump(json_t *o, size_t *len)
 
 static json_t *usage(const job *j)
 {
-    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_out, "total_tokens",
-                     j->n_prompt + j->n_out);
+    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_out, "total_tokens",
+                     j->n_prompt + j->n_out, "prompt_tokens_details", "cached_tokens", j->n_cached);
 }
 
 /* The request's decoding figures, as `sluice run --stats-json` names them. */

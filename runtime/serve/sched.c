@@ -4,7 +4,10 @@
  * after it (speculative decoding, docs/speculative.md: n-grams of the slot's own context, as many
  * as the adaptive draft length says, the batch room left for the other slots and the request's
  * max_tokens allow), and then chunks of the prompts of slots still prefilling, up to the batch's
- * n_batch tokens (continuous batching: a request admitted now is in the very next pass).  After the
+ * n_batch tokens (continuous batching: a request admitted now is in the very next pass).  A request
+ * goes to the free slot whose KV cache (what its last request left there) shares the longest prefix
+ * with its prompt, and only the rest of the prompt is evaluated (the prompt cache, prompt_cache.c;
+ * with --prompt-cache-dir also session files, prompt_disk.c).  After the
  * pass each slot whose prompt is done takes the drafts its own sampler accepts plus one token
  * (sluice_batch_verify: greedy, the tokens of one-token decoding), and reports them one at a time:
  * the text released to the job (whole UTF-8 characters, nothing that could still turn out to be the
@@ -26,7 +29,7 @@ typedef struct slot {
     sluice_ctx *c;
     sluice_sampler *smp;
     job *j;                       /* NULL: free */
-    int fed;                      /* prompt tokens evaluated */
+    int fed;                      /* prompt tokens in the context (kept by the prompt cache, or evaluated) */
     int32_t next;                 /* the sampled token the next pass evaluates */
     int span;                     /* index in the current batch, -1: not in it */
     bool decoding;                /* the span is next + drafts (else a prompt chunk) */
@@ -36,6 +39,8 @@ typedef struct slot {
     size_t pend_len;
     char *raw;                    /* all clean text generated (the stop-string search runs over it) */
     size_t raw_len, raw_cap, released;
+    uint64_t last_used;           /* when it was last given a request (sched.n_started then) */
+    bool prep;                    /* given a request: the prompt cache's work is due (prepare) */
 } slot;
 
 typedef struct sched sched;
@@ -46,6 +51,9 @@ struct sched {
     struct MHD_Connection **wake; /* connections to resume after the lock is dropped */
     int n_wake;
     uint64_t t_stats_ns;          /* when the stream figures of /metrics were last read */
+    uint64_t n_started;           /* requests given a slot so far (the slots' LRU clock) */
+    pc_slot_view *views;          /* scratch for the slot choice (prompt_cache.c) */
+    pc_disk *disk;                /* the prompt cache's disk tier (NULL: none); the scheduler thread's */
 };
 
 /* ---- text -------------------------------------------------------------------------------------- */
@@ -262,9 +270,12 @@ static void step(sl_server *s, slot *sl)
     sl->next = out[n - 1];
 }
 
+/* The slot takes job j; what its KV cache keeps of j's prompt is decided by prepare() before the
+ * next pass. */
 static void start(sl_server *s, slot *sl, job *j)
 {
-    sluice_reset(sl->c);
+    sl->last_used = ++s->sch->n_started;
+    sl->prep = true;
     sluice_sampler_free(sl->smp);
     sl->smp = sluice_sampler_new(s->M, &j->sp);
     sl->j = j;
@@ -327,8 +338,13 @@ static int admit(sl_server *s)
         job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % qcap;
         s->q_len--;
-        for (int i = 0; i < sc->n; i++)
-            if (!sc->slots[i].j) { start(s, &sc->slots[i], j); break; }
+        for (int i = 0; i < sc->n; i++) {
+            slot *sl = &sc->slots[i];
+            sc->views[i] = (pc_slot_view){ .busy = sl->j != NULL, .last_used = sl->last_used };
+            sc->views[i].toks = sluice_tokens(sl->c, &sc->views[i].n_toks);
+        }
+        int i = pc_pick(sc->views, sc->n, j->prompt, j->n_prompt, !s->o.no_prompt_cache);
+        if (i >= 0) start(s, &sc->slots[i], j);
     }
     return s->active;
 }
@@ -373,9 +389,49 @@ static void fill_batch(sl_server *s)
         sl->span_n = n;
         sl->fed += n;
         room -= n;
-        if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)sl->j->n_prompt;
+        if (sl->fed == sl->j->n_prompt) s->met.prompt_tokens += (uint64_t)(sl->j->n_prompt - sl->j->n_cached);
     }
     sc->rr = (sc->rr + 1) % sc->n;
+}
+
+/* Under mu, dropped meanwhile: the prompt cache's work for the slots just given a request — each
+ * keeps what its KV cache (or a file of the disk tier, loaded into it) shares with its prompt, and
+ * evaluates the rest in the passes to come.  The disk tier's saves and loads take time: the HTTP
+ * side must not wait on the lock for them.  Only this thread touches the slots' contexts, and a job
+ * cancelled meanwhile is finished by the next admit(). */
+static void prepare(sl_server *s)
+{
+    sched *sc = s->sch;
+    bool any = false;
+    for (int i = 0; i < sc->n; i++) any |= sc->slots[i].prep && sc->slots[i].j;
+    if (!any) return;
+    const bool cache = !s->o.no_prompt_cache;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < sc->n; i++) {
+        slot *sl = &sc->slots[i];
+        if (!sl->prep || !sl->j) continue;
+        char err[SLUICE_ERRLEN] = "";
+        pc_outcome o = pc_prepare(sc->disk, sl->c, sl->j->prompt, sl->j->n_prompt, cache, err, sizeof err);
+        if (o.disk_error) fprintf(stderr, "sluice serve: prompt cache: %s (the request evaluates its prompt)\n", err);
+        pthread_mutex_lock(&s->mu);
+        sl->prep = false;
+        sl->j->n_cached = sl->fed = o.kept;
+        if (cache) {
+            if (o.kept) s->met.pc_hits++;
+            else s->met.pc_misses++;
+        }
+        s->met.prompt_cached += (uint64_t)o.kept;
+        s->met.pc_saves += o.saved;
+        s->met.pc_loads += o.loaded;
+        s->met.pc_disk_errors += o.disk_error;
+        uint64_t bytes;
+        int files;
+        pc_disk_usage(sc->disk, &bytes, &files);
+        s->met.pc_disk_bytes = bytes;
+        s->met.pc_disk_files = (uint64_t)files;
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_lock(&s->mu);
 }
 
 static void flush_wakes(sl_server *s)
@@ -401,6 +457,7 @@ static void *sched_main(void *arg)
             if (!s->q_len) pthread_cond_wait(&s->cv, &s->mu);
             continue;
         }
+        prepare(s);
         fill_batch(s);
         int nt = sluice_batch_n_tokens(sc->b);
         pthread_mutex_unlock(&s->mu);
@@ -437,10 +494,14 @@ int sched_start(sl_server *s, char *err, size_t errlen)
     sc->n = s->o.n_parallel;
     sc->slots = calloc((size_t)sc->n, sizeof *sc->slots);
     sc->wake = calloc((size_t)(sc->n + s->o.queue_max + s->o.n_parallel) + 1, sizeof *sc->wake);
+    sc->views = calloc((size_t)sc->n, sizeof *sc->views);
     s->queue = calloc((size_t)(s->o.queue_max + s->o.n_parallel), sizeof *s->queue);
-    if (!sc->slots || !sc->wake || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
+    if (!sc->slots || !sc->wake || !sc->views || !s->queue) { snprintf(err, errlen, "out of memory"); return -ENOMEM; }
     int rc = sluice_batch_new(s->M, 0, sc->n, 0, &sc->b, err, errlen);
     if (rc) return rc;
+    if (s->o.prompt_cache_dir && !s->o.no_prompt_cache &&
+        (rc = pc_disk_open(&sc->disk, s->o.prompt_cache_dir, s->o.prompt_cache_max, err, errlen)))
+        return rc;
     for (int i = 0; i < sc->n; i++)
         if ((rc = sluice_ctx_new_seq(s->M, &sc->slots[i].c, err, errlen))) return rc;
     sluice_stats st;
@@ -471,8 +532,10 @@ void sched_stop(sl_server *s)
         free(sc->slots[i].raw);
     }
     sluice_batch_free(sc->b);
+    pc_disk_free(sc->disk);
     free(sc->slots);
     free(sc->wake);
+    free(sc->views);
     free(sc);
     s->sch = NULL;
 }

@@ -40,6 +40,11 @@ typedef struct sl_serve_opts {
     const char *chat_template;  /* NULL: the model's (or the plain one) */
     bool no_webui;              /* no web page at GET / (then 404, as any unknown path) */
     bool reasoning_inline;      /* --reasoning-format none: Qwen3's <think> block stays in content */
+    bool no_prompt_cache;       /* true: every request evaluates its whole prompt (default: a request goes to the
+                                   slot whose KV cache shares the longest prefix with it, and evaluates the rest) */
+    const char *prompt_cache_dir;   /* NULL: no disk tier; else idle slots' KV that a request would throw away is
+                                   written there (zstd session files) and found again by prefix */
+    uint64_t prompt_cache_max;  /* bytes of those files at most (least recently used deleted first) */
     sluice_sampler_params sampling;   /* defaults for what a request does not give (seed: random per request) */
 } sl_serve_opts;
 

@@ -82,6 +82,7 @@ typedef struct job {
     int n_out, out_cap;
     uint64_t t_queued_ns, t_first_ns, t_done_ns;
     int passes, drafted, accepted; /* decoding passes, drafts verified in them, drafts reported */
+    int n_cached;                 /* prompt tokens the slot's KV cache already held (the prompt cache) */
     lp_entry *lp;                 /* logprobs of out_toks (top_n >= 0) */
     int n_lp, lp_cap;
 
@@ -100,7 +101,11 @@ typedef struct job {
 
 typedef struct serve_metrics {
     uint64_t requests[6];         /* by outcome: 0 ok, 1 4xx, 2 503, 3 cancelled, 4 error, 5 total */
-    uint64_t prompt_tokens, completion_tokens;
+    uint64_t prompt_tokens, completion_tokens;   /* prompt tokens evaluated (not those reused); generated */
+    uint64_t prompt_cached;       /* prompt tokens reused from a slot's KV cache */
+    uint64_t pc_hits, pc_misses;  /* requests that reused some of their prompt / none of it */
+    uint64_t pc_saves, pc_loads, pc_disk_errors;   /* the disk tier: files written, files read, failures */
+    uint64_t pc_disk_bytes, pc_disk_files;         /* the disk tier now */
     uint64_t passes, pass_tokens; /* forward passes and the tokens they carried */
     uint64_t seq_passes;          /* decoding steps: a pass counted once per sequence it decoded */
     uint64_t drafted, accepted;   /* drafts verified in them; accepted drafts reported */
@@ -248,6 +253,62 @@ bool lp_record(sl_server *s, job *j, const float *logits, int32_t tok, size_t st
 int  lp_ready(const job *j, int from);
 /* The "logprobs" object of a choice for entries [from, to), in the shape of j's endpoint. */
 json_t *lp_json(sl_server *s, const job *j, int from, int to);
+
+/* ---- the prompt cache (prompt_cache.c) ---- */
+/* What the slot choice sees of a slot: its context's tokens, whether a request holds it, and when
+ * it was last given one (a counter: larger is more recent). */
+typedef struct pc_slot_view {
+    const int32_t *toks;
+    int n_toks;
+    bool busy;
+    uint64_t last_used;
+} pc_slot_view;
+/* Length of the common prefix of a[0..na) and b[0..nb). */
+int pc_common_prefix(const int32_t *a, int na, const int32_t *b, int nb);
+/* The free slot for a request with this prompt: the one whose tokens share the longest prefix with
+ * it, a prefix counting only when it is more than half the prompt; at a tie (and when none counts)
+ * the least recently used.  With the cache off (enabled false) the first free slot.  -1 when every
+ * slot is busy. */
+int pc_pick(const pc_slot_view *v, int n, const int32_t *prompt, int n_prompt, bool enabled);
+typedef int (*pc_rewind_fn)(sluice_ctx *c, int n);
+/* Prepare context c for a prompt (n_prompt >= 1): keep its common prefix with the prompt, all but
+ * the prompt's last token at most (its logits must be fresh), rewinding c there with `rewind`
+ * (NULL: sluice_rewind; tests pass one that fails); with nothing to keep, the cache off, or a
+ * rewind that fails, c is reset (a full evaluation follows).  Returns the prompt tokens kept: c
+ * then holds exactly prompt[0..kept). */
+int pc_adopt(sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, pc_rewind_fn rewind);
+
+/* ---- the prompt cache's disk tier (prompt_disk.c) ---- */
+#define PC_BLOCK 256              /* tokens between the prefix hashes a cached file is found by */
+typedef struct pc_disk pc_disk;
+/* A cache of session files in dir holding at most max_bytes.  0, or -errno with err (dir missing,
+ * not a directory, not writable). */
+int  pc_disk_open(pc_disk **out, const char *dir, uint64_t max_bytes, char *err, size_t errlen);
+void pc_disk_free(pc_disk *d);   /* the files stay */
+/* Write c's tokens and KV as a cache file, then evict the least recently used files over the
+ * limit (a file larger than the whole limit is not kept).  1: written; 0: nothing to write (fewer
+ * than PC_BLOCK tokens, these tokens are cached already, or a file of that name that this cache did
+ * not write is there: it is left alone); or -errno with err. */
+int  pc_disk_save(pc_disk *d, sluice_ctx *c, char *err, size_t errlen);
+/* The cached file sharing the most whole PC_BLOCK blocks with prompt (by prefix hash; the most
+ * recently used at a tie), the tokens of those blocks in *tokens; -1 (*tokens 0): none. */
+int  pc_disk_find(pc_disk *d, const int32_t *prompt, int n_prompt, int *tokens);
+/* Load file i (pc_disk_find's) into c.  0, or -errno with err: c is then empty and the file
+ * forgotten (and deleted). */
+int  pc_disk_load(pc_disk *d, int i, sluice_ctx *c, char *err, size_t errlen);
+void pc_disk_usage(const pc_disk *d, uint64_t *bytes, int *files);
+/* What pc_prepare did. */
+typedef struct pc_outcome {
+    int kept;                     /* prompt tokens c holds (reused) */
+    bool saved, loaded;           /* the slot's KV was written to / a file was read from the disk tier */
+    bool disk_error;              /* a save or load failed (err says why); the request is unaffected */
+} pc_outcome;
+/* The prompt cache's whole work for context c taking a prompt (prompt_cache.c): with a disk tier
+ * (d not NULL), first write c's KV there if this prompt would throw away whole blocks of it, then
+ * load a cached file that shares more of the prompt than c does; then pc_adopt.  Runs on the
+ * scheduler thread without the server lock (a save or load takes time). */
+pc_outcome pc_prepare(pc_disk *d, sluice_ctx *c, const int32_t *prompt, int n_prompt, bool enabled, char *err,
+                      size_t errlen);
 
 /* ---- text (sched.c) ---- */
 /* Bytes of s[0..n) that form whole UTF-8 characters, leaving out an incomplete sequence at the end;

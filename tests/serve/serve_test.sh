@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/serve/serve_test.sh SLUICE_BINARY [part] (all, core = greedy + hostile, or one part) — `sluice serve` end to end (run by ctest, in the
+# tests/serve/serve_test.sh SLUICE_BINARY [part] (all, core = greedy + hostile, or one part: greedy, hostile, limits, cancel, pcache) — `sluice serve` end to end (run by ctest, in the
 # normal and the ASan/UBSan build).
 #
 # Each part starts its own server on a free loopback port (--port 0, the port read back from
@@ -24,6 +24,8 @@
 #            chat template: Qwen3 (the Qwen2 vocabulary and its template, sluice-gen), Llama 3.1 (the
 #            Llama 3 vocabulary, sluice-gen), Mistral Nemo's format (micro-nemo, its template forced),
 #            gpt-oss (its o200k_harmony vocabulary and template, sluice-gen).
+#   pcache:  the prompt cache (tests/serve/prompt_cache.mjs): cached_tokens, /metrics, tokens identical
+#            to a server with --no-prompt-cache.
 # The npm client is installed by scripts/install-deps.sh into tests/serve/node_modules.
 set -euo pipefail
 SLUICE=$(realpath "$1")
@@ -33,8 +35,10 @@ ROOT=$(cd "$HERE/../.." && pwd)
 SHARED=${SL_SHARED_DIR:-$ROOT/../shared}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-serve-test.XXXXXX")
 SERVER_PID=""
+OTHER_PID=""   # a second server running beside SERVER_PID (pcache)
 cleanup() {
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill -KILL "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$OTHER_PID" ] && kill -0 "$OTHER_PID" 2>/dev/null; then kill -KILL "$OTHER_PID" 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -289,6 +293,44 @@ json_part() {
   stop_server
 }
 
+# pcache: the prompt cache (tests/serve/prompt_cache.mjs): a server with it and one without
+# (--no-prompt-cache) over the same model, the same requests to both; resident and streamed (drafting).
+pcache_part() {   # MODEL LABEL SERVER_ARGS...
+  local model=$1 label=$2; shift 2
+  [ -f "$model" ] || fail "missing $model"
+  start_server "$WORK/server-pcache-$label.log" -m "$model" --parallel 2 --ignore-eos "$@"
+  local cached_base=$BASE
+  OTHER_PID=$SERVER_PID
+  start_server "$WORK/server-pcache-$label-off.log" -m "$model" --parallel 2 --ignore-eos --no-prompt-cache "$@"
+  CACHED_URL="$cached_base/v1" PLAIN_URL="$BASE/v1" timeout 300 node "$HERE/prompt_cache.mjs" ||
+    fail "pcache: $label: the prompt-cache test failed"
+  stop_server
+  SERVER_PID=$OTHER_PID OTHER_PID=""
+  stop_server
+  echo "serve_test: pcache: $label: cached_tokens exact, tokens identical to --no-prompt-cache"
+}
+
+# the disk tier: one slot, two conversations taking turns in it through --prompt-cache-dir
+pcache_disk_part() {   # MODEL
+  local model=$1
+  mkdir "$WORK/pcache"
+  start_server "$WORK/server-pcache-disk.log" -m "$model" --parallel 1 --ignore-eos -c 1024 \
+    --prompt-cache-dir "$WORK/pcache" --prompt-cache-max 64M
+  local cached_base=$BASE
+  OTHER_PID=$SERVER_PID
+  start_server "$WORK/server-pcache-disk-off.log" -m "$model" --parallel 1 --ignore-eos -c 1024 --no-prompt-cache
+  CACHED_URL="$cached_base/v1" PLAIN_URL="$BASE/v1" CACHE_DIR="$WORK/pcache" timeout 300 \
+    node "$HERE/prompt_cache_disk.mjs" || fail "pcache: the disk-tier test failed"
+  stop_server
+  SERVER_PID=$OTHER_PID OTHER_PID=""
+  stop_server
+  local st=0 out
+  out=$("$SLUICE" serve -m "$model" --port 0 --prompt-cache-dir "$WORK/pcache/notes.txt" 2>&1) || st=$?
+  [ "$st" != 0 ] && grep -q "not a directory" <<<"$out" || fail "--prompt-cache-dir on a file: status $st: $out"
+  st=0; out=$("$SLUICE" serve -m "$model" --port 0 --prompt-cache-dir "$WORK/pcache" --no-prompt-cache 2>&1) || st=$?
+  [ "$st" = 2 ] && grep -q "needs the prompt cache" <<<"$out" || fail "--prompt-cache-dir with --no-prompt-cache: $st: $out"
+}
+
 case "$PART" in
   greedy|core|all)
     greedy_part "$ROOT/models/stories260K.gguf" stories --parallel 4
@@ -300,6 +342,12 @@ case "$PART" in
   cancel|all) cancel_part ;;&
   webui|all) webui_part ;;&
   json|all) json_part ;;&
-  toolcalls|all) tools_part ;;
+  toolcalls|all) tools_part ;;&
+  pcache|all)
+    pcache_disk_part "$SHARED/models/mini-llama3.Q8_0.gguf"
+    pcache_part "$SHARED/models/mini-llama3.Q8_0.gguf" mini-llama3 -c 512
+    pcache_part "$SHARED/models/micro-llama.Q4_K_M.gguf" micro-llama-streamed --stream -c 512 -b 16
+    pcache_part "$SHARED/models/micro-gemma3.Q8_0.gguf" micro-gemma3 -c 512
+    ;;
 esac
 echo "serve_test: $PART: every check passed"
