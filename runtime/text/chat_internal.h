@@ -1,5 +1,5 @@
-/* runtime/text/chat_internal.h — what the chat template's rooms share: the growing output buffer
- * (chat_template.c renders the plain families, chat_tools.c the tool-calling forms). */
+/* runtime/text/chat_internal.h — what the chat template's rooms share (chat_template.c renders the
+ * plain families, chat_tools.c the tool-calling forms, harmony_tools.c gpt-oss's tools). */
 #ifndef SL_RUNTIME_CHAT_INTERNAL_H
 #define SL_RUNTIME_CHAT_INTERNAL_H
 
@@ -9,26 +9,8 @@
 #include <string.h>
 
 #include "runtime/text/chat_template.h"
+#include "runtime/text/sbuf.h"
 
-typedef struct sbuf { char *p; size_t n, cap; bool oom; } sbuf;
-
-static inline void put_n(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static inline void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
 
 /* s without leading and trailing ASCII whitespace (as the templates' trim / strip()). */
 static inline void put_trim(sbuf *b, const char *s)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/text/sbuf.h"
+
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static size_t skip_ws(const char *s, size_t n, size_t i)
@@ -215,34 +217,16 @@ char *sl_json_string(const char *v, size_t n)
     return out;
 }
 
-typedef struct outbuf { char *p; size_t n, cap; bool oom; } outbuf;
-
-static void out_n(outbuf *b, const char *s, size_t n)
+static void out_line(sbuf *b, int indent, int depth)
 {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void out_line(outbuf *b, int indent, int depth)
-{
-    out_n(b, "\n", 1);
-    for (int k = 0; k < indent * depth; k++) out_n(b, " ", 1);
+    put_n(b, "\n", 1);
+    for (int k = 0; k < indent * depth; k++) put_n(b, " ", 1);
 }
 
 char *sl_json_pyformat(const char *s, size_t n, int indent, size_t *outlen)
 {
-    outbuf b = { 0 };
-    out_n(&b, "", 0);
+    sbuf b = { 0 };
+    put_n(&b, "", 0);
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -250,25 +234,25 @@ char *sl_json_pyformat(const char *s, size_t n, int indent, size_t *outlen)
         if (c == '"') {
             size_t e = i;
             if (scan_string(s, n, i, &e) != SL_JSON_OK) e = n;
-            out_n(&b, s + i, e - i);
+            put_n(&b, s + i, e - i);
             i = e - 1;
         } else if (c == '{' || c == '[') {
             size_t j = skip_ws(s, n, i + 1);
-            if (j < n && (s[j] == '}' || s[j] == ']')) { out_n(&b, s + i, 1); out_n(&b, s + j, 1); i = j; continue; }
-            out_n(&b, &c, 1);
+            if (j < n && (s[j] == '}' || s[j] == ']')) { put_n(&b, s + i, 1); put_n(&b, s + j, 1); i = j; continue; }
+            put_n(&b, &c, 1);
             depth++;
             if (indent) out_line(&b, indent, depth);
         } else if (c == '}' || c == ']') {
             depth--;
             if (indent) out_line(&b, indent, depth);
-            out_n(&b, &c, 1);
+            put_n(&b, &c, 1);
         } else if (c == ',') {
-            if (indent) { out_n(&b, ",", 1); out_line(&b, indent, depth); }
-            else out_n(&b, ", ", 2);
+            if (indent) { put_n(&b, ",", 1); out_line(&b, indent, depth); }
+            else put_n(&b, ", ", 2);
         } else if (c == ':') {
-            out_n(&b, ": ", 2);
+            put_n(&b, ": ", 2);
         } else {
-            out_n(&b, &c, 1);
+            put_n(&b, &c, 1);
         }
     }
     if (b.oom) { free(b.p); return NULL; }
@@ -278,18 +262,18 @@ char *sl_json_pyformat(const char *s, size_t n, int indent, size_t *outlen)
 
 char *sl_json_quote(const char *s, size_t *outlen)
 {
-    outbuf b = { 0 };
-    out_n(&b, "\"", 1);
+    sbuf b = { 0 };
+    put_n(&b, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
                         : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
         char u[8];
         if (!esc && c < 0x20) { snprintf(u, sizeof u, "\\u%04x", c); esc = u; }
-        if (esc) out_n(&b, esc, strlen(esc));
-        else out_n(&b, (const char *)&c, 1);
+        if (esc) put_n(&b, esc, strlen(esc));
+        else put_n(&b, (const char *)&c, 1);
     }
-    out_n(&b, "\"", 1);
+    put_n(&b, "\"", 1);
     if (b.oom) { free(b.p); return NULL; }
     if (outlen) *outlen = b.n;
     return b.p;
