@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/simd.h"
 #include "kernels/types.h"
 
 #if defined(__x86_64__)
@@ -28,8 +29,9 @@
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_amx_ok;              /* CPU, build and OS can run the AMX GEMM */
+static bool g_vnni_ok;             /* the CPU runs the AVX-512 VNNI GEMM */
 static atomic_bool g_on;           /* the GEMM runs (SLUICE_GEMM=off, sl_gemm_force) */
-static char g_why[96];             /* why there is none, when there is none */
+static char g_why[96];             /* why there is no AMX, when there is none */
 
 #if defined(__x86_64__)
 /* CPUID leaf 7: AMX_TILE (EDX 24), AMX_INT8 (EDX 25); the AVX-512 parts the unpacking uses come
@@ -50,7 +52,7 @@ static bool os_grants_amx(void)
     unsigned long mask = 0;
     if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &mask) == 0 && (mask >> XFEATURE_XTILEDATA & 1)) return true;
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
-        snprintf(g_why, sizeof g_why, "none (AMX: the kernel refused tile data: %s)", strerror(errno));
+        snprintf(g_why, sizeof g_why, "the kernel refused tile data: %s", strerror(errno));
         return false;
     }
     return true;
@@ -60,14 +62,15 @@ static bool os_grants_amx(void)
 static void init_once(void)
 {
 #if defined(__x86_64__)
-    if (!sl_gemm_amx_q4_k) snprintf(g_why, sizeof g_why, "none (this build has no AMX code)");
-    else if (!cpu_has_amx()) snprintf(g_why, sizeof g_why, "none (the CPU has no AMX-INT8)");
+    if (!sl_gemm_amx_q4_k) snprintf(g_why, sizeof g_why, "this build has no AMX code");
+    else if (!cpu_has_amx()) snprintf(g_why, sizeof g_why, "the CPU has no AMX-INT8");
     else g_amx_ok = os_grants_amx();
 #else
-    snprintf(g_why, sizeof g_why, "none (AMX is x86 only)");
+    snprintf(g_why, sizeof g_why, "AMX is x86 only");
 #endif
+    g_vnni_ok = sl_gemm_avx512_q8_0 && sl_kernels_available(SL_KPATH_AVX512);
     const char *e = getenv("SLUICE_GEMM");
-    atomic_store(&g_on, g_amx_ok && !(e && !strcmp(e, "off")));
+    atomic_store(&g_on, !(e && !strcmp(e, "off")));
 }
 
 sl_qgemm_fn sl_gemm_for(int type)
@@ -75,17 +78,51 @@ sl_qgemm_fn sl_gemm_for(int type)
     pthread_once(&g_once, init_once);
     if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return NULL;
     switch (type) {
-    case SL_TYPE_Q4_K: return sl_gemm_amx_q4_k;
-    case SL_TYPE_Q6_K: return sl_gemm_amx_q6_k;
+    case SL_TYPE_Q4_K: return g_amx_ok ? sl_gemm_amx_q4_k : NULL;
+    case SL_TYPE_Q6_K: return g_amx_ok ? sl_gemm_amx_q6_k : NULL;
+    case SL_TYPE_Q8_0: return g_vnni_ok ? sl_gemm_avx512_q8_0 : NULL;
     default: return NULL;
     }
 }
 
+static char g_name[160];
+
+static void make_name(void)
+{
+    if (g_amx_ok) snprintf(g_name, sizeof g_name, "amx-int8 (Q4_K, Q6_K), avx512-vnni (Q8_0)");
+    else if (g_vnni_ok) snprintf(g_name, sizeof g_name, "avx512-vnni (Q8_0); no AMX: %s", g_why);
+    else snprintf(g_name, sizeof g_name, "none (no AVX-512 VNNI; no AMX: %s)", g_why);
+}
+
 const char *sl_gemm_name(void)
 {
+    static pthread_once_t name_once = PTHREAD_ONCE_INIT;
     pthread_once(&g_once, init_once);
-    if (!g_amx_ok) return g_why;
-    return atomic_load(&g_on) ? "amx-int8 (Q4_K, Q6_K)" : "none (turned off: SLUICE_GEMM=off)";
+    pthread_once(&name_once, make_name);
+    return atomic_load(&g_on) || (!g_amx_ok && !g_vnni_ok) ? g_name : "none (turned off: SLUICE_GEMM=off)";
+}
+
+/* ---- scratch: per thread, grown on demand, freed with the thread (as kernels/matmul.c's) ---- */
+
+static _Thread_local struct { void *p; size_t cap; } t_scratch;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static bool g_key_ok;
+
+static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
+
+void *sl_gemm_scratch(size_t bytes)
+{
+    if (bytes <= t_scratch.cap) return t_scratch.p;
+    pthread_once(&g_key_once, make_key);
+    const size_t cap = (bytes + bytes / 4 + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, cap);
+    if (!p) return NULL;
+    free(t_scratch.p);
+    t_scratch.p = p;
+    t_scratch.cap = cap;
+    if (g_key_ok) pthread_setspecific(g_key, p);
+    return p;
 }
 
 int sl_gemm_force(int mode)
@@ -96,7 +133,7 @@ int sl_gemm_force(int mode)
         return 0;
     }
     if (mode != SL_GEMM_AMX && mode != SL_GEMM_AUTO) return -EINVAL;
-    if (!g_amx_ok) return -ENOTSUP;
+    if (!g_vnni_ok && !g_amx_ok) return -ENOTSUP;
     atomic_store(&g_on, true);
     return 0;
 }

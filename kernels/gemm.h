@@ -10,9 +10,10 @@
  * Paths: AMX-INT8 (kernels/gemm_amx.c) on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW and VNNI once
  * Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process).
  * Without it (other CPUs, an older kernel, a VM hiding AMX, arm64) there is no GEMM and sl_matmul
- * keeps its 4-vector dots (the same bits); sl_gemm_name says which and why.  Types: Q4_K, Q6_K.
- * Q8_0 has none: its canonical steps round in f32 once per 4 products, a granularity a tile product
- * (64 products per sum) cannot reproduce, so an AMX Q8_0 would change the bits.
+ * keeps its 4-vector dots (the same bits) for those; sl_gemm_name says which and why.  Types: Q4_K,
+ * Q6_K on AMX.  Q8_0 on AVX-512 VNNI (kernels/gemm_avx512.c): its canonical steps round in f32 once
+ * per 4 products, a granularity a tile product (64 products per sum) cannot reproduce exactly, but
+ * one vpdpbusd lane can.
  */
 #ifndef SL_KERNELS_GEMM_H
 #define SL_KERNELS_GEMM_H
@@ -43,7 +44,11 @@ const char *sl_gemm_name(void);
  * the same at first use.  Not meant to be called while products run. */
 int sl_gemm_force(int mode);
 
-/* kernels/gemm_amx.c (NULL where the build has no AMX code: non-x86, or a compiler without it). */
-extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k;
+/* kernels/gemm_amx.c (NULL where the build has no AMX code: non-x86, or a compiler without it) and
+ * kernels/gemm_avx512.c (NULL off x86). */
+extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
+/* The GEMMs' working memory: a 64-byte aligned buffer of at least `bytes` owned by the calling
+ * thread (grown on demand, freed when the thread exits), contents undefined; NULL when out of memory. */
+void *sl_gemm_scratch(size_t bytes);
 
 #endif

@@ -28,8 +28,6 @@
 #if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512BW__) && \
     defined(__AVX512VNNI__)
 #include <immintrin.h>
-#include <pthread.h>
-#include <stdlib.h>
 
 #define PLANE_BYTES 4096     /* 4 steps of 64 elements x 16 rows: one plane of one super-block */
 #define Q8K_QS 4             /* offsetof(sl_block_q8_k, qs) */
@@ -52,29 +50,6 @@ static void tiles_configure(void)
         c.rows[t] = 16;
     }
     _tile_loadconfig(&c);
-}
-
-/* ---- scratch: per thread, grown on demand, freed with the thread (as kernels/matmul.c's) ---- */
-
-static _Thread_local struct { void *p; size_t cap; } t_scratch;
-static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_key;
-static bool g_key_ok;
-
-static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
-
-static void *scratch(size_t bytes)
-{
-    if (bytes <= t_scratch.cap) return t_scratch.p;
-    pthread_once(&g_key_once, make_key);
-    const size_t cap = (bytes + bytes / 4 + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, cap);
-    if (!p) return NULL;
-    free(t_scratch.p);
-    t_scratch.p = p;
-    t_scratch.cap = cap;
-    if (g_key_ok) pthread_setspecific(g_key, p);
-    return p;
 }
 
 /* ---- weight unpacking ------------------------------------------------------------------------ */
@@ -271,7 +246,7 @@ static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t n
     const size_t planes = (size_t)nsb * np * PLANE_BYTES, dvec = (size_t)nsb * 16 * sizeof(float);
     const size_t padb = ((size_t)16 * nsb * sizeof(sl_block_q8_k) + 63) & ~(size_t)63;
     const size_t total = planes + 2 * dvec + 3 * 1024 + padb + sizeof(rowmajor_planes);
-    uint8_t *s = scratch(total);
+    uint8_t *s = sl_gemm_scratch(total);
     if (!s) return false;
     work wk = { s, (float *)(s + planes), (float *)(s + planes + dvec), (int32_t *)(s + planes + 2 * dvec),
                 s + planes + 2 * dvec + 3 * 1024, (rowmajor_planes *)(s + planes + 2 * dvec + 3 * 1024 + padb) };

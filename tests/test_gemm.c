@@ -25,17 +25,24 @@
 #include "kernels/types.h"
 #include "test_kernels_util.h"
 
-typedef struct { int type, bytes, d_off[2]; sl_qdot_fn ref; } gcase;
+typedef struct {
+    int type, blck, bytes, d_off[2];
+    sl_qdot_fn ref;
+    sl_actq_fn quant;
+    int act_bytes;
+    int64_t odd_width;   /* a width with an odd block count (Q8_0: the dot's unpaired last block) */
+} gcase;
 
 static const gcase k_cases[] = {
-    { SL_TYPE_Q4_K, 144, { 0, 2 }, sl_qdot_q4_k_q8_k },
-    { SL_TYPE_Q6_K, 210, { 208, -1 }, sl_qdot_q6_k_q8_k },
+    { SL_TYPE_Q4_K, 256, 144, { 0, 2 }, sl_qdot_q4_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 2304 },
+    { SL_TYPE_Q6_K, 256, 210, { 208, -1 }, sl_qdot_q6_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 768 },
+    { SL_TYPE_Q8_0, 32, 34, { 0, -1 }, sl_qdot_q8_0_q8_0, sl_quantize_act_q8_0, SL_Q8_0_BYTES, 96 },
 };
 
 /* rows x n random weights of case c; `wide`: d/dmin any finite half, else exponents in [-14, -6]. */
 static uint8_t *make_weights(tk_rng *r, const gcase *c, int64_t rows, int64_t n, bool wide)
 {
-    const size_t nblk = (size_t)rows * (size_t)(n / 256);
+    const size_t nblk = (size_t)rows * (size_t)(n / c->blck);
     uint8_t *w = malloc(nblk * (size_t)c->bytes);
     cr_assert(w);
     tk_bytes(r, w, nblk * (size_t)c->bytes);
@@ -49,16 +56,16 @@ static uint8_t *make_weights(tk_rng *r, const gcase *c, int64_t rows, int64_t n,
 }
 
 /* nv quantized activation vectors of n elements (Gaussian, a random scale per vector). */
-static uint8_t *make_acts(tk_rng *r, int nv, int64_t n, size_t *stride)
+static uint8_t *make_acts(const gcase *c, tk_rng *r, int nv, int64_t n, size_t *stride)
 {
-    *stride = (size_t)(n / 256) * SL_Q8_K_BYTES;
+    *stride = (size_t)(n / c->blck) * (size_t)c->act_bytes;
     uint8_t *y = malloc(*stride * (size_t)nv);
     float *x = malloc((size_t)n * sizeof *x);
     cr_assert(y && x);
     for (int v = 0; v < nv; v++) {
         const double s = ldexp(1.0, (int)(tk_next(r) % 17) - 8);
         for (int64_t i = 0; i < n; i++) x[i] = (float)(s * tk_gauss(r));
-        sl_quantize_act_q8_k(x, y + (size_t)v * *stride, n);
+        c->quant(x, y + (size_t)v * *stride, n);
     }
     free(x);
     return y;
@@ -72,7 +79,7 @@ static bool check_gemm(const gcase *c, sl_qgemm_fn g, tk_rng *r, int64_t rows, i
 {
     uint8_t *w = make_weights(r, c, rows, n, wide);
     size_t ys;
-    uint8_t *y = make_acts(r, nv, n, &ys);
+    uint8_t *y = make_acts(c, r, nv, n, &ys);
     const size_t rb = sl_row_bytes(c->type, n);
     const int64_t os = rows + 3;   /* an out stride wider than the rows: the gaps stay untouched */
     float *out = malloc((size_t)os * (size_t)nv * sizeof *out);
@@ -125,10 +132,11 @@ Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
         const sl_qgemm_fn g = gemm_or_skip(k_cases[ci].type);
         tk_rng r = { 0x9a17 + ci };
         for (size_t a = 0; a < sizeof rows / sizeof *rows; a++)
-            for (size_t b = 0; b < sizeof widths / sizeof *widths; b++) {
+            for (size_t b = 0; b <= sizeof widths / sizeof *widths; b++) {
+                const int64_t width = b < sizeof widths / sizeof *widths ? widths[b] : k_cases[ci].odd_width;
                 const int nv = 1 + (int)(tk_next(&r) % 40);
-                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], widths[b], nv, false));
-                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], widths[b], nv, true));   /* any finite d */
+                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], width, nv, false));
+                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], width, nv, true));   /* any finite d */
             }
     }
 }
@@ -136,20 +144,21 @@ Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
 /* A non-finite activation block (the quantizer's d = NaN, zero quants) gives NaN as the dot does. */
 Test(gemm, nonfinite_activations_stay_visible)
 {
-    const gcase *c = &k_cases[0];
+  for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+    const gcase *c = &k_cases[ci];
     const sl_qgemm_fn g = gemm_or_skip(c->type);
-    tk_rng r = { 0x4a4a };
+    tk_rng r = { 0x4a4a + ci };
     const int64_t n = 512, rows = 18;
     const int nv = 20;
     uint8_t *w = make_weights(&r, c, rows, n, false);
     float *x = malloc((size_t)n * nv * sizeof *x), *out = malloc((size_t)rows * nv * sizeof *out);
-    const size_t ys = (size_t)(n / 256) * SL_Q8_K_BYTES;
+    const size_t ys = (size_t)(n / c->blck) * (size_t)c->act_bytes;
     uint8_t *y = malloc(ys * nv);
     cr_assert(x && out && y);
     for (int64_t i = 0; i < n * nv; i++) x[i] = (float)tk_gauss(&r);
     x[5 * n + 300] = NAN;
     x[11 * n + 7] = INFINITY;
-    for (int v = 0; v < nv; v++) sl_quantize_act_q8_k(x + (size_t)v * n, y + (size_t)v * ys, n);
+    for (int v = 0; v < nv; v++) c->quant(x + (size_t)v * n, y + (size_t)v * ys, n);
     cr_assert(g(w, sl_row_bytes(c->type, n), rows, y, ys, nv, n, out, rows));
     for (int v = 0; v < nv; v++)
         for (int64_t i = 0; i < rows; i++) {
@@ -161,6 +170,7 @@ Test(gemm, nonfinite_activations_stay_visible)
     free(x);
     free(out);
     free(y);
+  }
 }
 
 /* sl_matmul with 2 threads over a batch (the GEMM where there is one) equals n = 1 products of
