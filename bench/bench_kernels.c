@@ -19,7 +19,7 @@
  * The memory bandwidth is measured again before each format (%bw is against that figure), so a
  * change of machine load between formats shows in both numbers.
  *
- *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...]
+ *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
  *
  * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 64 and 512 in
  * GFLOP/s, with the batched kernel that runs (sl_kernels_gemm_name) named in the header.
@@ -438,11 +438,10 @@ static bool name_listed(const char *list, const char *name)
  * for the large batches, which are compute-bound: a weight tile stays in cache while the vectors
  * pass), best of the repetitions, with 1 and 2 threads; "%peak" is the 1-thread figure against
  * the AVX-512 VNNI peak given in GOP/s (argument; 0: not printed). */
-static int run_gemm(double secs, double peak, const char *only)
+static int run_gemm(double secs, double peak, const char *only, int64_t cols)
 {
     const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
     const int batches[] = { 1, 8, 64, 512 };
-    const int64_t cols = 4096;
     sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
     float *x = malloc((size_t)cols * 512 * sizeof *x);
     if (!x || !pool1 || !pool2) return 1;
@@ -490,14 +489,15 @@ int main(int argc, char **argv)
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
-               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,...]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads\n"
+               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads\n"
                "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--bw"))
         return run_bw(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
     if (argc > 1 && !strcmp(argv[1], "--gemm"))
-        return run_gemm(argc > 2 ? atof(argv[2]) : 0.5, argc > 3 ? atof(argv[3]) : 0, argc > 4 ? argv[4] : NULL);
+        return run_gemm(argc > 2 ? atof(argv[2]) : 0.5, argc > 3 ? atof(argv[3]) : 0, argc > 4 ? argv[4] : NULL,
+                        argc > 5 ? atoll(argv[5]) : 4096);
     if (argc > 1 && !strcmp(argv[1], "--ab"))
         return run_ab(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
     const double mib = argc > 1 ? atof(argv[1]) : 512;
