@@ -19,6 +19,11 @@
  * The memory bandwidth is measured again before each format (%bw is against that figure), so a
  * change of machine load between formats shows in both numbers.
  *
+ *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
+ *
+ * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 64 and 512 in
+ * GFLOP/s, with the batched kernel that runs (sl_kernels_gemm_name) named in the header.
+ *
  *        bench_kernels --bw [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
  *
  * --bw measures %bw interleaved: each round times the plain read loop and every SIMD path (2
@@ -43,6 +48,7 @@
 #include <time.h>
 
 #include "kernels/f16.h"
+#include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
@@ -427,17 +433,71 @@ static bool name_listed(const char *list, const char *name)
     return false;
 }
 
+/* --gemm: the batched products (prefill) of the llama3-8b mix's types, as GFLOP/s (2 * rows * cols
+ * * batch / CPU time per thread) for batches 1, 8, 64 and 512 over a 4096 x 4096 matrix (rows 1024
+ * for the large batches, which are compute-bound: a weight tile stays in cache while the vectors
+ * pass), best of the repetitions, with 1 and 2 threads; "%peak" is the 1-thread figure against
+ * the AVX-512 VNNI peak given in GOP/s (argument; 0: not printed). */
+static int run_gemm(double secs, double peak, const char *only, int64_t cols)
+{
+    const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
+    const int batches[] = { 1, 8, 64, 512 };
+    sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
+    float *x = malloc((size_t)cols * 512 * sizeof *x);
+    if (!x || !pool1 || !pool2) return 1;
+    for (int64_t i = 0; i < cols * 512; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+    printf("batched products, %lld columns, GFLOP/s by CPU time per thread (best of repetitions); gemm here: %s\n",
+           (long long)cols, sl_gemm_name());
+    printf("%-6s %-8s %6s %6s %10s %10s %7s\n", "format", "kernel", "batch", "rows", "1T GFLOP/s", "2T GFLOP/s", "%peak");
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        if (only && !name_listed(only, sl_type_name(types[ti]))) continue;
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+            const int nb = batches[bi];
+            const int64_t rows = nb >= 64 ? 1024 : 4096;
+            size_t rb;
+            void *w = make_matrix(types[ti], rows, cols, &rb);
+            float *out = malloc((size_t)rows * (size_t)nb * sizeof *out);
+            if (!w || !out) return 1;
+            /* the 4-vector dots (GEMM off), then the GEMM where this CPU has one for the type */
+            for (int g = 0; g < 2; g++) {
+                if (g == 1 && (nb < SL_GEMM_MIN_VECTORS || sl_gemm_force(SL_GEMM_AUTO) != 0 || !sl_gemm_for(types[ti])))
+                    continue;
+                if (g == 0) sl_gemm_force(SL_GEMM_OFF);
+                const timing t1 = time_matmul(pool1, types[ti], w, rows, cols, rb, x, nb, out, secs);
+                const timing t2 = time_matmul(pool2, types[ti], w, rows, cols, rb, x, nb, out, secs);
+                const double flop = 2.0 * (double)rows * (double)cols * nb;
+                printf("%-6s %-8s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), g ? "gemm" : "dots", nb,
+                       (long long)rows, flop / t1.cpu / 1e9, flop / t2.cpu / 1e9);
+                if (peak > 0) printf(" %6.1f%%", 100 * flop / t1.cpu / 1e9 / peak);
+                printf("\n");
+                fflush(stdout);
+            }
+            sl_gemm_force(SL_GEMM_AUTO);
+            free(w);
+            free(out);
+        }
+    }
+    free(x);
+    sl_pool_free(pool1);
+    sl_pool_free(pool2);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
+               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads\n"
                "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--bw"))
         return run_bw(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
+    if (argc > 1 && !strcmp(argv[1], "--gemm"))
+        return run_gemm(argc > 2 ? atof(argv[2]) : 0.5, argc > 3 ? atof(argv[3]) : 0, argc > 4 ? argv[4] : NULL,
+                        argc > 5 ? atoll(argv[5]) : 4096);
     if (argc > 1 && !strcmp(argv[1], "--ab"))
         return run_ab(argc > 2 ? atof(argv[2]) : 512, argc > 3 ? atoi(argv[3]) : 15, argc > 4 ? argv[4] : NULL);
     const double mib = argc > 1 ? atof(argv[1]) : 512;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernels/alive.h"
+#include "kernels/gemm.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
 
@@ -66,6 +67,7 @@ typedef struct act_fmt {
     sl_qdot4_fn qdot4;    /* 4 vectors at once (NULL: not on this path) */
     sl_qdotr_fn qdotr;    /* rows of a tile against one vector (NULL: the single dot per row) */
     sl_dot_fn fdot;
+    sl_qgemm_fn gemm;     /* many vectors at once (NULL: none for this type or CPU; kernels/gemm.h) */
 } act_fmt;
 
 static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
@@ -82,14 +84,16 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     }
     /* the activation format each quantized type is paired with (kernels/dispatch.c's table) */
     switch (sl_kernels_act(type)) {
-    case SL_ACT_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL }; break;
-    case SL_ACT_Q8_1: f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL }; break;
-    case SL_ACT_Q8_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL, NULL }; break;
+    case SL_ACT_Q8_0: f = (act_fmt){ ks->quantize_q8_0, 32, SL_Q8_0_BYTES, NULL, NULL, NULL, NULL, NULL }; break;
+    case SL_ACT_Q8_1: f = (act_fmt){ ks->quantize_q8_1, 32, SL_Q8_1_BYTES, NULL, NULL, NULL, NULL, NULL }; break;
+    case SL_ACT_Q8_K: f = (act_fmt){ ks->quantize_q8_k, 256, SL_Q8_K_BYTES, NULL, NULL, NULL, NULL, NULL }; break;
     default: break;   /* the float types, and types without integer dots: the reference f32 dot */
     }
     f.qdot = sl_kernels_qdot(ks, type);   /* NULL for the float types */
     f.qdot4 = sl_kernels_qdot4(ks, type);
     f.qdotr = sl_kernels_qdotr(ks, type);
+    /* the batched GEMM gives the dots' bits; a forced portable path keeps the portable dots */
+    f.gemm = ks != sl_kernels_for(SL_KPATH_PORTABLE) && f.qdot ? sl_gemm_for(type) : NULL;
     /* a set without this type's integer dot (or its activation quantizer): the portable set's,
      * which gives the same bits (kernels/simd.h); failing that, the exact f32 dot */
     if ((f.quant && !f.qdot) || (!f.quant && f.qdot) || (!f.qdot && !f.fdot)) {
@@ -162,6 +166,11 @@ static void mm_rows(const mm_job *j, int64_t ra0, int64_t rb0)
     int vt = (int)(TILE_ACT_BYTES / act_bytes);
     if (rt < 1) rt = 1;
     if (vt < 1) vt = 1;
+    /* a prefill batch and a GEMM: the whole range at once (it tiles rows and vectors itself) */
+    if (in->q && j->f.gemm && in->nb >= SL_GEMM_MIN_VECTORS &&
+        j->f.gemm(j->w + (size_t)ra0 * j->row_bytes, j->row_bytes, rb0 - ra0, in->q, in->q_stride, in->nb, cols,
+                  j->out + ra0, j->out_stride))
+        return;
     /* one vector (every decode step) and a rows form: the whole range in one call, whose pipeline
      * runs on across all its rows and whose setup (the plane-order forms put the activations in
      * the grid's order, kernels/simd_avx512_vbmi_planes.c) is paid once, not per tile */
@@ -232,13 +241,14 @@ void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int
     assert(sl_type_get(in->type)->bytes % 2 || (((uintptr_t)w & 1) == 0 && row_bytes % 2 == 0));   /* MXFP4: 17 */
     assert(out_stride >= rows);
     mm_job j = { in, fmt_for(in->kernels, in->type, in->exact), w, rows, row_bytes, out, out_stride, rows, 0, false };
-    if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL, j.f.qdotr = NULL;
+    if (!in->q) j.f.qdot = NULL, j.f.qdot4 = NULL, j.f.qdotr = NULL, j.f.gemm = NULL;
     if (!j.f.fdot && !in->q) j.f.fdot = sl_type_get(in->type)->dot;
     /* ~8 grabs per thread, at least 16 rows (a grab costs an atomic add; rows are >= 128 bytes) */
     const int nth = sl_pool_size(pool);
     if (nth > 1) {
         j.chunk = rows / (8 * nth);
         if (j.chunk < 16) j.chunk = 16;
+        if (j.f.gemm && in->nb >= SL_GEMM_MIN_VECTORS) j.chunk = (j.chunk + 15) & ~(int64_t)15;   /* whole 16-row blocks */
     }
     atomic_init(&j.next, 0);
     /* A product of 2^27 multiply-adds (a prefill batch of a large model) can outlast the stop-signal

@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include "include/sluice.h"
+#include "kernels/gemm.h"
 #include "kernels/simd.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/options.h"
@@ -37,8 +38,9 @@ static void usage(FILE *f)
 
 void cli_print_version(FILE *f)
 {
-    fprintf(f, "sluice %s (commit %s)\nkernels: %s (chosen for this CPU)\nliburing %s, zstd %s\n", sluice_version(),
-            SL_GIT_COMMIT, sl_kpath_name(sl_kernels_path()), SL_URING_VERSION, ZSTD_versionString());
+    fprintf(f, "sluice %s (commit %s)\nkernels: %s (chosen for this CPU)\nprefill GEMM: %s\nliburing %s, zstd %s\n",
+            sluice_version(), SL_GIT_COMMIT, sl_kpath_name(sl_kernels_path()), sl_gemm_name(), SL_URING_VERSION,
+            ZSTD_versionString());
 }
 
 static int cmd_help(int argc, char **argv)

@@ -1,0 +1,217 @@
+/* tests/test_gemm.c — the batched GEMM (kernels/gemm.h) gives exactly the bits of the single dots.
+ *
+ * Reference: the portable integer dot (kernels/qdot.c, itself checked against float64 sums in
+ * test_kernels_simd.c) of every (row, vector).  Data: fixed-seed random quant bytes (every scale
+ * and quant byte value, incl. Q6_K's -128 scales), random finite f16 d/dmin, Gaussian activations
+ * with per-vector magnitudes spanning 2^-8..2^8, quantized by the portable Q8_K quantizer; odd row
+ * counts (partial 16-row blocks), every vector count 1..70 plus 130 and 300 (partial groups of
+ * 16), several widths.  Compared bit for bit (NaN: both NaN).
+ *
+ * On a machine without an AMX GEMM the direct tests are skipped (and say so); the sl_matmul test
+ * then checks that the fallback (the 4-vector dots) gives the same bits as n = 1 products.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/f16.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/simd.h"
+#include "kernels/threadpool.h"
+#include "kernels/types.h"
+#include "test_kernels_util.h"
+
+typedef struct {
+    int type, blck, bytes, d_off[2];
+    sl_qdot_fn ref;
+    sl_actq_fn quant;
+    int act_bytes;
+    int64_t odd_width;   /* a width with an odd block count (Q8_0: the dot's unpaired last block) */
+} gcase;
+
+static const gcase k_cases[] = {
+    { SL_TYPE_Q4_K, 256, 144, { 0, 2 }, sl_qdot_q4_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 2304 },
+    { SL_TYPE_Q6_K, 256, 210, { 208, -1 }, sl_qdot_q6_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 768 },
+    { SL_TYPE_Q8_0, 32, 34, { 0, -1 }, sl_qdot_q8_0_q8_0, sl_quantize_act_q8_0, SL_Q8_0_BYTES, 96 },
+};
+
+/* rows x n random weights of case c; `wide`: d/dmin any finite half, else exponents in [-14, -6]. */
+static uint8_t *make_weights(tk_rng *r, const gcase *c, int64_t rows, int64_t n, bool wide)
+{
+    const size_t nblk = (size_t)rows * (size_t)(n / c->blck);
+    uint8_t *w = malloc(nblk * (size_t)c->bytes);
+    cr_assert(w);
+    tk_bytes(r, w, nblk * (size_t)c->bytes);
+    for (size_t b = 0; b < nblk; b++)
+        for (int k = 0; k < 2; k++)
+            if (c->d_off[k] >= 0) {
+                const uint16_t h = wide ? tk_finite_half(r) : tk_half_in(r, -14, -6);
+                memcpy(w + b * (size_t)c->bytes + c->d_off[k], &h, 2);
+            }
+    return w;
+}
+
+/* nv quantized activation vectors of n elements (Gaussian, a random scale per vector). */
+static uint8_t *make_acts(const gcase *c, tk_rng *r, int nv, int64_t n, size_t *stride)
+{
+    *stride = (size_t)(n / c->blck) * (size_t)c->act_bytes;
+    uint8_t *y = malloc(*stride * (size_t)nv);
+    float *x = malloc((size_t)n * sizeof *x);
+    cr_assert(y && x);
+    for (int v = 0; v < nv; v++) {
+        const double s = ldexp(1.0, (int)(tk_next(r) % 17) - 8);
+        for (int64_t i = 0; i < n; i++) x[i] = (float)(s * tk_gauss(r));
+        c->quant(x, y + (size_t)v * *stride, n);
+    }
+    free(x);
+    return y;
+}
+
+static bool same_bits(float a, float b) { return (isnan(a) && isnan(b)) || tk_fbits(a) == tk_fbits(b); }
+
+/* The GEMM of case c over rows x nv against the portable dot, every output; false on a mismatch
+ * (printed). */
+static bool check_gemm(const gcase *c, sl_qgemm_fn g, tk_rng *r, int64_t rows, int64_t n, int nv, bool wide)
+{
+    uint8_t *w = make_weights(r, c, rows, n, wide);
+    size_t ys;
+    uint8_t *y = make_acts(c, r, nv, n, &ys);
+    const size_t rb = sl_row_bytes(c->type, n);
+    const int64_t os = rows + 3;   /* an out stride wider than the rows: the gaps stay untouched */
+    float *out = malloc((size_t)os * (size_t)nv * sizeof *out);
+    cr_assert(out);
+    for (size_t i = 0; i < (size_t)os * (size_t)nv; i++) out[i] = -7.0f;
+    cr_assert(g(w, rb, rows, y, ys, nv, n, out, os), "the GEMM could not get its scratch memory");
+    bool ok = true;
+    for (int v = 0; v < nv && ok; v++) {
+        for (int64_t k = rows; k < os; k++) ok = ok && out[(size_t)v * os + k] == -7.0f;
+        for (int64_t i = 0; i < rows && ok; i++) {
+            const float want = c->ref(w + (size_t)i * rb, y + (size_t)v * ys, n), got = out[(size_t)v * os + i];
+            if (!same_bits(want, got)) {
+                printf("%s rows %lld n %lld nv %d: row %lld vector %d: %a (gemm) != %a (dot)\n", sl_type_name(c->type),
+                       (long long)rows, (long long)n, nv, (long long)i, v, got, want);
+                ok = false;
+            }
+        }
+    }
+    free(w);
+    free(y);
+    free(out);
+    return ok;
+}
+
+static sl_qgemm_fn gemm_or_skip(int type)
+{
+    sl_gemm_force(SL_GEMM_AUTO);
+    const sl_qgemm_fn g = sl_gemm_for(type);
+    printf("gemm: %s\n", sl_gemm_name());
+    if (!g) cr_skip_test("skipped: no batched GEMM on this machine (%s)", sl_gemm_name());
+    return g;
+}
+
+Test(gemm, every_vector_count_matches_the_dot)
+{
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+        const sl_qgemm_fn g = gemm_or_skip(k_cases[ci].type);
+        tk_rng r = { 0x6e33 + ci };
+        for (int nv = 1; nv <= 70; nv++) cr_assert(check_gemm(&k_cases[ci], g, &r, 37, 512, nv, false));
+        cr_assert(check_gemm(&k_cases[ci], g, &r, 21, 256, 130, false));
+        cr_assert(check_gemm(&k_cases[ci], g, &r, 16, 768, 300, false));
+    }
+}
+
+Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
+{
+    const int64_t rows[] = { 1, 5, 15, 16, 17, 31, 32, 33, 48, 63 };
+    const int64_t widths[] = { 256, 1280, 4096 };
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+        const sl_qgemm_fn g = gemm_or_skip(k_cases[ci].type);
+        tk_rng r = { 0x9a17 + ci };
+        for (size_t a = 0; a < sizeof rows / sizeof *rows; a++)
+            for (size_t b = 0; b <= sizeof widths / sizeof *widths; b++) {
+                const int64_t width = b < sizeof widths / sizeof *widths ? widths[b] : k_cases[ci].odd_width;
+                const int nv = 1 + (int)(tk_next(&r) % 40);
+                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], width, nv, false));
+                cr_assert(check_gemm(&k_cases[ci], g, &r, rows[a], width, nv, true));   /* any finite d */
+            }
+    }
+}
+
+/* A non-finite activation block (the quantizer's d = NaN, zero quants) gives NaN as the dot does. */
+Test(gemm, nonfinite_activations_stay_visible)
+{
+  for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+    const gcase *c = &k_cases[ci];
+    const sl_qgemm_fn g = gemm_or_skip(c->type);
+    tk_rng r = { 0x4a4a + ci };
+    const int64_t n = 512, rows = 18;
+    const int nv = 20;
+    uint8_t *w = make_weights(&r, c, rows, n, false);
+    float *x = malloc((size_t)n * nv * sizeof *x), *out = malloc((size_t)rows * nv * sizeof *out);
+    const size_t ys = (size_t)(n / c->blck) * (size_t)c->act_bytes;
+    uint8_t *y = malloc(ys * nv);
+    cr_assert(x && out && y);
+    for (int64_t i = 0; i < n * nv; i++) x[i] = (float)tk_gauss(&r);
+    x[5 * n + 300] = NAN;
+    x[11 * n + 7] = INFINITY;
+    for (int v = 0; v < nv; v++) c->quant(x + (size_t)v * n, y + (size_t)v * ys, n);
+    cr_assert(g(w, sl_row_bytes(c->type, n), rows, y, ys, nv, n, out, rows));
+    for (int v = 0; v < nv; v++)
+        for (int64_t i = 0; i < rows; i++) {
+            const float want = c->ref(w + (size_t)i * sl_row_bytes(c->type, n), y + (size_t)v * ys, n);
+            cr_assert(same_bits(want, out[(size_t)v * rows + i]), "vector %d row %lld", v, (long long)i);
+            cr_assert(isnan(out[(size_t)v * rows + i]) == (v == 5 || v == 11));
+        }
+    free(w);
+    free(x);
+    free(out);
+    free(y);
+  }
+}
+
+/* sl_matmul with 2 threads over a batch (the GEMM where there is one) equals n = 1 products of
+ * each vector (decode's products) bit for bit, and the GEMM switched off gives the same bits. */
+Test(gemm, matmul_batch_equals_single_vector_products)
+{
+    sl_pool *pool = sl_pool_create(2);
+    cr_assert(pool);
+    sl_gemm_force(SL_GEMM_AUTO);
+    printf("gemm: %s\n", sl_gemm_name());
+    const int nbs[] = { 16, 17, 45, 100 };
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+        const gcase *c = &k_cases[ci];
+        tk_rng r = { 0x51ce + ci };
+        const int64_t rows = 300, n = 2048;
+        uint8_t *w = make_weights(&r, c, rows, n, false);
+        const size_t rb = sl_row_bytes(c->type, n);
+        for (size_t k = 0; k < sizeof nbs / sizeof *nbs; k++) {
+            const int nb = nbs[k];
+            float *x = malloc((size_t)n * nb * sizeof *x), *batch = malloc((size_t)rows * nb * sizeof *batch);
+            float *off = malloc((size_t)rows * nb * sizeof *off), *one = malloc((size_t)rows * sizeof *one);
+            cr_assert(x && batch && off && one);
+            for (int64_t i = 0; i < n * nb; i++) x[i] = (float)(ldexp(1.0, (int)(i / n % 9) - 4) * tk_gauss(&r));
+            sl_matmul(pool, c->type, w, rows, n, rb, x, nb, batch, rows);
+            sl_gemm_force(SL_GEMM_OFF);
+            sl_matmul(pool, c->type, w, rows, n, rb, x, nb, off, rows);
+            sl_gemm_force(SL_GEMM_AUTO);
+            for (int v = 0; v < nb; v++) {
+                sl_matmul(pool, c->type, w, rows, n, rb, x + (size_t)v * n, 1, one, rows);
+                for (int64_t i = 0; i < rows; i++) {
+                    cr_assert(same_bits(one[i], batch[(size_t)v * rows + i]), "%s nb %d vector %d row %lld",
+                              sl_type_name(c->type), nb, v, (long long)i);
+                    cr_assert(same_bits(one[i], off[(size_t)v * rows + i]));
+                }
+            }
+            free(x);
+            free(batch);
+            free(off);
+            free(one);
+        }
+        free(w);
+    }
+    sl_pool_free(pool);
+}
