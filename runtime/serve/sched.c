@@ -472,6 +472,11 @@ static void *sched_main(void *arg)
             s->met.expert_bytes = st.stream_expert_bytes;
             s->met.expert_hits = st.expert_hits;
             s->met.expert_misses = st.expert_misses;
+            s->met.prefetch_units = st.expert_prefetch_units;
+            s->met.prefetch_used = st.expert_prefetch_used;
+            s->met.prefetch_bytes = st.expert_prefetch_bytes;
+            s->met.prefetch_wasted = st.expert_prefetch_wasted;
+            s->met.prefetch_failed = st.expert_prefetch_failed;
             sc->t_stats_ns = sl_now_ns();
         }
         for (int i = 0; i < sc->n; i++) {

@@ -112,6 +112,7 @@ typedef struct serve_metrics {
     uint64_t bytes_sent;          /* response bytes handed to libmicrohttpd */
     uint64_t stream_bytes;        /* weight bytes read from disk (sluice_stats) */
     uint64_t expert_bytes, expert_hits, expert_misses;   /* routed experts read; the expert cache's hits/misses */
+    uint64_t prefetch_units, prefetch_used, prefetch_bytes, prefetch_wasted, prefetch_failed;   /* --expert-prefetch */
 } serve_metrics;
 
 struct sl_server {
