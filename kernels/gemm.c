@@ -102,29 +102,6 @@ const char *sl_gemm_name(void)
     return atomic_load(&g_on) || (!g_amx_ok && !g_vnni_ok) ? g_name : "none (turned off: SLUICE_GEMM=off)";
 }
 
-/* ---- scratch: per thread, grown on demand, freed with the thread (as kernels/matmul.c's) ---- */
-
-static _Thread_local struct { void *p; size_t cap; } t_scratch;
-static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_key;
-static bool g_key_ok;
-
-static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
-
-void *sl_gemm_scratch(size_t bytes)
-{
-    if (bytes <= t_scratch.cap) return t_scratch.p;
-    pthread_once(&g_key_once, make_key);
-    const size_t cap = (bytes + bytes / 4 + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, cap);
-    if (!p) return NULL;
-    free(t_scratch.p);
-    t_scratch.p = p;
-    t_scratch.cap = cap;
-    if (g_key_ok) pthread_setspecific(g_key, p);
-    return p;
-}
-
 int sl_gemm_force(int mode)
 {
     pthread_once(&g_once, init_once);

@@ -47,8 +47,5 @@ int sl_gemm_force(int mode);
 /* kernels/gemm_amx.c (NULL where the build has no AMX code: non-x86, or a compiler without it) and
  * kernels/gemm_avx512.c (NULL off x86). */
 extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
-/* The GEMMs' working memory: a 64-byte aligned buffer of at least `bytes` owned by the calling
- * thread (grown on demand, freed when the thread exits), contents undefined; NULL when out of memory. */
-void *sl_gemm_scratch(size_t bytes);
 
 #endif

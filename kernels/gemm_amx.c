@@ -24,6 +24,7 @@
  */
 #include "kernels/k_common.h"
 #include "kernels/gemm.h"
+#include "kernels/scratch.h"
 
 #if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512BW__) && \
     defined(__AVX512VNNI__)
@@ -246,7 +247,7 @@ static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t n
     const size_t planes = (size_t)nsb * np * PLANE_BYTES, dvec = (size_t)nsb * 16 * sizeof(float);
     const size_t padb = ((size_t)16 * nsb * sizeof(sl_block_q8_k) + 63) & ~(size_t)63;
     const size_t total = planes + 2 * dvec + 3 * 1024 + padb + sizeof(rowmajor_planes);
-    uint8_t *s = sl_gemm_scratch(total);
+    uint8_t *s = sl_scratch(SL_SCRATCH_GEMM, total);
     if (!s) return false;
     work wk = { s, (float *)(s + planes), (float *)(s + planes + dvec), (int32_t *)(s + planes + 2 * dvec),
                 s + planes + 2 * dvec + 3 * 1024, (rowmajor_planes *)(s + planes + 2 * dvec + 3 * 1024 + padb) };

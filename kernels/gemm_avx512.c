@@ -13,6 +13,7 @@
  */
 #include "kernels/k_common.h"
 #include "kernels/gemm.h"
+#include "kernels/scratch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -85,7 +86,7 @@ static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nrows, c
                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nblk = n / SL_QK;
-    uint8_t *pk = sl_gemm_scratch((size_t)nblk * PACKED_BLOCK);
+    uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, (size_t)nblk * PACKED_BLOCK);
     if (!pk) return false;
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;

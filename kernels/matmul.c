@@ -10,9 +10,7 @@
  * the batch size or the row range (see ops.h), which the forward and streaming tests check bit for
  * bit.
  *
- * Quantized activations live in a per-thread scratch buffer (thread-local, grown on demand, freed
- * when the thread exits): matrix products run back to back hundreds of times per token, and a
- * malloc/free pair per call would page-fault large buffers in again and again.
+ * Quantized activations live in a per-thread scratch buffer (kernels/scratch.h).
  */
 #include "kernels/ops.h"
 
@@ -23,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/alive.h"
+#include "kernels/scratch.h"
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 #include "kernels/types.h"
@@ -33,31 +32,6 @@
 #define PAR_MM_MIN     (1 << 17)      /* row x vector products below which one thread does it all:
                                        * ~10 µs of work, where a pool handoff costs 1-2 µs idle and
                                        * far more when the other core is busy elsewhere */
-
-static _Thread_local struct { void *p; size_t cap; } t_scratch;
-static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_key;
-static bool g_key_ok;
-
-/* Thread exit: the buffer goes with the thread (the key holds the same pointer as t_scratch). */
-static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free) == 0; }
-
-/* Contract: a 64-byte aligned buffer of at least `bytes`, owned by the calling thread (freed when
- * it exits), contents undefined; NULL when out of memory. */
-static void *scratch(size_t bytes)
-{
-    if (bytes <= t_scratch.cap) return t_scratch.p;
-    pthread_once(&g_key_once, make_key);
-    size_t cap = bytes + bytes / 4;
-    cap = (cap + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, cap);
-    if (!p) return NULL;
-    free(t_scratch.p);
-    t_scratch.p = p;
-    t_scratch.cap = cap;
-    if (g_key_ok) pthread_setspecific(g_key, p);
-    return p;
-}
 
 /* What each weight type is dotted with in fast mode. */
 typedef struct act_fmt {
@@ -131,7 +105,7 @@ void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols
     const act_fmt f = fmt_for(ks, type, exact);
     if (!f.quant || cols % f.blck != 0 || nb < 1) return;
     const size_t stride = (size_t)(cols / f.blck) * (size_t)f.bytes;
-    unsigned char *q = scratch(stride * (size_t)nb);
+    unsigned char *q = sl_scratch(SL_SCRATCH_ACT, stride * (size_t)nb);
     if (!q) {
         in->exact = true;
         return;
