@@ -111,21 +111,42 @@ static void runner_close(runner *r)
     sl_model_free(r->m);
 }
 
-/* Prompt + the golden tokens of steps 0..steps-2, teacher-forced; the logits of every step. */
+/* Through an open runner: prompt + the golden tokens of steps 0..steps-2, teacher-forced; the logits
+ * of every step (malloc'd, steps x vocab). */
+static float *runner_steps(runner *r, const golden_run *g, int steps)
+{
+    const int V = r->m->cfg.vocab;
+    float *all = malloc((size_t)steps * V * sizeof *all);
+    cr_assert_eq(sl_eval(r->c, g->prompt, g->n_prompt), 0, "%s: %s", r->m->path, r->c->err);
+    for (int st = 0; st < steps; st++) {
+        memcpy(all + (size_t)st * V, r->c->logits, (size_t)V * sizeof *all);
+        if (st + 1 < steps) cr_assert_eq(sl_eval(r->c, &g->steps[st].token, 1), 0, "%s", r->c->err);
+    }
+    return all;
+}
+
+/* The same with a runner of its own. */
 static float *run_model(const char *path, const golden_run *g, int steps, const run_opts *o, int *vocab)
 {
     runner r;
     runner_open(&r, path, o);
-    const int V = r.m->cfg.vocab;
-    float *all = malloc((size_t)steps * V * sizeof *all);
-    cr_assert_eq(sl_eval(r.c, g->prompt, g->n_prompt), 0, "%s: %s", path, r.c->err);
-    for (int st = 0; st < steps; st++) {
-        memcpy(all + (size_t)st * V, r.c->logits, (size_t)V * sizeof *all);
-        if (st + 1 < steps) cr_assert_eq(sl_eval(r.c, &g->steps[st].token, 1), 0, "%s", r.c->err);
-    }
-    *vocab = V;
+    float *all = runner_steps(&r, g, steps);
+    *vocab = r.m->cfg.vocab;
     runner_close(&r);
     return all;
+}
+
+/* The model's expert-cache entry size; *token: the experts one token takes, *all: every expert. */
+static uint64_t cache_entry_bytes(const char *path, int *token, int *all)
+{
+    sl_model *m;
+    char err[256];
+    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
+    const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
+    *token = m->cfg.n_layers * m->cfg.n_expert_used;
+    *all = m->cfg.n_layers * m->cfg.n_expert;
+    sl_model_free(m);
+    return entry;
 }
 
 typedef struct golden_set { golden_run g; float *f64, *ll; long n; } golden_set;
@@ -445,24 +466,15 @@ static void cache_sizes(const char *type)
     int V;
     run_opts res = { .kv_type = SL_KV_F16, .n_batch = 16 };
     float *ref = run_model(path, &g, steps, &res, &V);
-    sl_model *m;
-    char err[256];
-    cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
-    const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
-    const int all = m->cfg.n_layers * m->cfg.n_expert;
-    sl_model_free(m);
+    int token, all;
+    const uint64_t entry = cache_entry_bytes(path, &token, &all);
     const int sizes[] = { 1, 5, 16, 32 };
     for (int k = 0; k < 4; k += tq_under_qemu_user() ? 3 : 1) {
         run_opts o = { .kv_type = SL_KV_F16, .n_batch = 16, .stream = true, .backend = SL_IO_URING, .prefetch = 2,
                        .chunk = k == 2 ? 20 << 10 : 0, .cache = (uint64_t)sizes[k] * entry };
         runner r;
         runner_open(&r, path, &o);
-        cr_assert_eq(sl_eval(r.c, g.prompt, g.n_prompt), 0, "%s", r.c->err);
-        float *got = malloc((size_t)steps * V * sizeof *got);
-        for (int st = 0; st < steps; st++) {
-            memcpy(got + (size_t)st * V, r.c->logits, (size_t)V * sizeof *got);
-            if (st + 1 < steps) cr_assert_eq(sl_eval(r.c, &g.steps[st].token, 1), 0, "%s", r.c->err);
-        }
+        float *got = runner_steps(&r, &g, steps);
         cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "cache of %d experts: logits differ", sizes[k]);
         sl_stream_stats st;
         sl_stream_get_stats(r.s, &st);
@@ -541,24 +553,15 @@ Test(moe_prefetch, bit_identical_and_counted)
         int V;
         run_opts res = { .kv_type = SL_KV_F16, .n_batch = 16 };
         float *ref = run_model(path, &g, steps, &res, &V);
-        sl_model *m;
-        char err[256];
-        cr_assert_eq(sl_model_open(path, &m, err, sizeof err), 0, "%s", err);
-        const uint64_t entry = (sl_xcache_unit_bytes(m) + 63) & ~(uint64_t)63;
-        const int token = m->cfg.n_layers * m->cfg.n_expert_used, all = m->cfg.n_layers * m->cfg.n_expert;
-        sl_model_free(m);
+        int token, all;
+        const uint64_t entry = cache_entry_bytes(path, &token, &all);
         for (int b = 0; b < 3; b++) {
             const int entries = b == 2 ? all : token + b * (all - token) / 2;
             run_opts o = { .kv_type = SL_KV_F16, .n_batch = 16, .stream = true, .backend = backends[b], .prefetch = 2,
                            .chunk = b == 1 ? 20 << 10 : 0, .cache = (uint64_t)entries * entry, .xprefetch = true };
             runner r;
             runner_open(&r, path, &o);
-            cr_assert_eq(sl_eval(r.c, g.prompt, g.n_prompt), 0, "%s", r.c->err);
-            float *got = malloc((size_t)steps * V * sizeof *got);
-            for (int st = 0; st < steps; st++) {
-                memcpy(got + (size_t)st * V, r.c->logits, (size_t)V * sizeof *got);
-                if (st + 1 < steps) cr_assert_eq(sl_eval(r.c, &g.steps[st].token, 1), 0, "%s", r.c->err);
-            }
+            float *got = runner_steps(&r, &g, steps);
             cr_assert_eq(memcmp(ref, got, (size_t)steps * V * sizeof *ref), 0, "%s %s, cache of %d: prefetch changed logits",
                          path, sl_io_backend_name(backends[b]), entries);
             sl_stream_stats st;
