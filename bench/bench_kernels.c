@@ -22,7 +22,8 @@
  *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
  *
  * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 64 and 512 in
- * GFLOP/s, with the batched kernel that runs (sl_kernels_gemm_name) named in the header.
+ * GFLOP/s: the 4-vector dots, then from batch 16 on each GEMM path this CPU runs (amx, vnni, avx2,
+ * forced in turn: sl_gemm_force), with what runs by default (sl_gemm_name) in the header.
  *
  *        bench_kernels --bw [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
  *
@@ -458,15 +459,22 @@ static int run_gemm(double secs, double peak, const char *only, int64_t cols)
             void *w = make_matrix(types[ti], rows, cols, &rb);
             float *out = malloc((size_t)rows * (size_t)nb * sizeof *out);
             if (!w || !out) return 1;
-            /* the 4-vector dots (GEMM off), then the GEMM where this CPU has one for the type */
-            for (int g = 0; g < 2; g++) {
-                if (g == 1 && (nb < SL_GEMM_MIN_VECTORS || sl_gemm_force(SL_GEMM_AUTO) != 0 || !sl_gemm_for(types[ti])))
-                    continue;
-                if (g == 0) sl_gemm_force(SL_GEMM_OFF);
+            /* the 4-vector dots (GEMM off), then each GEMM path this CPU has for the type (forced in
+             * turn, fastest first; a forced path runs the fastest kernel at or below it, so a kernel
+             * is timed under the slowest forced path that still selects it: its own) */
+            static const int paths[] = { SL_GEMM_OFF, SL_GEMM_AMX, SL_GEMM_VNNI, SL_GEMM_AVX2 };
+            static const char *const names[] = { "dots", "amx", "vnni", "avx2" };
+            sl_qgemm_fn k[4];   /* the type's kernel under each forced path (NULL: refused, or none) */
+            for (int h = 0; h < 4; h++) k[h] = sl_gemm_force(paths[h]) == 0 ? sl_gemm_for(types[ti]) : NULL;
+            for (int g = 0; g < 4; g++) {
+                if (g > 0 && (nb < SL_GEMM_MIN_VECTORS || !k[g])) continue;
+                bool slower_has_it = false;
+                for (int h = g + 1; h < 4 && g > 0; h++) slower_has_it = slower_has_it || k[h] == k[g];
+                if (slower_has_it || sl_gemm_force(paths[g]) != 0) continue;
                 const timing t1 = time_matmul(pool1, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const timing t2 = time_matmul(pool2, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const double flop = 2.0 * (double)rows * (double)cols * nb;
-                printf("%-6s %-8s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), g ? "gemm" : "dots", nb,
+                printf("%-6s %-8s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), names[g], nb,
                        (long long)rows, flop / t1.cpu / 1e9, flop / t2.cpu / 1e9);
                 if (peak > 0) printf(" %6.1f%%", 100 * flop / t1.cpu / 1e9 / peak);
                 printf("\n");
@@ -489,7 +497,7 @@ int main(int argc, char **argv)
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
-               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads\n"
+               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads: the dots and each GEMM path here (amx, vnni, avx2)\n"
                "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }
