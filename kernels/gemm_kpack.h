@@ -59,14 +59,17 @@ KPACK_TARGET static void kpack_q4_k(const uint8_t *w, size_t row_bytes, int nr, 
     }
     for (int r = 0; r < 16; r++) {
         uint8_t sc[8] = { 0 }, m[8] = { 0 };
-        const sl_block_q4_k *b = (const sl_block_q4_k *)(b0 + (size_t)r * row_bytes);
-        if (r < nr) sl_k_scales8(b->scales, sc, m);
+        p->d[r] = p->dmin[r] = 0.0f;
+        if (r < nr) {
+            const sl_block_q4_k *b = (const sl_block_q4_k *)(b0 + (size_t)r * row_bytes);
+            sl_k_scales8(b->scales, sc, m);
+            p->d[r] = sl_f16_to_f32(b->d);
+            p->dmin[r] = sl_f16_to_f32(b->dmin);
+        }
         for (int j = 0; j < 8; j++) {
             p->sc[j][r] = kpack_scale(sc[j], pair);
             p->mp[j][r] = kpack_pair(m[j], m[j]);
         }
-        p->d[r] = r < nr ? sl_f16_to_f32(b->d) : 0.0f;
-        p->dmin[r] = r < nr ? sl_f16_to_f32(b->dmin) : 0.0f;
     }
 }
 
@@ -98,11 +101,15 @@ KPACK_TARGET static void kpack_q6_k(const uint8_t *w, size_t row_bytes, int nr, 
             }
     }
     for (int r = 0; r < 16; r++) {
-        const sl_block_q6_k *b = (const sl_block_q6_k *)(b0 + (size_t)r * row_bytes);
-        for (int s = 0; s < 16; s++) p->sc[s][r] = r < nr ? kpack_scale(b->scales[s], pair) : 0;
-        for (int t = 0; t < 8; t++) p->mp[t][r] = r < nr ? kpack_pair(b->scales[2 * t], b->scales[2 * t + 1]) : 0;
-        p->d[r] = r < nr ? sl_f16_to_f32(b->d) : 0.0f;
-        p->dmin[r] = 0.0f;
+        int8_t sc[16] = { 0 };
+        p->d[r] = p->dmin[r] = 0.0f;
+        if (r < nr) {
+            const sl_block_q6_k *b = (const sl_block_q6_k *)(b0 + (size_t)r * row_bytes);
+            memcpy(sc, b->scales, sizeof sc);
+            p->d[r] = sl_f16_to_f32(b->d);
+        }
+        for (int s = 0; s < 16; s++) p->sc[s][r] = kpack_scale(sc[s], pair);
+        for (int t = 0; t < 8; t++) p->mp[t][r] = kpack_pair(sc[2 * t], sc[2 * t + 1]);
     }
 }
 
