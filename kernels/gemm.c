@@ -34,9 +34,9 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_ok[4];               /* [SL_GEMM_AMX..AVX2]: CPU, build (and OS for AMX) can run it */
 static atomic_int g_cap;           /* the fastest path allowed (SL_GEMM_AMX..AVX2), or SL_GEMM_OFF */
 static char g_env_note[64];        /* a SLUICE_GEMM value that could not be honoured */
+#if defined(__x86_64__)
 static char g_why[96];             /* why there is no AMX, when there is none */
 
-#if defined(__x86_64__)
 /* CPUID leaf 7: AMX_TILE (EDX 24), AMX_INT8 (EDX 25); the AVX-512 parts the unpacking uses come
  * from libgcc's table (it also checks the OS saves the ZMM state). */
 static bool cpu_has_amx(void)
@@ -94,8 +94,6 @@ static void init_once(void)
     if (!sl_gemm_amx_q4_k) snprintf(g_why, sizeof g_why, "this build has no AMX code");
     else if (!cpu_has_amx()) snprintf(g_why, sizeof g_why, "the CPU has no AMX-INT8");
     else g_ok[SL_GEMM_AMX] = os_grants_amx();
-#else
-    snprintf(g_why, sizeof g_why, "AMX is x86 only");
 #endif
     g_ok[SL_GEMM_VNNI] = sl_gemm_vnni_q4_k && sl_gemm_avx512_q8_0 && sl_kernels_available(SL_KPATH_AVX512);
     g_ok[SL_GEMM_AVX2] = sl_gemm_avx2_q4_k && sl_kernels_available(SL_KPATH_AVX2);
@@ -140,14 +138,18 @@ static void make_name(void)
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, "%s%s %s", t ? ", " : "", sl_type_name(types[t]),
                               k_kernel_name[p]);
     }
-    if (cap == SL_GEMM_OFF) o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (turned off)");
-    else if (cap != best_path())
-        o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (forced: %s)", k_path_name[cap]);
+    if (cap != best_path())
+        o += (size_t)snprintf(g_name + o, sizeof g_name - o, cap == SL_GEMM_OFF ? " (turned off)" : " (forced: %s)",
+                              k_path_name[cap]);
+#if defined(__x86_64__)
     if (!g_ok[SL_GEMM_AMX]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AMX: %s", g_why);
     if (!g_ok[SL_GEMM_VNNI])
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI%s",
                               g_ok[SL_GEMM_AVX2] ? " (Q8_0 on the dots)" : "");
     if (!g_ok[SL_GEMM_AVX2]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX2");
+#else
+    o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the GEMMs are x86 only");
+#endif
     if (o < sizeof g_name) snprintf(g_name + o, sizeof g_name - o, "%s", g_env_note);
 }
 
