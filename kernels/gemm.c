@@ -1,6 +1,6 @@
 /* kernels/gemm.c — which batched GEMM runs per weight type: CPUID, the OS's AMX permission, the
  * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K), AVX-512 VNNI
- * (Q4_K, Q6_K, Q8_0), AVX2 (Q4_K, Q6_K); a type takes the fastest path allowed that has it, and
+ * (Q4_K, Q6_K, Q8_0), AVX2 (Q4_K, Q6_K, Q8_0); a type takes the fastest path allowed that has it, and
  * the 4-vector dots when none does (every path gives the same bits).
  *
  * AMX tile data is an XSAVE component Linux enables per process on request (arch_prctl
@@ -73,7 +73,9 @@ static sl_qgemm_fn path_kernel(int path, int type)
     case SL_GEMM_VNNI:
         return type == SL_TYPE_Q4_K ? sl_gemm_vnni_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_vnni_q6_k
              : type == SL_TYPE_Q8_0 ? sl_gemm_avx512_q8_0 : NULL;
-    case SL_GEMM_AVX2: return type == SL_TYPE_Q4_K ? sl_gemm_avx2_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_avx2_q6_k : NULL;
+    case SL_GEMM_AVX2:
+        return type == SL_TYPE_Q4_K ? sl_gemm_avx2_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_avx2_q6_k
+             : type == SL_TYPE_Q8_0 ? sl_gemm_avx2_q8_0 : NULL;
     default: return NULL;
     }
 }
@@ -143,9 +145,7 @@ static void make_name(void)
                               k_path_name[cap]);
 #if defined(__x86_64__)
     if (!g_ok[SL_GEMM_AMX]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AMX: %s", g_why);
-    if (!g_ok[SL_GEMM_VNNI])
-        o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI%s",
-                              g_ok[SL_GEMM_AVX2] ? " (Q8_0 on the dots)" : "");
+    if (!g_ok[SL_GEMM_VNNI]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI");
     if (!g_ok[SL_GEMM_AVX2]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX2");
 #else
     o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the GEMMs are x86 only");

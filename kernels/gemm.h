@@ -16,7 +16,8 @@
  *     products, a granularity a tile product, 64 products per sum, cannot reproduce exactly, but
  *     one vpdpbusd lane can).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
  *   AVX2 (kernels/gemm_avx2.c): Q4_K, Q6_K (vpmaddubsw sums added as exact int16, vpmaddwd by the
- *     scale).  Q8_0 stays on the 4-vector dots there (no cheaper exact form; see that file).
+ *     scale) and Q8_0 (4 rows x 2 lanes of 4 products per ymm: 8 accumulators per vector fit the
+ *     16 registers; ~1.2x the 4-vector dots only, as both are bound by the same operations).
  * Elsewhere (arm64, a CPU without AVX2, SLUICE_GEMM=off) there is no GEMM and sl_matmul keeps its
  * 4-vector dots (the same bits); sl_gemm_name says per type what runs and why not a faster path.
  * The Q4_K/Q6_K VNNI and AVX2 GEMMs share one unpacked layout (kernels/gemm_kpack.h).
@@ -52,7 +53,7 @@ sl_qgemm_fn sl_gemm_for(int type);
 const char *sl_gemm_name(void);
 /* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off; SL_GEMM_AMX / VNNI / AVX2 allow that path
  * and the slower ones only (each type takes the fastest of those that has it: forced AMX still runs
- * Q8_0 on VNNI, forced AVX2 leaves Q8_0 on the dots); SL_GEMM_AUTO allows the fastest available.
+ * Q8_0 on VNNI); SL_GEMM_AUTO allows the fastest available.
  * Returns 0; -ENOTSUP when the forced path cannot run here (CPU, build or OS), and nothing changes
  * (SL_GEMM_AUTO with no path at all: -ENOTSUP, the GEMM is off); -EINVAL for another mode.  Not
  * meant to be called while products run or sl_gemm_name is read. */
@@ -62,6 +63,6 @@ int sl_gemm_force(int mode);
  * compiler without AMX), kernels/gemm_vnni.c, kernels/gemm_avx512.c, kernels/gemm_avx2.c (off
  * x86).  Callers go through sl_gemm_for, which checks the CPU. */
 extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
-extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k;
+extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k, sl_gemm_avx2_q8_0;
 
 #endif
