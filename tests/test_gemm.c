@@ -188,13 +188,15 @@ Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
     }
 }
 
-/* The largest integer sums the layouts allow: every Q4_K nibble 15, every Q6_K q 63 (scales and d
- * random), against activations all +127, all -127 and alternating: the AVX2 path's int16 partial
- * sums reach their bound (Q4_K 8 * 2 * 15 * 127, Q6_K 2 * 2 * 63 * 127) and must stay exact. */
+/* The largest integer sums the layouts allow: every Q4_K nibble 15, every Q6_K q 63, every Q8_0
+ * quant -128 (scales and d random), against activations all +127, all -127 and alternating: the
+ * AVX2 path's int16 partial sums reach their bound (Q4_K 8 * 2 * 15 * 127, Q6_K 2 * 2 * 63 * 127,
+ * Q8_0 pairs 2 * 128 * 127) and must stay exact. */
 Test(gemm, extreme_quants_stay_exact)
 {
     skip_without_gemm();
-    for (size_t ci = 0; ci < 2; ci++) {   /* the K-quants */
+    static const int qoff[] = { 16, 0, 2 }, qlen[] = { 128, 192, 32 }, qval[] = { 0xff, 0xff, 0x80 };
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
         const gcase *c = &k_cases[ci];
         sl_qgemm_fn g[NPATHS];
         int path[NPATHS];
@@ -206,8 +208,8 @@ Test(gemm, extreme_quants_stay_exact)
         uint8_t *w = make_weights(&r, c, rows, n, false), *y = malloc(ys * nv);
         float *x = malloc((size_t)n * sizeof *x), *out = malloc((size_t)rows * nv * sizeof *out);
         cr_assert(y && x && out);
-        for (int64_t b = 0; b < rows * (n / c->blck); b++)   /* Q4_K qs at 16..143; Q6_K ql, qh at 0..191 */
-            memset(w + (size_t)b * (size_t)c->bytes + (ci ? 0 : 16), 0xff, ci ? 192 : 128);
+        for (int64_t b = 0; b < rows * (n / c->blck); b++)   /* Q4_K qs; Q6_K ql, qh; Q8_0 qs */
+            memset(w + (size_t)b * (size_t)c->bytes + qoff[ci], qval[ci], (size_t)qlen[ci]);
         for (int v = 0; v < nv; v++) {
             for (int64_t i = 0; i < n; i++) x[i] = v % 3 == 0 ? 1.0f : v % 3 == 1 ? -1.0f : (i & 1 ? -2.0f : 2.0f);
             c->quant(x, y + (size_t)v * ys, n);
@@ -327,7 +329,7 @@ Test(gemm, force_reports_and_keeps_the_setting)
             cr_assert_not_null(sl_gemm_for(SL_TYPE_Q4_K));
             cr_assert_not_null(sl_gemm_for(SL_TYPE_Q6_K));
             cr_assert_null(sl_gemm_for(SL_TYPE_Q5_K));
-            cr_assert_eq(sl_gemm_for(SL_TYPE_Q8_0) != NULL, k_paths[p] != SL_GEMM_AVX2);
+            cr_assert_not_null(sl_gemm_for(SL_TYPE_Q8_0));
         } else {
             cr_assert_eq(rc, -ENOTSUP);
         }
