@@ -147,7 +147,8 @@ static bool gemm_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, c
 #define Q8_QUARTER 288                  /* |w| and w (4 x 32 bytes each), 8 f32 d (each row twice) */
 #define Q8_PACK (4 * Q8_QUARTER)        /* one block of 16 rows */
 
-/* Contract: blocks i < nblk of rows r < nr (<= 16; the rest zero) into dst (Q8_PACK per block). */
+/* Contract: blocks i < nblk of rows r < nr (<= 16; the rest zero) into dst (Q8_PACK per block).
+ * Per quarter, the 4 rows' 32 quants are a 4 x 4 matrix of qwords, transposed in registers. */
 AVX2 static void pack_q8_0(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
 {
     for (int64_t i = 0; i < nblk; i++) {
@@ -155,17 +156,23 @@ AVX2 static void pack_q8_0(const uint8_t *w, size_t row_bytes, int nr, int64_t n
         for (int q = 0; q < 4; q++) {
             uint8_t *oq = o + q * Q8_QUARTER;
             float d[8] = { 0 };
-            for (int j = 0; j < 4; j++) {
-                uint64_t l[4] = { 0 };
-                for (int r = 0; r < 4; r++)
-                    if (4 * q + r < nr)
-                        memcpy(&l[r], ((const sl_block_q8_0 *)(w + (size_t)(4 * q + r) * row_bytes) + i)->qs + 8 * j, 8);
-                const __m256i v = _mm256_loadu_si256((const __m256i *)l);
-                _mm256_storeu_si256((__m256i *)(oq + 32 * j), _mm256_sign_epi8(v, v));
-                _mm256_storeu_si256((__m256i *)(oq + 128 + 32 * j), v);
+            __m256i R[4];
+            for (int r = 0; r < 4; r++) {
+                R[r] = _mm256_setzero_si256();
+                if (4 * q + r < nr) {
+                    const sl_block_q8_0 *b = (const sl_block_q8_0 *)(w + (size_t)(4 * q + r) * row_bytes) + i;
+                    R[r] = _mm256_loadu_si256((const __m256i *)b->qs);
+                    d[2 * r] = d[2 * r + 1] = _cvtsh_ss(b->d);
+                }
             }
-            for (int r = 0; r < 4 && 4 * q + r < nr; r++)
-                d[2 * r] = d[2 * r + 1] = _cvtsh_ss(((const sl_block_q8_0 *)(w + (size_t)(4 * q + r) * row_bytes) + i)->d);
+            const __m256i t0 = _mm256_unpacklo_epi64(R[0], R[1]), t1 = _mm256_unpackhi_epi64(R[0], R[1]);
+            const __m256i t2 = _mm256_unpacklo_epi64(R[2], R[3]), t3 = _mm256_unpackhi_epi64(R[2], R[3]);
+            const __m256i v[4] = { _mm256_permute2x128_si256(t0, t2, 0x20), _mm256_permute2x128_si256(t1, t3, 0x20),
+                                   _mm256_permute2x128_si256(t0, t2, 0x31), _mm256_permute2x128_si256(t1, t3, 0x31) };
+            for (int j = 0; j < 4; j++) {   /* v[j]: qword j of rows 0..3 */
+                _mm256_storeu_si256((__m256i *)(oq + 32 * j), _mm256_sign_epi8(v[j], v[j]));
+                _mm256_storeu_si256((__m256i *)(oq + 128 + 32 * j), v[j]);
+            }
             memcpy(oq + 256, d, sizeof d);
         }
     }
