@@ -21,7 +21,7 @@
  *
  *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
  *
- * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 64 and 512 in
+ * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 16, 64, 512 in
  * GFLOP/s: the 4-vector dots, then from batch 16 on each GEMM path this CPU runs (amx, vnni, avx2,
  * forced in turn: sl_gemm_force), with what runs by default (sl_gemm_name) in the header.
  *
@@ -435,14 +435,14 @@ static bool name_listed(const char *list, const char *name)
 }
 
 /* --gemm: the batched products (prefill) of the llama3-8b mix's types, as GFLOP/s (2 * rows * cols
- * * batch / CPU time per thread) for batches 1, 8, 64 and 512 over a 4096 x 4096 matrix (rows 1024
+ * * batch / CPU time per thread) for batches 1, 8, 16, 64 and 512 over a 4096 x 4096 matrix (rows 1024
  * for the large batches, which are compute-bound: a weight tile stays in cache while the vectors
  * pass), best of the repetitions, with 1 and 2 threads; "%peak" is the 1-thread figure against
  * the AVX-512 VNNI peak given in GOP/s (argument; 0: not printed). */
 static int run_gemm(double secs, double peak, const char *only, int64_t cols)
 {
     const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
-    const int batches[] = { 1, 8, 64, 512 };
+    const int batches[] = { 1, 8, 16, 64, 512 };
     sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
     float *x = malloc((size_t)cols * 512 * sizeof *x);
     if (!x || !pool1 || !pool2) return 1;
@@ -497,7 +497,7 @@ int main(int argc, char **argv)
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
-               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads: the dots and each GEMM path here (amx, vnni, avx2)\n"
+               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 16, 64, 512) in GFLOP/s, 1 and 2 threads: the dots and each GEMM path here (amx, vnni, avx2)\n"
                "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }
