@@ -32,7 +32,7 @@
 #define KPACK_TARGET AVX2
 #include "kernels/gemm_kpack.h"
 
-#define VG 4   /* vectors per pass over a row block's packed weights */
+#define VG 4   /* vectors per pass over a row block's packed weights (2, 6: slower) */
 
 #define YB(y, ys, v, i) ((const sl_block_q8_k *)((y) + (size_t)(v) * (ys)) + (i))
 
@@ -86,7 +86,7 @@ AVX2 static inline __attribute__((always_inline)) void group(bool q4k, const sl_
     for (int v = 0; v < nv; v++) _mm256_maskstore_ps(out + (size_t)(v0 + v) * os + 8 * h, mask, acc[v]);
 }
 
-/* The packed block against every vector, per half of 8 rows (VG vectors at a time, then the rest). */
+/* The packed block against every vector, per half of 8 rows (VG vectors at a time, then 2, 1). */
 AVX2 static void block_product(bool q4k, const sl_kpack *pk, int64_t nsb, const uint8_t *y, size_t ys, int nv,
                                int nr, float *out, int64_t os)
 {
@@ -96,10 +96,12 @@ AVX2 static void block_product(bool q4k, const sl_kpack *pk, int64_t nsb, const 
         int v0 = 0;
         if (q4k) {
             for (; v0 + VG <= nv; v0 += VG) group(true, pk, nsb, h, y, ys, v0, VG, out, os, mask);
-            for (; v0 < nv; v0++) group(true, pk, nsb, h, y, ys, v0, 1, out, os, mask);
+            if (v0 + 2 <= nv) group(true, pk, nsb, h, y, ys, v0, 2, out, os, mask), v0 += 2;
+            if (v0 < nv) group(true, pk, nsb, h, y, ys, v0, 1, out, os, mask);
         } else {
             for (; v0 + VG <= nv; v0 += VG) group(false, pk, nsb, h, y, ys, v0, VG, out, os, mask);
-            for (; v0 < nv; v0++) group(false, pk, nsb, h, y, ys, v0, 1, out, os, mask);
+            if (v0 + 2 <= nv) group(false, pk, nsb, h, y, ys, v0, 2, out, os, mask), v0 += 2;
+            if (v0 < nv) group(false, pk, nsb, h, y, ys, v0, 1, out, os, mask);
         }
     }
 }

@@ -25,7 +25,7 @@
 #define KPACK_TARGET VNNI
 #include "kernels/gemm_kpack.h"
 
-#define VG 4   /* vectors per pass over a row block's packed weights */
+#define VG 8   /* vectors per pass over a row block's packed weights (4: ~10% slower) */
 
 #define YB(y, ys, v, i) ((const sl_block_q8_k *)((y) + (size_t)(v) * (ys)) + (i))
 
@@ -76,18 +76,24 @@ VNNI static inline __attribute__((always_inline)) void group(bool q4k, const sl_
     for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(out + (size_t)(v0 + v) * os, m, acc[v]);
 }
 
-/* The packed block against every vector (VG at a time, then the rest). */
+/* The packed block against every vector. */
 VNNI static void block_product(bool q4k, const sl_kpack *pk, int64_t nsb, const uint8_t *y, size_t ys, int nv,
                                int nr, float *out, int64_t os)
 {
     const __mmask16 m = (__mmask16)((1u << nr) - 1);
     int v0 = 0;
+    /* VG at a time, then the rest by 4, 2, 1 (a lone vector's sub-block sums are one dependency
+     * chain: the wider groups keep the multipliers busy) */
     if (q4k) {
         for (; v0 + VG <= nv; v0 += VG) group(true, pk, nsb, y, ys, v0, VG, out, os, m);
-        for (; v0 < nv; v0++) group(true, pk, nsb, y, ys, v0, 1, out, os, m);
+        if (v0 + 4 <= nv) group(true, pk, nsb, y, ys, v0, 4, out, os, m), v0 += 4;
+        if (v0 + 2 <= nv) group(true, pk, nsb, y, ys, v0, 2, out, os, m), v0 += 2;
+        if (v0 < nv) group(true, pk, nsb, y, ys, v0, 1, out, os, m);
     } else {
         for (; v0 + VG <= nv; v0 += VG) group(false, pk, nsb, y, ys, v0, VG, out, os, m);
-        for (; v0 < nv; v0++) group(false, pk, nsb, y, ys, v0, 1, out, os, m);
+        if (v0 + 4 <= nv) group(false, pk, nsb, y, ys, v0, 4, out, os, m), v0 += 4;
+        if (v0 + 2 <= nv) group(false, pk, nsb, y, ys, v0, 2, out, os, m), v0 += 2;
+        if (v0 < nv) group(false, pk, nsb, y, ys, v0, 1, out, os, m);
     }
 }
 
