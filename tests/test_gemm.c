@@ -7,8 +7,9 @@
  * counts (partial 16-row blocks), every vector count 1..70 plus 130 and 300 (partial groups of
  * 16), several widths.  Compared bit for bit (NaN: both NaN).
  *
- * Every path this CPU can run is checked, by forcing each (sl_gemm_force: AMX, AVX-512 VNNI, AVX2;
- * a path's kernel for a type is tested once, under the fastest forced path that selects it).  On
+ * Every path this CPU can run is checked, by forcing each (sl_gemm_force: auto, then AMX, AVX-512
+ * VNNI, AVX2; a kernel for a type is tested once, under the first setting that selects it; auto on
+ * an AMX machine selects a per-call mix of AMX and VNNI, tested as a kernel of its own).  On
  * a machine without any GEMM the direct tests are skipped (and say so); the sl_matmul test then
  * checks that the fallback (the 4-vector dots) gives the same bits as n = 1 products.
  */
@@ -109,24 +110,28 @@ static bool check_gemm(const gcase *c, sl_qgemm_fn g, tk_rng *r, int64_t rows, i
 
 static const int k_paths[] = { SL_GEMM_AMX, SL_GEMM_VNNI, SL_GEMM_AVX2 };
 #define NPATHS (sizeof k_paths / sizeof *k_paths)
+#define NKERNELS (NPATHS + 1)   /* + auto's */
 
-/* The kernels of type `type` this machine can run, one per distinct kernel (forcing each path in
- * turn; a forced path may fall back to a slower one's kernel, which is then listed once); the
- * number of them.  Leaves the setting on auto. */
-static int gemm_kernels_v(int type, sl_qgemm_fn g[NPATHS], int path[NPATHS], bool verbose)
+/* The kernels of type `type` this machine can run, one per distinct kernel: auto (on an AMX
+ * machine a per-call mix of AMX and VNNI, a kernel of its own), then each path forced in turn (a
+ * forced path may fall back to a slower one's kernel, which is then listed once); the number of
+ * them, with the setting each came from (-1: auto).  Leaves the setting on auto. */
+static int gemm_kernels_v(int type, sl_qgemm_fn g[NKERNELS], int path[NKERNELS], bool verbose)
 {
     int ng = 0;
-    for (size_t p = 0; p < NPATHS; p++) {
-        if (sl_gemm_force(k_paths[p]) != 0) {
-            if (verbose) printf("gemm path %d: not available here\n", k_paths[p]);
+    for (size_t q = 0; q <= NPATHS; q++) {
+        const int mode = q ? k_paths[q - 1] : SL_GEMM_AUTO;
+        if (sl_gemm_force(mode) != 0) {
+            if (verbose) printf("gemm mode %d: not available here\n", mode);
             continue;
         }
         const sl_qgemm_fn f = sl_gemm_for(type);
         bool seen = !f;
         for (int i = 0; i < ng; i++) seen = seen || g[i] == f;
-        if (verbose) printf("gemm %s, forced path %d: %s%s\n", sl_type_name(type), k_paths[p], sl_gemm_name(), seen ? " (tested already or none)" : "");
+        if (verbose)
+            printf("gemm %s, mode %d: %s%s\n", sl_type_name(type), mode, sl_gemm_name(), seen ? " (tested already or none)" : "");
         if (!seen) {
-            path[ng] = k_paths[p];
+            path[ng] = mode;
             g[ng++] = f;
         }
     }
@@ -134,7 +139,7 @@ static int gemm_kernels_v(int type, sl_qgemm_fn g[NPATHS], int path[NPATHS], boo
     return ng;
 }
 
-static int gemm_kernels(int type, sl_qgemm_fn g[NPATHS], int path[NPATHS])
+static int gemm_kernels(int type, sl_qgemm_fn g[NKERNELS], int path[NKERNELS])
 {
     return gemm_kernels_v(type, g, path, true);
 }
@@ -143,8 +148,8 @@ static int gemm_kernels(int type, sl_qgemm_fn g[NPATHS], int path[NPATHS])
 static void skip_without_gemm(void)
 {
     int total = 0;
-    sl_qgemm_fn g[NPATHS];
-    int path[NPATHS];
+    sl_qgemm_fn g[NKERNELS];
+    int path[NKERNELS];
     for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) total += gemm_kernels_v(k_cases[ci].type, g, path, false);
     if (!total) cr_skip_test("skipped: no batched GEMM on this machine (%s)", sl_gemm_name());
 }
@@ -153,8 +158,8 @@ Test(gemm, every_vector_count_matches_the_dot)
 {
     skip_without_gemm();
     for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
-        sl_qgemm_fn g[NPATHS];
-        int path[NPATHS];
+        sl_qgemm_fn g[NKERNELS];
+        int path[NKERNELS];
         const int ng = gemm_kernels(k_cases[ci].type, g, path);
         for (int gi = 0; gi < ng; gi++) {
             tk_rng r = { 0x6e33 + ci };
@@ -172,8 +177,8 @@ Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
     const int64_t rows[] = { 1, 5, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63 };
     const int64_t widths[] = { 256, 1280, 4096 };
     for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
-        sl_qgemm_fn g[NPATHS];
-        int path[NPATHS];
+        sl_qgemm_fn g[NKERNELS];
+        int path[NKERNELS];
         const int ng = gemm_kernels(k_cases[ci].type, g, path);
         for (int gi = 0; gi < ng; gi++) {
             tk_rng r = { 0x9a17 + ci };
@@ -198,8 +203,8 @@ Test(gemm, extreme_quants_stay_exact)
     static const int qoff[] = { 16, 0, 2 }, qlen[] = { 128, 192, 32 }, qval[] = { 0xff, 0xff, 0x80 };
     for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
         const gcase *c = &k_cases[ci];
-        sl_qgemm_fn g[NPATHS];
-        int path[NPATHS];
+        sl_qgemm_fn g[NKERNELS];
+        int path[NKERNELS];
         const int ng = gemm_kernels(c->type, g, path);
         tk_rng r = { 0x7f7f + ci };
         const int64_t n = 1024, rows = 19;
@@ -234,8 +239,8 @@ Test(gemm, nonfinite_activations_stay_visible)
   skip_without_gemm();
   for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
     const gcase *c = &k_cases[ci];
-    sl_qgemm_fn gs[NPATHS];
-    int path[NPATHS];
+    sl_qgemm_fn gs[NKERNELS];
+    int path[NKERNELS];
     const int ng = gemm_kernels(c->type, gs, path);
     for (int gi = 0; gi < ng; gi++) {
       const sl_qgemm_fn g = gs[gi];
