@@ -7,7 +7,8 @@
  * and runs the same float steps in the same order gives the same bits, whatever the batch size,
  * the row range or the vector grouping — the batching contract of kernels/ops.h.
  *
- * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it:
+ * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it
+ * (auto on AMX machines: small batches on VNNI, see sl_gemm_force):
  *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW and
  *     VNNI once Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
  *     per process).
@@ -52,10 +53,10 @@ sl_qgemm_fn sl_gemm_for(int type);
  * its contents change with sl_gemm_force. */
 const char *sl_gemm_name(void);
 /* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off; SL_GEMM_AMX / VNNI / AVX2 allow that path
- * and the slower ones only (each type takes the fastest of those that has it: forced AMX still runs
- * Q8_0 on VNNI) and runs that path's kernels only; SL_GEMM_AUTO allows the fastest available, and
- * on AMX machines runs calls of few vectors on the VNNI kernels (Q4_K below 56, Q6_K below 24:
- * faster there, kernels/gemm.c).
+ * and the slower ones (each type takes the fastest allowed that has it: forced AMX runs Q8_0 on
+ * VNNI); SL_GEMM_AUTO allows the fastest available and, on AMX machines, runs calls of few vectors
+ * on the VNNI kernels (Q4_K below 56, Q6_K below 24: faster there, kernels/gemm.c), which a forced
+ * path never does.
  * Returns 0; -ENOTSUP when the forced path cannot run here (CPU, build or OS), and nothing changes
  * (SL_GEMM_AUTO with no path at all: -ENOTSUP, the GEMM is off); -EINVAL for another mode.  Not
  * meant to be called while products run or sl_gemm_name is read. */

@@ -1,6 +1,6 @@
 /* kernels/gemm_vnni.c — Q4_K and Q6_K x Q8_K batched products on AVX-512 VNNI (no AMX: AMD Zen 4,
- * Intel parts before Sapphire Rapids), with exactly the bits of the single dots (kernels/gemm.h;
- * canonical steps in kernels/simd.h).
+ * Intel parts before Sapphire Rapids; on AMX machines, auto's small batches), with exactly the bits
+ * of the single dots (kernels/gemm.h; canonical steps in kernels/simd.h).
  *
  * Per call, each block of 16 weight rows is unpacked once (kernels/gemm_kpack.h: one zmm per 4
  * elements, lane r = row r) and reused across all vectors, VG vectors at a time.  Per (vector,
@@ -12,6 +12,8 @@
  * the float steps per super-block in the canonical order, 16 rows lane-wise: Q4_K acc = acc +
  * (d * (float)S - dmin * (float)M) with d = f16(w.d) * y.d, dmin = f16(w.dmin) * y.d; Q6_K
  * acc = acc + d * (float)S; separate roundings (k_common.h turns contraction off).
+ * Bounds (int32, no wrap): a sub-block sum |.| <= 32 * 15 * 127 (Q4_K), 16 * 63 * 127 (Q6_K); S and
+ * M as in kernels/qdot.c; the int16 pair operands are m (0..63) or sc (-128..127) and bsums.
  */
 #include "kernels/k_common.h"
 #include "kernels/gemm.h"
