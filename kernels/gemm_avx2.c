@@ -1,6 +1,6 @@
-/* kernels/gemm_avx2.c — Q4_K and Q6_K x Q8_K and Q8_0 x Q8_0 batched products on AVX2 (AMD Zen 2/3, Intel parts
- * without AVX-512), with exactly the bits of the single dots (kernels/gemm.h; canonical steps in
- * kernels/simd.h).  Every function carries a target attribute: the file builds in the baseline
+/* kernels/gemm_avx2.c — Q4_K and Q6_K x Q8_K, Q8_0 x Q8_0 batched products on AVX2 (AMD Zen 2/3,
+ * Intel parts without AVX-512), with exactly the bits of the single dots (kernels/gemm.h; canonical
+ * steps in kernels/simd.h).  Every function carries a target attribute: the file builds in the baseline
  * x86-64 build and runs only after kernels/gemm.c saw AVX2, FMA and F16C.
  *
  * Each block of 16 weight rows is unpacked once per call (kernels/gemm_kpack.h: lane r = row r, 4
@@ -17,7 +17,7 @@
  * Q8_0 x Q8_0 (below): its canonical steps round in f32 once per 4 products, so it gains less: the
  * same 6 vector operations per 32 products as the 4-vector dots (sign trick, vpmaddubsw, vpmaddwd,
  * convert, multiply, add), minus the dots' per-(block, vector) scale conversion and their weight
- * reloads: ~1.2x the AVX2 dots on a Sapphire Rapids core (bench_kernels --gemm), at the
+ * reloads: 1.15-1.3x the AVX2 dots on a Sapphire Rapids core (bench_kernels --gemm), at the
  * vpmaddubsw/vpmaddwd/convert/multiply ports' limit.
  */
 #include "kernels/k_common.h"
@@ -232,9 +232,10 @@ AVX2 static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nro
     uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, packed + (size_t)nv * (size_t)nblk * sizeof(float));
     if (!pk) return false;
     float *yd = (float *)(pk + packed);   /* the vectors' block scales as f32, converted once */
-    for (int v = 0; v < nv; v++)
-        for (int64_t i = 0; i < nblk; i++)
-            yd[(size_t)v * (size_t)nblk + (size_t)i] = _cvtsh_ss(((const sl_block_q8_0 *)((const uint8_t *)y + (size_t)v * y_stride) + i)->d);
+    for (int v = 0; v < nv; v++) {
+        const sl_block_q8_0 *yv = (const sl_block_q8_0 *)((const uint8_t *)y + (size_t)v * y_stride);
+        for (int64_t i = 0; i < nblk; i++) yd[(size_t)v * (size_t)nblk + (size_t)i] = _cvtsh_ss(yv[i].d);
+    }
     const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;

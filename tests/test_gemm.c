@@ -129,7 +129,8 @@ static int gemm_kernels_v(int type, sl_qgemm_fn g[NKERNELS], int path[NKERNELS],
         bool seen = !f;
         for (int i = 0; i < ng; i++) seen = seen || g[i] == f;
         if (verbose)
-            printf("gemm %s, mode %d: %s%s\n", sl_type_name(type), mode, sl_gemm_name(), seen ? " (tested already or none)" : "");
+            printf("gemm %s, mode %d: %s%s\n", sl_type_name(type), mode, sl_gemm_name(),
+                   seen ? " (tested already or none)" : "");
         if (!seen) {
             path[ng] = mode;
             g[ng++] = f;
@@ -341,6 +342,7 @@ Test(gemm, force_reports_and_keeps_the_setting)
     }
     cr_assert_eq(sl_gemm_force(SL_GEMM_OFF), 0);
     for (size_t p = 0; p < NPATHS; p++)
-        if (sl_gemm_force(k_paths[p]) == -ENOTSUP) cr_assert_null(sl_gemm_for(SL_TYPE_Q4_K), "a refused path changed the setting");
+        if (sl_gemm_force(k_paths[p]) == -ENOTSUP)
+            cr_assert_null(sl_gemm_for(SL_TYPE_Q4_K), "a refused path changed the setting");
     sl_gemm_force(SL_GEMM_AUTO);
 }
