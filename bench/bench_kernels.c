@@ -22,8 +22,9 @@
  *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
  *
  * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 16, 64, 512 in
- * GFLOP/s: the 4-vector dots, then from batch 16 on each GEMM path this CPU runs (amx, vnni, avx2,
- * forced in turn: sl_gemm_force), with what runs by default (sl_gemm_name) in the header.
+ * GFLOP/s: the 4-vector dots (and the AVX2 ones, dots-avx2, where the CPU's default is another
+ * path), then from batch 16 on each GEMM path this CPU runs (amx, vnni, avx2, forced in turn:
+ * sl_gemm_force), with what runs by default (sl_gemm_name) in the header.
  *
  *        bench_kernels --bw [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
  *
@@ -449,7 +450,7 @@ static int run_gemm(double secs, double peak, const char *only, int64_t cols)
     for (int64_t i = 0; i < cols * 512; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
     printf("batched products, %lld columns, GFLOP/s by CPU time per thread (best of repetitions); gemm here: %s\n",
            (long long)cols, sl_gemm_name());
-    printf("%-6s %-8s %6s %6s %10s %10s %7s\n", "format", "kernel", "batch", "rows", "1T GFLOP/s", "2T GFLOP/s", "%peak");
+    printf("%-6s %-11s %6s %6s %10s %10s %7s\n", "format", "kernel", "batch", "rows", "1T GFLOP/s", "2T GFLOP/s", "%peak");
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         if (only && !name_listed(only, sl_type_name(types[ti]))) continue;
         for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
@@ -462,24 +463,32 @@ static int run_gemm(double secs, double peak, const char *only, int64_t cols)
             /* the 4-vector dots (GEMM off), then each GEMM path this CPU has for the type (forced in
              * turn, fastest first; a forced path runs the fastest kernel at or below it, so a kernel
              * is timed under the slowest forced path that still selects it: its own) */
-            static const int paths[] = { SL_GEMM_OFF, SL_GEMM_AMX, SL_GEMM_VNNI, SL_GEMM_AVX2 };
-            static const char *const names[] = { "dots", "amx", "vnni", "avx2" };
-            sl_qgemm_fn k[4];   /* the type's kernel under each forced path (NULL: refused, or none) */
-            for (int h = 0; h < 4; h++) k[h] = sl_gemm_force(paths[h]) == 0 ? sl_gemm_for(types[ti]) : NULL;
-            for (int g = 0; g < 4; g++) {
-                if (g > 0 && (nb < SL_GEMM_MIN_VECTORS || !k[g])) continue;
+            /* "dots-PATH": the 4-vector dots of the type's default kernel path; "dots-avx2" also
+             * (forced) where that is another: the baseline of an AVX2-only CPU */
+            static const int paths[] = { SL_GEMM_OFF, SL_GEMM_OFF, SL_GEMM_AMX, SL_GEMM_VNNI, SL_GEMM_AVX2 };
+            static const char *const names[] = { "dots-", "dots-avx2", "amx", "vnni", "avx2" };
+            sl_qgemm_fn k[5];   /* the type's kernel under each forced path (NULL: refused, or none) */
+            for (int h = 2; h < 5; h++) k[h] = sl_gemm_force(paths[h]) == 0 ? sl_gemm_for(types[ti]) : NULL;
+            const int kpath = sl_kernels_path_for_type(types[ti]);
+            for (int g = 0; g < 5; g++) {
+                if (g == 1 && (kpath == SL_KPATH_AVX2 || sl_kernels_force(SL_KPATH_AVX2) != 0)) continue;
+                if (g == 2) sl_kernels_force(SL_KPATH_AUTO);
+                if (g > 1 && (nb < SL_GEMM_MIN_VECTORS || !k[g])) continue;
                 bool slower_has_it = false;
-                for (int h = g + 1; h < 4 && g > 0; h++) slower_has_it = slower_has_it || k[h] == k[g];
+                for (int h = g + 1; h < 5 && g > 1; h++) slower_has_it = slower_has_it || k[h] == k[g];
                 if (slower_has_it || sl_gemm_force(paths[g]) != 0) continue;
                 const timing t1 = time_matmul(pool1, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const timing t2 = time_matmul(pool2, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const double flop = 2.0 * (double)rows * (double)cols * nb;
-                printf("%-6s %-8s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), names[g], nb,
+                char label[24];
+                snprintf(label, sizeof label, "%s%s", names[g], g == 0 ? sl_kpath_name(kpath) : "");
+                printf("%-6s %-11s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), label, nb,
                        (long long)rows, flop / t1.cpu / 1e9, flop / t2.cpu / 1e9);
                 if (peak > 0) printf(" %6.1f%%", 100 * flop / t1.cpu / 1e9 / peak);
                 printf("\n");
                 fflush(stdout);
             }
+            sl_kernels_force(SL_KPATH_AUTO);
             sl_gemm_force(SL_GEMM_AUTO);
             free(w);
             free(out);
