@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "include/sluice.h"
 #include "kernels/f16.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -344,5 +345,27 @@ Test(gemm, force_reports_and_keeps_the_setting)
     for (size_t p = 0; p < NPATHS; p++)
         if (sl_gemm_force(k_paths[p]) == -ENOTSUP)
             cr_assert_null(sl_gemm_for(SL_TYPE_Q4_K), "a refused path changed the setting");
+    sl_gemm_force(SL_GEMM_AUTO);
+}
+
+/* SLUICE_GEMM through sluice_debug_env (what the sluice command applies): unknown values and paths
+ * this machine lacks are refused naming the variable; a valid one takes effect. */
+Test(gemm, debug_env_applies_and_checks_sluice_gemm)
+{
+    char err[256];
+    setenv("SLUICE_GEMM", "fast", 1);
+    cr_assert_eq(sluice_debug_env(err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "SLUICE_GEMM"), "%s", err);
+    setenv("SLUICE_GEMM", "off", 1);
+    cr_assert_eq(sluice_debug_env(err, sizeof err), 0, "%s", err);
+    cr_assert_null(sl_gemm_for(SL_TYPE_Q4_K));
+    for (size_t p = 0; p < NPATHS; p++) {
+        static const char *const names[] = { "amx", "vnni", "avx2" };
+        setenv("SLUICE_GEMM", names[p], 1);
+        const int rc = sluice_debug_env(err, sizeof err);
+        const bool can = sl_gemm_force(k_paths[p]) == 0;
+        cr_assert_eq(rc, can ? 0 : -EINVAL, "%s: %s", names[p], err);
+    }
+    unsetenv("SLUICE_GEMM");
     sl_gemm_force(SL_GEMM_AUTO);
 }
