@@ -21,8 +21,10 @@
  *
  *        bench_kernels --gemm [seconds (default 0.5)] [peak GOP/s per core] [TYPE,...] [columns (4096)]
  *
- * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 64 and 512 in
- * GFLOP/s, with the batched kernel that runs (sl_kernels_gemm_name) named in the header.
+ * --gemm times the batched (prefill) products of Q4_K, Q6_K and Q8_0 at batch 1, 8, 16, 64, 512 in
+ * GFLOP/s: the 4-vector dots (and the AVX2 ones, dots-avx2, where the CPU's default is another
+ * path), then from batch 16 on each GEMM path this CPU runs (amx, vnni, avx2, forced in turn:
+ * sl_gemm_force), with what runs by default (sl_gemm_name) in the header.
  *
  *        bench_kernels --bw [MiB (default 512)] [rounds (default 15)] [TYPE,TYPE,...]
  *
@@ -434,21 +436,21 @@ static bool name_listed(const char *list, const char *name)
 }
 
 /* --gemm: the batched products (prefill) of the llama3-8b mix's types, as GFLOP/s (2 * rows * cols
- * * batch / CPU time per thread) for batches 1, 8, 64 and 512 over a 4096 x 4096 matrix (rows 1024
+ * * batch / CPU time per thread) for batches 1, 8, 16, 64 and 512 over a 4096 x 4096 matrix (rows 1024
  * for the large batches, which are compute-bound: a weight tile stays in cache while the vectors
  * pass), best of the repetitions, with 1 and 2 threads; "%peak" is the 1-thread figure against
  * the AVX-512 VNNI peak given in GOP/s (argument; 0: not printed). */
 static int run_gemm(double secs, double peak, const char *only, int64_t cols)
 {
     const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
-    const int batches[] = { 1, 8, 64, 512 };
+    const int batches[] = { 1, 8, 16, 64, 512 };
     sl_pool *pool1 = sl_pool_create(1), *pool2 = sl_pool_create(2);
     float *x = malloc((size_t)cols * 512 * sizeof *x);
     if (!x || !pool1 || !pool2) return 1;
     for (int64_t i = 0; i < cols * 512; i++) x[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
     printf("batched products, %lld columns, GFLOP/s by CPU time per thread (best of repetitions); gemm here: %s\n",
            (long long)cols, sl_gemm_name());
-    printf("%-6s %-8s %6s %6s %10s %10s %7s\n", "format", "kernel", "batch", "rows", "1T GFLOP/s", "2T GFLOP/s", "%peak");
+    printf("%-6s %-11s %6s %6s %10s %10s %7s\n", "format", "kernel", "batch", "rows", "1T GFLOP/s", "2T GFLOP/s", "%peak");
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         if (only && !name_listed(only, sl_type_name(types[ti]))) continue;
         for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
@@ -458,20 +460,35 @@ static int run_gemm(double secs, double peak, const char *only, int64_t cols)
             void *w = make_matrix(types[ti], rows, cols, &rb);
             float *out = malloc((size_t)rows * (size_t)nb * sizeof *out);
             if (!w || !out) return 1;
-            /* the 4-vector dots (GEMM off), then the GEMM where this CPU has one for the type */
-            for (int g = 0; g < 2; g++) {
-                if (g == 1 && (nb < SL_GEMM_MIN_VECTORS || sl_gemm_force(SL_GEMM_AUTO) != 0 || !sl_gemm_for(types[ti])))
-                    continue;
-                if (g == 0) sl_gemm_force(SL_GEMM_OFF);
+            /* the 4-vector dots (GEMM off), then each GEMM path this CPU has for the type (forced in
+             * turn, fastest first; a forced path runs the fastest kernel at or below it, so a kernel
+             * is timed under the slowest forced path that still selects it: its own) */
+            /* "dots-PATH": the 4-vector dots of the type's default kernel path; "dots-avx2" also
+             * (forced) where that is another: the baseline of an AVX2-only CPU */
+            static const int paths[] = { SL_GEMM_OFF, SL_GEMM_OFF, SL_GEMM_AMX, SL_GEMM_VNNI, SL_GEMM_AVX2 };
+            static const char *const names[] = { "dots-", "dots-avx2", "amx", "vnni", "avx2" };
+            sl_qgemm_fn k[5];   /* the type's kernel under each forced path (NULL: refused, or none) */
+            for (int h = 2; h < 5; h++) k[h] = sl_gemm_force(paths[h]) == 0 ? sl_gemm_for(types[ti]) : NULL;
+            const int kpath = sl_kernels_path_for_type(types[ti]);
+            for (int g = 0; g < 5; g++) {
+                if (g == 1 && (kpath == SL_KPATH_AVX2 || sl_kernels_force(SL_KPATH_AVX2) != 0)) continue;
+                if (g == 2) sl_kernels_force(SL_KPATH_AUTO);
+                if (g > 1 && (nb < SL_GEMM_MIN_VECTORS || !k[g])) continue;
+                bool slower_has_it = false;
+                for (int h = g + 1; h < 5 && g > 1; h++) slower_has_it = slower_has_it || k[h] == k[g];
+                if (slower_has_it || sl_gemm_force(paths[g]) != 0) continue;
                 const timing t1 = time_matmul(pool1, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const timing t2 = time_matmul(pool2, types[ti], w, rows, cols, rb, x, nb, out, secs);
                 const double flop = 2.0 * (double)rows * (double)cols * nb;
-                printf("%-6s %-8s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), g ? "gemm" : "dots", nb,
+                char label[24];
+                snprintf(label, sizeof label, "%s%s", names[g], g == 0 ? sl_kpath_name(kpath) : "");
+                printf("%-6s %-11s %6d %6lld %10.1f %10.1f", sl_type_name(types[ti]), label, nb,
                        (long long)rows, flop / t1.cpu / 1e9, flop / t2.cpu / 1e9);
                 if (peak > 0) printf(" %6.1f%%", 100 * flop / t1.cpu / 1e9 / peak);
                 printf("\n");
                 fflush(stdout);
             }
+            sl_kernels_force(SL_KPATH_AUTO);
             sl_gemm_force(SL_GEMM_AUTO);
             free(w);
             free(out);
@@ -489,7 +506,7 @@ int main(int argc, char **argv)
         printf("usage: bench_kernels [MIB [SECONDS [TYPE,... [PATH,...]]]]\n  memory bandwidth, then matvec GB/s per weight type and kernel path over\n"
                "  ~MIB of weights (default 512), each timed for SECONDS (default 0.3)\n"
                "       bench_kernels --ab [MIB [ROUNDS [TYPE,...]]]\n  interleaved avx2/avx512/auto comparison per type (default 512 MiB, 15 rounds)\n"
-               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 64, 512) in GFLOP/s, 1 and 2 threads\n"
+               "       bench_kernels --gemm [SECONDS [PEAK_GOPS [TYPE,... [COLUMNS]]]]\n  batched products (batch 1, 8, 16, 64, 512) in GFLOP/s, 1 and 2 threads: the dots and each GEMM path here (amx, vnni, avx2)\n"
                "       bench_kernels --bw [MIB [ROUNDS [TYPE,...]]]\n  %%bw per type and SIMD path, the read loop interleaved with the kernels (2 threads)\n");
         return 0;
     }

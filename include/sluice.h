@@ -447,6 +447,7 @@ const char *sluice_version(void);
 /* Debug and test switches, applied process-wide from the environment when a program calls this (the
  * sluice command does at start; the library never reads the environment by itself):
  *   SLUICE_KERNELS=portable|avx2|avx512  force a kernel path      SLUICE_EXACT=1   exact kernels
+ *   SLUICE_GEMM=off|amx|vnni|avx2|auto  the prefill GEMM path (at most that one; off: the dots)
  *   SLUICE_SPIN_US=N   pool workers spin N µs between products     SLUICE_NO_URING=1  no io_uring
  *   SLUICE_IO_FAULT=eintr=K,short=N,eio_at=OFFSET,cqe_err=K  injected read faults
  *   SLUICE_POOL_STALL_MS=N  the last worker of each pool sleeps N ms before its first job (a stuck worker)

@@ -1,4 +1,8 @@
-/* kernels/gemm.c — which batched GEMM runs: CPUID, the OS's AMX permission, SLUICE_GEMM.
+/* kernels/gemm.c — which batched GEMM runs per weight type: CPUID, the OS's AMX permission, the
+ * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K), AVX-512 VNNI
+ * (Q4_K, Q6_K, Q8_0), AVX2 (Q4_K, Q6_K, Q8_0); a type takes the fastest path allowed that has it, and
+ * the 4-vector dots when none does (every path gives the same bits).  Auto on an AMX machine runs
+ * small batches of Q4_K / Q6_K on VNNI, which is faster there (AMX_MIN_VECTORS_*).
  *
  * AMX tile data is an XSAVE component Linux enables per process on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM, kernel 5.16+); a tile instruction without it faults.  The request is made
@@ -28,12 +32,13 @@
 #endif
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static bool g_amx_ok;              /* CPU, build and OS can run the AMX GEMM */
-static bool g_vnni_ok;             /* the CPU runs the AVX-512 VNNI GEMM */
-static atomic_bool g_on;           /* the GEMM runs (SLUICE_GEMM=off, sl_gemm_force) */
+static bool g_ok[4];               /* [SL_GEMM_AMX..AVX2]: CPU, build (and OS for AMX) can run it */
+static atomic_int g_cap;           /* the fastest path allowed (SL_GEMM_AMX..AVX2), or SL_GEMM_OFF */
+static atomic_bool g_auto;         /* chosen by auto (not forced): small batches may leave AMX */
+static char g_env_note[64];        /* a SLUICE_GEMM value that could not be honoured */
+#if defined(__x86_64__)
 static char g_why[96];             /* why there is no AMX, when there is none */
 
-#if defined(__x86_64__)
 /* CPUID leaf 7: AMX_TILE (EDX 24), AMX_INT8 (EDX 25); the AVX-512 parts the unpacking uses come
  * from libgcc's table (it also checks the OS saves the ZMM state). */
 static bool cpu_has_amx(void)
@@ -59,58 +64,154 @@ static bool os_grants_amx(void)
 }
 #endif
 
+static const char *const k_path_name[4] = { "off", "amx", "vnni", "avx2" };
+static const char *const k_kernel_name[4] = { "dots", "amx-int8", "avx512-vnni", "avx2" };
+
+/* The path's kernel for `type`, NULL where the path has none (or the build lacks it). */
+static sl_qgemm_fn path_kernel(int path, int type)
+{
+    switch (path) {
+    case SL_GEMM_AMX: return type == SL_TYPE_Q4_K ? sl_gemm_amx_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_amx_q6_k : NULL;
+    case SL_GEMM_VNNI:
+        return type == SL_TYPE_Q4_K ? sl_gemm_vnni_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_vnni_q6_k
+             : type == SL_TYPE_Q8_0 ? sl_gemm_avx512_q8_0 : NULL;
+    case SL_GEMM_AVX2:
+        return type == SL_TYPE_Q4_K ? sl_gemm_avx2_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_avx2_q6_k
+             : type == SL_TYPE_Q8_0 ? sl_gemm_avx2_q8_0 : NULL;
+    default: return NULL;
+    }
+}
+
+/* Below these vector counts the VNNI GEMM beats the AMX one (auto only; same bits): AMX pays a
+ * 4 KiB tile-plane layout per super-block and 16-vector tiles, VNNI packs 4.5 KiB once and runs 8
+ * vectors per pass.  Single-call probe, 1024 x 4096, 1 thread, Sapphire Rapids VM (GFLOP/s, AMX /
+ * VNNI): Q4_K nv 16 192 / 334, 32 311 / 396, 48 407 / 424, 64 465 / 438, 128 595 / 459; Q6_K
+ * nv 16 203 / 246, 32 370 / 300. */
+#define AMX_MIN_VECTORS_Q4_K 56
+#define AMX_MIN_VECTORS_Q6_K 24
+
+static bool mixed_q4_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
+                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
+{
+    return (nv < AMX_MIN_VECTORS_Q4_K ? sl_gemm_vnni_q4_k : sl_gemm_amx_q4_k)(w, row_bytes, nrows, y, y_stride, nv, n,
+                                                                               out, out_stride);
+}
+
+static bool mixed_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
+                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
+{
+    return (nv < AMX_MIN_VECTORS_Q6_K ? sl_gemm_vnni_q6_k : sl_gemm_amx_q6_k)(w, row_bytes, nrows, y, y_stride, nv, n,
+                                                                               out, out_stride);
+}
+
+/* The fastest available path (SL_GEMM_OFF when none). */
+static int best_path(void)
+{
+    for (int p = SL_GEMM_AMX; p <= SL_GEMM_AVX2; p++)
+        if (g_ok[p]) return p;
+    return SL_GEMM_OFF;
+}
+
+static void make_name(void);
+
 static void init_once(void)
 {
 #if defined(__x86_64__)
     if (!sl_gemm_amx_q4_k) snprintf(g_why, sizeof g_why, "this build has no AMX code");
     else if (!cpu_has_amx()) snprintf(g_why, sizeof g_why, "the CPU has no AMX-INT8");
-    else g_amx_ok = os_grants_amx();
-#else
-    snprintf(g_why, sizeof g_why, "AMX is x86 only");
+    else g_ok[SL_GEMM_AMX] = os_grants_amx();
 #endif
-    g_vnni_ok = sl_gemm_avx512_q8_0 && sl_kernels_available(SL_KPATH_AVX512);
+    g_ok[SL_GEMM_VNNI] = sl_gemm_vnni_q4_k && sl_gemm_avx512_q8_0 && sl_kernels_available(SL_KPATH_AVX512);
+    g_ok[SL_GEMM_AVX2] = sl_gemm_avx2_q4_k && sl_kernels_available(SL_KPATH_AVX2);
+    int cap = best_path();
+    bool is_auto = true;
     const char *e = getenv("SLUICE_GEMM");
-    atomic_store(&g_on, !(e && !strcmp(e, "off")));
+    if (e && *e && strcmp(e, "auto") != 0) {
+        int want = -2;
+        for (int p = SL_GEMM_OFF; p <= SL_GEMM_AVX2; p++)
+            if (!strcmp(e, k_path_name[p])) want = p;
+        if (want == SL_GEMM_OFF || (want > 0 && g_ok[want])) cap = want, is_auto = false;
+        else snprintf(g_env_note, sizeof g_env_note, "; SLUICE_GEMM=%.20s %s", e, want > 0 ? "unavailable here" : "unknown");
+    }
+    atomic_store(&g_cap, cap);
+    atomic_store(&g_auto, is_auto);
+    make_name();
+}
+
+/* The fastest allowed path at or below `cap` that has a kernel for `type`, SL_GEMM_OFF if none. */
+static int pick(int cap, int type)
+{
+    if (cap == SL_GEMM_OFF) return SL_GEMM_OFF;
+    for (int p = cap; p <= SL_GEMM_AVX2; p++)
+        if (g_ok[p] && path_kernel(p, type)) return p;
+    return SL_GEMM_OFF;
+}
+
+/* Auto on AMX with VNNI too: the kernel that picks per call by the vector count. */
+static bool mixes(int p, int type)
+{
+    return p == SL_GEMM_AMX && g_ok[SL_GEMM_VNNI] && atomic_load_explicit(&g_auto, memory_order_relaxed) &&
+           (type == SL_TYPE_Q4_K || type == SL_TYPE_Q6_K);
 }
 
 sl_qgemm_fn sl_gemm_for(int type)
 {
     pthread_once(&g_once, init_once);
-    if (!atomic_load_explicit(&g_on, memory_order_relaxed)) return NULL;
-    switch (type) {
-    case SL_TYPE_Q4_K: return g_amx_ok ? sl_gemm_amx_q4_k : NULL;
-    case SL_TYPE_Q6_K: return g_amx_ok ? sl_gemm_amx_q6_k : NULL;
-    case SL_TYPE_Q8_0: return g_vnni_ok ? sl_gemm_avx512_q8_0 : NULL;
-    default: return NULL;
-    }
+    const int p = pick(atomic_load_explicit(&g_cap, memory_order_relaxed), type);
+    if (mixes(p, type)) return type == SL_TYPE_Q4_K ? mixed_q4_k : mixed_q6_k;
+    return path_kernel(p, type);
 }
 
-static char g_name[160];
+/* Per type: the path that runs ("dots": none), and why not a faster one. */
+static char g_name[320];
 
 static void make_name(void)
 {
-    if (g_amx_ok) snprintf(g_name, sizeof g_name, "amx-int8 (Q4_K, Q6_K), avx512-vnni (Q8_0)");
-    else if (g_vnni_ok) snprintf(g_name, sizeof g_name, "avx512-vnni (Q8_0); no AMX: %s", g_why);
-    else snprintf(g_name, sizeof g_name, "none (no AVX-512 VNNI; no AMX: %s)", g_why);
+    static const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
+    const int cap = atomic_load(&g_cap);
+    size_t o = 0;
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        const int p = pick(cap, types[t]);
+        o += (size_t)snprintf(g_name + o, sizeof g_name - o, "%s%s %s", t ? ", " : "", sl_type_name(types[t]),
+                              k_kernel_name[p]);
+        if (mixes(p, types[t]))
+            o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (avx512-vnni below %d vectors)",
+                                  types[t] == SL_TYPE_Q4_K ? AMX_MIN_VECTORS_Q4_K : AMX_MIN_VECTORS_Q6_K);
+    }
+    if (!atomic_load(&g_auto))
+        o += (size_t)snprintf(g_name + o, sizeof g_name - o, cap == SL_GEMM_OFF ? " (turned off)" : " (forced: %s)",
+                              k_path_name[cap]);
+#if defined(__x86_64__)
+    if (!g_ok[SL_GEMM_AMX]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AMX: %s", g_why);
+    if (!g_ok[SL_GEMM_VNNI]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI");
+    if (!g_ok[SL_GEMM_AVX2]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX2");
+#else
+    o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the GEMMs are x86 only");
+#endif
+    if (o < sizeof g_name) snprintf(g_name + o, sizeof g_name - o, "%s", g_env_note);
 }
 
 const char *sl_gemm_name(void)
 {
-    static pthread_once_t name_once = PTHREAD_ONCE_INIT;
     pthread_once(&g_once, init_once);
-    pthread_once(&name_once, make_name);
-    return atomic_load(&g_on) || (!g_amx_ok && !g_vnni_ok) ? g_name : "none (turned off: SLUICE_GEMM=off)";
+    return g_name;
 }
 
 int sl_gemm_force(int mode)
 {
     pthread_once(&g_once, init_once);
-    if (mode == SL_GEMM_OFF) {
-        atomic_store(&g_on, false);
-        return 0;
+    int rc = 0;
+    const bool is_auto_request = mode == SL_GEMM_AUTO;
+    if (mode == SL_GEMM_AUTO) {
+        mode = best_path();
+        rc = mode == SL_GEMM_OFF ? -ENOTSUP : 0;
+    } else if (mode < SL_GEMM_OFF || mode > SL_GEMM_AVX2) {
+        return -EINVAL;
+    } else if (mode != SL_GEMM_OFF && !g_ok[mode]) {
+        return -ENOTSUP;
     }
-    if (mode != SL_GEMM_AMX && mode != SL_GEMM_AUTO) return -EINVAL;
-    if (!g_vnni_ok && !g_amx_ok) return -ENOTSUP;
-    atomic_store(&g_on, true);
-    return 0;
+    atomic_store(&g_cap, mode);
+    atomic_store(&g_auto, is_auto_request);
+    make_name();
+    return rc;
 }

@@ -7,13 +7,21 @@
  * and runs the same float steps in the same order gives the same bits, whatever the batch size,
  * the row range or the vector grouping — the batching contract of kernels/ops.h.
  *
- * Paths: AMX-INT8 (kernels/gemm_amx.c) on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW and VNNI once
- * Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process).
- * Without it (other CPUs, an older kernel, a VM hiding AMX, arm64) there is no GEMM and sl_matmul
- * keeps its 4-vector dots (the same bits) for those; sl_gemm_name says which and why.  Types: Q4_K,
- * Q6_K on AMX.  Q8_0 on AVX-512 VNNI (kernels/gemm_avx512.c): its canonical steps round in f32 once
- * per 4 products, a granularity a tile product (64 products per sum) cannot reproduce exactly, but
- * one vpdpbusd lane can.
+ * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it
+ * (auto on AMX machines: small batches on VNNI, see sl_gemm_force):
+ *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW and
+ *     VNNI once Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
+ *     per process).
+ *   AVX-512 VNNI: Q4_K, Q6_K (kernels/gemm_vnni.c: vpdpbusd sums per sub-block and row lane, vpmulld
+ *     by the scale) and Q8_0 (kernels/gemm_avx512.c: its canonical steps round in f32 once per 4
+ *     products, a granularity a tile product, 64 products per sum, cannot reproduce exactly, but
+ *     one vpdpbusd lane can).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
+ *   AVX2 (kernels/gemm_avx2.c): Q4_K, Q6_K (vpmaddubsw sums added as exact int16, vpmaddwd by the
+ *     scale) and Q8_0 (4 rows x 2 lanes of 4 products per ymm: 8 accumulators per vector fit the
+ *     16 registers; 1.15-1.3x the 4-vector dots only, as both are bound by the same operations).
+ * Elsewhere (arm64, a CPU without AVX2, SLUICE_GEMM=off) there is no GEMM and sl_matmul keeps its
+ * 4-vector dots (the same bits); sl_gemm_name says per type what runs and why not a faster path.
+ * The Q4_K/Q6_K VNNI and AVX2 GEMMs share one unpacked layout (kernels/gemm_kpack.h).
  */
 #ifndef SL_KERNELS_GEMM_H
 #define SL_KERNELS_GEMM_H
@@ -29,23 +37,35 @@
 typedef bool (*sl_qgemm_fn)(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                             size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride);
 
-enum { SL_GEMM_AUTO = -1, SL_GEMM_OFF = 0, SL_GEMM_AMX = 1 };
+/* Paths, fastest first (the order matters: a forced path is a ceiling, see sl_gemm_force). */
+enum { SL_GEMM_AUTO = -1, SL_GEMM_OFF = 0, SL_GEMM_AMX = 1, SL_GEMM_VNNI = 2, SL_GEMM_AVX2 = 3 };
 
-/* The GEMM for weight type `type` on this machine, or NULL (none: use the dots).  The first call
- * asks the OS for the AMX permission where the CPU has AMX. */
+/* The GEMM for weight type `type` on this machine under the current setting, or NULL (none: use
+ * the dots).  The first call asks the OS for the AMX permission where the CPU has AMX, and reads
+ * SLUICE_GEMM = off | amx | vnni | avx2 | auto (as sl_gemm_force; a path unavailable here, or an
+ * unknown value, leaves auto, and sl_gemm_name says so). */
 sl_qgemm_fn sl_gemm_for(int type);
 /* Vectors below which sl_matmul keeps the 4-vector dots (a GEMM's per-block weight unpacking is
  * paid back only over enough vectors). */
 #define SL_GEMM_MIN_VECTORS 16
-/* What runs, for --version and debug output: "amx-int8 (Q4_K, Q6_K)", or "none (...why...)". */
+/* What runs, per type, for --version and debug output, e.g. "Q4_K avx512-vnni, Q6_K avx512-vnni,
+ * Q8_0 avx512-vnni; no AMX: the CPU has no AMX-INT8" ("dots": no GEMM).  The string stays valid;
+ * its contents change with sl_gemm_force. */
 const char *sl_gemm_name(void);
-/* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off, SL_GEMM_AMX / SL_GEMM_AUTO back on where
- * available; 0, or -ENOTSUP when AMX cannot run here (nothing changes).  Env SLUICE_GEMM=off does
- * the same at first use.  Not meant to be called while products run. */
+/* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off; SL_GEMM_AMX / VNNI / AVX2 allow that path
+ * and the slower ones (each type takes the fastest allowed that has it: forced AMX runs Q8_0 on
+ * VNNI); SL_GEMM_AUTO allows the fastest available and, on AMX machines, runs calls of few vectors
+ * on the VNNI kernels (Q4_K below 56, Q6_K below 24: faster there, kernels/gemm.c), which a forced
+ * path never does.
+ * Returns 0; -ENOTSUP when the forced path cannot run here (CPU, build or OS), and nothing changes
+ * (SL_GEMM_AUTO with no path at all: -ENOTSUP, the GEMM is off); -EINVAL for another mode.  Not
+ * meant to be called while products run or sl_gemm_name is read. */
 int sl_gemm_force(int mode);
 
-/* kernels/gemm_amx.c (NULL where the build has no AMX code: non-x86, or a compiler without it) and
- * kernels/gemm_avx512.c (NULL off x86). */
+/* The kernels, each NULL where the build has no code for it: kernels/gemm_amx.c (non-x86, or a
+ * compiler without AMX), kernels/gemm_vnni.c, kernels/gemm_avx512.c, kernels/gemm_avx2.c (off
+ * x86).  Callers go through sl_gemm_for, which checks the CPU. */
 extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
+extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k, sl_gemm_avx2_q8_0;
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
 #include "kernels/simd.h"
 #include "kernels/threadpool.h"
 #include "loader/io.h"
@@ -30,6 +31,15 @@ int sluice_debug_env(char *err, size_t errlen)
             if (!strcmp(v, sl_kpath_name(p))) want = p;
         if (want == -2) BAD("SLUICE_KERNELS=%s is not one of auto|portable|avx2|avx512|neon|neon_dotprod", v);
         else if (sl_kernels_force(want)) BAD("SLUICE_KERNELS=%s: this CPU cannot run it", v);
+    }
+    if ((v = env_set("SLUICE_GEMM"))) {   /* kernels/gemm.c also reads it at first use; here it is checked */
+        static const char *const names[] = { "off", "amx", "vnni", "avx2" };
+        int want = strcmp(v, "auto") ? -2 : SL_GEMM_AUTO;
+        for (int p = 0; p < 4; p++)
+            if (!strcmp(v, names[p])) want = p;
+        if (want == -2) BAD("SLUICE_GEMM=%s is not one of auto|off|amx|vnni|avx2", v);
+        else if (sl_gemm_force(want) != 0 && want != SL_GEMM_AUTO)   /* auto with no GEMM here: fine */
+            BAD("SLUICE_GEMM=%s: this machine cannot run it (%s)", v, sl_gemm_name());
     }
     if ((v = env_set("SLUICE_EXACT"))) sl_kernels_set_exact(strcmp(v, "0") != 0);
     if ((v = env_set("SLUICE_SPIN_US"))) {
