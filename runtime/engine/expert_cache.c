@@ -26,7 +26,10 @@ struct sl_xcache {
     uint32_t *freq;        /* (n_units) LFU: asks for the unit, cached or not, halved at every decay: an
                             * expert asked for often wins its entry back even after it was evicted */
     uint64_t entry_bytes, batch;
-    bool lfu;
+    bool lfu;              /* the cache holds less than a pass's experts: least frequently used out */
+    int n_layers, k_used;  /* a pass announces once per block, each token taking k_used experts */
+    int width;             /* units claimed by the current batch (one block's announcement) */
+    int wide, wide_age;    /* the widest batch of about the last two passes; batches since it was seen */
     uint64_t asks, decay_every;
     sl_xcache_stats st;
 };
@@ -83,6 +86,8 @@ int sl_xcache_create(const sl_model *m, uint64_t bytes, sl_xcache **out)
         c->of_unit[u] = -1;
         c->unit_bytes[u] = sl_layer_expert_bytes(m, u / m->cfg.n_expert);
     }
+    c->n_layers = m->cfg.n_layers;
+    c->k_used = c->wide = m->cfg.n_expert_used;
     c->lfu = n < (int64_t)m->cfg.n_layers * m->cfg.n_expert_used;
     c->decay_every = (uint64_t)units;
     c->st.lfu = c->lfu;
@@ -108,7 +113,23 @@ void sl_xcache_free(sl_xcache *c)
     free(c);
 }
 
-void sl_xcache_begin(sl_xcache *c) { c->batch++; }
+/* The policy follows the width of the passes: a batch of several tokens (parallel sequences, a
+ * speculative verification, a prompt chunk) claims the union of their experts, and a pass claims
+ * about blocks x that width.  When the cache holds less than that, LRU evicts every expert before the
+ * next pass asks for it again (the loop is larger than the cache) and LFU keeps the often-asked ones;
+ * when the wide batches stop for two passes' worth of announcements, LRU comes back. */
+void sl_xcache_begin(sl_xcache *c)
+{
+    c->batch++;
+    if (!c->width) return;   /* a hint's announcement (sl_xcache_prefetch) claims nothing */
+    if (c->width >= c->wide || ++c->wide_age > 2 * c->n_layers) {
+        c->wide = c->width > c->k_used ? c->width : c->k_used;
+        c->wide_age = 0;
+    }
+    c->width = 0;
+    c->lfu = (int64_t)c->n < (int64_t)c->n_layers * c->wide;
+    c->st.lfu = c->lfu;
+}
 
 /* The entry a miss takes: a free one, else the policy's choice among the entries this batch does
  * not hold (the tail-most on ties); -1 when the batch holds them all. */
@@ -128,11 +149,11 @@ static int victim(const sl_xcache *c)
 int sl_xcache_claim(sl_xcache *c, int unit)
 {
     if (unit < 0 || unit >= c->n_units) return SL_XCACHE_BYPASS;
-    if (c->lfu) {
-        if (++c->asks % c->decay_every == 0)
-            for (int u = 0; u < c->n_units; u++) c->freq[u] /= 2;
-        c->freq[unit]++;
-    }
+    c->width++;
+    /* counted under LRU too: the policy can change with the width of the passes */
+    if (++c->asks % c->decay_every == 0)
+        for (int u = 0; u < c->n_units; u++) c->freq[u] /= 2;
+    c->freq[unit]++;
     int i = c->of_unit[unit];
     if (i >= 0 && c->e[i].whole) {
         c->st.hits++;

@@ -2,11 +2,14 @@
  * equal entries (the budget the plan gives it).
  *
  * Which entry a miss takes (bench/moe_cache_sim.c replays traces under each policy; docs/benchmarks.md
- * "Expert cache policies"): the least recently used one when the cache holds at least one token's
- * experts (blocks x expert_used_count): LRU then hits best.  A smaller cache under LRU evicts every
- * expert before the next token asks for it again (a pass walks the blocks in order: a loop larger
- * than the cache) and hits nothing; there the least frequently used entry goes instead, its counts
- * halved every (blocks x expert_count) asks so that old favourites fade (LFU with decay).
+ * "Expert cache policies"): the least recently used one when the cache holds at least one pass's
+ * experts (blocks x the experts a block's batch claims: expert_used_count for one token, the union of
+ * the tokens' for parallel sequences or a verification): LRU then hits best.  A smaller cache under
+ * LRU evicts every expert before the next pass asks for it again (a pass walks the blocks in order: a
+ * loop larger than the cache) and hits nothing; there the least frequently used entry goes instead,
+ * its counts halved every (blocks x expert_count) asks so that old favourites fade (LFU with decay).
+ * The width is the widest batch of about the last two passes (sl_xcache_begin), so a server that
+ * goes back to one sequence goes back to LRU.
  *
  * A unit is one expert of one block: its SL_EXPERT_MATS matrices, stored back to back in an entry at
  * sl_weight.unit_off.  The stream (runtime/engine/stream.c) asks, when a MoE block announces the
@@ -35,7 +38,7 @@ typedef struct sl_xcache_stats {
     uint64_t fills, evictions;  /* entries completed / entries taken from another unit */
     uint64_t bypass;            /* misses read through without an entry (the batch held every entry) */
     int64_t  entries;           /* entries in the cache */
-    int      lfu;               /* 1: least frequently used first out (a cache smaller than a token's experts) */
+    int      lfu;               /* 1: least frequently used first out now (a cache smaller than a pass's experts) */
     uint64_t entry_bytes;       /* bytes per entry (the largest unit) */
 } sl_xcache_stats;
 
