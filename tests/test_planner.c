@@ -693,3 +693,54 @@ Test(planner, kv_counted_by_block_kind, .init = setup)
     fprintf(stderr, "gemma3-12b-like KV at -c 32768, 2 GiB: %s %.1f MiB\n",
             plan.kv == SL_PLAN_KV_F16 ? "f16" : plan.kv == SL_PLAN_KV_Q8_0 ? "q8_0" : "spilled", plan.kv_bytes / 1048576.0);
 }
+
+/* A mixture-of-experts shape: the 8B's blocks with the dense FFN replaced by 64 routed experts of a
+ * quarter of its size, 4 per token. */
+static void moe_shape(sl_plan_model *pm)
+{
+    shape(pm, 4096, 32, 32, 8, 14336, 128256, 15 * MiB);
+    pm->cfg.n_expert = 64;
+    pm->cfg.n_expert_used = 4;
+    const int64_t ffn = 14336 / 4;
+    for (int l = 0; l < 32; l++) {
+        static const int mats[3] = { SL_MAT_GATE, SL_MAT_UP, SL_MAT_DOWN };
+        for (int i = 0; i < 3; i++) {
+            pm->file_bytes -= pm->tensor_bytes[l][mats[i]];
+            pm->tensor_bytes[l][mats[i]] = pm->tensor_row_bytes[l][mats[i]] = 0;
+        }
+        for (int k = 0; k < SL_EXPERT_MATS; k++) {
+            const int64_t cols = k == SL_EXPERT_MATS - 1 ? ffn : 4096, rows = k == SL_EXPERT_MATS - 1 ? 4096 : ffn;
+            pm->expert_type[l][k] = SL_TYPE_Q4_K;
+            pm->expert_row_bytes[l][k] = sl_row_bytes(SL_TYPE_Q4_K, cols);
+            pm->expert_bytes[l][k] = pm->expert_row_bytes[l][k] * (uint64_t)rows;
+            pm->file_bytes += 64 * pm->expert_bytes[l][k];
+        }
+    }
+}
+
+/* --parallel N: a pass reads the union of its N tokens' experts (uniform routing: 64 (1 - (60/64)^N)
+ * per block), not one token's — counted in expert_pass_bytes and in the pass time. */
+Test(planner, parallel_passes_read_the_union_of_experts)
+{
+    static sl_plan_model moe;
+    moe_shape(&moe);
+    sl_plan one, four;
+    sl_plan_req r = req_for(4096 * MiB, 1024);
+    cr_assert_eq(sl_plan_make(&moe, &r, &one), 0);
+    r.n_parallel = 4;
+    cr_assert_eq(sl_plan_make(&moe, &r, &four), 0);
+    cr_assert_gt(four.expert_cache_entries, 0);
+    cr_assert_lt(four.expert_hit_rate, 1);
+    uint64_t expert = 0;
+    for (int k = 0; k < SL_EXPERT_MATS; k++) expert += moe.expert_bytes[0][k];
+    const double taken = 64 * (1 - pow(1 - 4.0 / 64, 4));   /* 14.1 experts per block */
+    const double want = 32 * (1 - four.expert_hit_rate) * taken * (double)expert;
+    cr_assert_float_eq((double)four.expert_pass_bytes, want, want * 1e-6, "pass reads %.1f MiB of experts, expected %.1f",
+                       four.expert_pass_bytes / (double)MiB, want / MiB);
+    cr_assert_eq(one.expert_pass_bytes, 0, "one sequence: no pass of several tokens");
+    /* disk-bound: four tokens' pass costs about taken / 4 = 3.5x one token's expert reads, so the
+     * aggregate is well under 4x the single rate */
+    cr_assert_lt(four.pred_agg_tok_s, 2.0 * one.pred_tok_s, "aggregate %.2f vs single %.2f tok/s", four.pred_agg_tok_s,
+                 one.pred_tok_s);
+    cr_assert_gt(four.pred_pass_s, 2.0 * one.pred_token_s);
+}

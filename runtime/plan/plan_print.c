@@ -1,6 +1,7 @@
 /* runtime/plan/plan_print.c — the planner's impure companions: rendering a plan for people (table) and
  * programs (JSON), the auto budget, and the measured disk and compute rates a plan is made with. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,11 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         fprintf(f, "--parallel %d: predicted %.2f tok/s per request, %.2f tok/s aggregate (%.3f s per pass of %d tokens; "
                 "compute counted %d x one token's, an upper bound)\n", p->n_parallel, p->pred_req_tok_s, p->pred_agg_tok_s,
                 p->pred_pass_s, p->n_parallel, p->n_parallel);
+    if (p->n_parallel > 1 && c->n_expert)
+        fprintf(f, "--parallel %d: a pass reads the union of its %d tokens' experts, %.1f MiB at the hit rate above "
+                "(%.1f per block instead of %d: uniform, independent routing)\n", p->n_parallel, p->n_parallel,
+                p->expert_pass_bytes / MiB,
+                c->n_expert * (1 - pow(1 - (double)c->n_expert_used / c->n_expert, p->n_parallel)), c->n_expert_used);
     print_alternatives(f, p, pm, req);
     if (*req->disk_how) fprintf(f, "disk rate: %s\n", req->disk_how);
     if (*req->compute_how) fprintf(f, "compute rate: %s\n", req->compute_how);
@@ -189,9 +195,10 @@ void sl_plan_print_json(const sl_plan *p, const sl_plan_model *pm, const sl_plan
         uint64_t one = 0;
         for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];
         fprintf(f, ",\"n_expert\":%d,\"n_expert_used\":%d,\"expert_bytes\":%" PRIu64 ",\"expert_cache_bytes\":%" PRIu64
-                ",\"expert_cache_entries\":%lld,\"expert_hit_rate\":%.4f,\"expert_stream_bytes\":%" PRIu64,
+                ",\"expert_cache_entries\":%lld,\"expert_hit_rate\":%.4f,\"expert_stream_bytes\":%" PRIu64
+                ",\"expert_pass_bytes\":%" PRIu64,
                 pm->cfg.n_expert, pm->cfg.n_expert_used, one, p->expert_cache_bytes, (long long)p->expert_cache_entries,
-                p->expert_hit_rate, p->expert_stream_bytes);
+                p->expert_hit_rate, p->expert_stream_bytes, p->expert_pass_bytes);
     }
     sl_plan_alt alt[SL_PLAN_MAX_ALTS];
     const int n_alt = streams_weights(p) ? sl_plan_alternatives(pm, req, alt, SL_PLAN_MAX_ALTS) : 0;

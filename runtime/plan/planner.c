@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,17 +302,33 @@ static void sim_matrix(sim *s, const sl_plan_req *req, bool resident, uint64_t b
     }
 }
 
-/* Contract: the experts a token takes in block l (expert_used_count of them; the pass's tokens are
- * assumed to share them, an upper bound on the overlap: distinct experts would each be read once
- * more), computed from memory or read as pieces like the dense matrices. */
-static void sim_experts(sim *s, const sl_plan_req *req, const sl_plan_model *pm, const sl_plan *p, int l)
+/* Contract: the distinct experts a pass of `ntok` tokens takes in a block, expected under uniform,
+ * independent routing: each token takes expert_used_count of n_expert, so an expert is taken by none
+ * of them with probability (1 - used/n_expert)^ntok.  One token: expert_used_count. */
+static double experts_taken(const sl_plan_model *pm, double ntok)
+{
+    const double E = pm->cfg.n_expert, k = pm->cfg.n_expert_used;
+    if (ntok <= 1 || E <= k || k <= 0) return k;
+    return E * (1 - pow(1 - k / E, ntok));
+}
+
+/* Contract: the experts a pass of `ntok` tokens takes in block l (the union of theirs,
+ * experts_taken), computed from memory or read as pieces like the dense matrices.  `req`'s rates are
+ * already divided by ntok (sim_pass): computing expert_used_count experts' bytes at them is the
+ * pass's expert compute, spread here over the union's bytes. */
+static void sim_experts(sim *s, const sl_plan_req *req, const sl_plan_model *pm, const sl_plan *p, int l, double ntok)
 {
     const double miss = p->experts_resident[l] ? 0 : 1 - p->expert_hit_rate;
+    const double taken = experts_taken(pm, ntok);
+    sl_plan_req r = *req;   /* the union's bytes at the rates that give expert_used_count experts' time */
+    r.compute_bw *= taken / pm->cfg.n_expert_used;
+    for (int t = 0; t < SL_TYPE_COUNT; t++) r.type_bw[t] *= taken / pm->cfg.n_expert_used;
     for (int k = 0; k < SL_EXPERT_MATS && expert_size(pm, l); k++) {
-        const uint64_t rb = pm->expert_row_bytes[l][k], all = (uint64_t)pm->cfg.n_expert_used * pm->expert_bytes[l][k];
+        const uint64_t rb = pm->expert_row_bytes[l][k];
+        const uint64_t all = (uint64_t)(taken * (double)pm->expert_bytes[l][k] + 0.5);
         const uint64_t read = rb ? (uint64_t)(miss * (double)(all / rb) + 0.5) * rb : 0;
-        s->t += compute_s(req, pm->expert_type[l][k], all - read);   /* hits compute from memory */
-        sim_matrix(s, req, !read, read, rb, pm->expert_type[l][k],
+        s->t += compute_s(&r, pm->expert_type[l][k], all - read);   /* hits compute from memory */
+        sim_matrix(s, &r, !read, read, rb, pm->expert_type[l][k],
                    p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->expert_bytes[l][k] / rb : 1));
     }
 }
@@ -337,7 +354,7 @@ static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl
         for (int k = 0; k < SL_EXPERT_MATS && !p->experts_resident[l]; k++)
             if (pm->expert_row_bytes[l][k]) {
                 uint64_t piece = piece_of(pm->expert_bytes[l][k], pm->expert_row_bytes[l][k], p->chunk_bytes);
-                pieces += (int64_t)pm->cfg.n_expert_used * (int64_t)((pm->expert_bytes[l][k] + piece - 1) / piece);
+                pieces += (int64_t)ceil(experts_taken(pm, scale)) * (int64_t)((pm->expert_bytes[l][k] + piece - 1) / piece);
             }
     if (!p->lm_head_resident && pm->lm_head_row_bytes) {
         uint64_t rpp = (uint64_t)(p->lm_head_rows > 0 ? p->lm_head_rows : 1024);
@@ -357,7 +374,7 @@ static double sim_pass(const sl_plan_model *pm, const sl_plan_req *req, const sl
         for (int l = 0; l < L; l++) {
             if (spill_layer) sim_sync_read(&s, spill_layer);
             for (int i = 0; i < SL_BLOCK_MATS; i++) {
-                if (i == SL_MAT_GATE) sim_experts(&s, &r, pm, p, l);   /* the routed experts sit after attention */
+                if (i == SL_MAT_GATE) sim_experts(&s, &r, pm, p, l, scale);   /* the routed experts sit after attention */
                 uint64_t rb = pm->tensor_row_bytes[l][i];
                 sim_matrix(&s, &r, p->layer_resident[l][i], pm->tensor_bytes[l][i], rb, pm->tensor_type[l][i],
                            p->chunk_bytes && rb ? p->chunk_bytes / rb : (rb ? pm->tensor_bytes[l][i] / rb : 1));
@@ -387,6 +404,10 @@ static void predict(const sl_plan_model *pm, const sl_plan_req *req, sl_plan *p)
     p->pred_token_s = sim_pass(pm, req, p, 1, spill_layer);
     p->pred_tok_s = p->pred_token_s > 0 ? 1 / p->pred_token_s : 0;
     p->pred_pass_s = NP > 1 ? sim_pass(pm, req, p, NP, spill_layer * (uint64_t)NP) : p->pred_token_s;
+    p->expert_pass_bytes = 0;
+    for (int l = 0; NP > 1 && pm->cfg.n_expert_used > 0 && l < L; l++)
+        if (!p->experts_resident[l])
+            p->expert_pass_bytes += (uint64_t)((1 - p->expert_hit_rate) * experts_taken(pm, NP) * (double)expert_size(pm, l));
     p->pred_req_tok_s = p->pred_pass_s > 0 ? 1 / p->pred_pass_s : 0;
     p->pred_agg_tok_s = p->pred_req_tok_s * NP;
 }

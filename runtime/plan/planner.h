@@ -106,6 +106,9 @@ typedef struct sl_plan {
                                * streamed, and the routed experts a token takes (expert_used_count of each
                                * block whose experts stream) */
     uint64_t expert_stream_bytes;   /* of stream_bytes: the routed experts' share */
+    uint64_t expert_pass_bytes;     /* with n_parallel > 1: the routed-expert bytes a pass of n_parallel tokens
+                                     * reads, the union of their experts (uniform, independent routing:
+                                     * n_expert x (1 - (1 - used/n_expert)^N) per block, times the miss rate) */
 
     /* streaming */
     uint64_t chunk_bytes;     /* row-chunk size (0: whole tensors) */
