@@ -215,3 +215,13 @@ int sl_gemm_force(int mode)
     make_name();
     return rc;
 }
+
+size_t sl_gemm_scratch_bytes(int64_t n, int nv)
+{
+    const size_t each[] = { sl_gemm_amx_scratch(n, nv), sl_gemm_vnni_scratch(n, nv), sl_gemm_avx512_scratch(n, nv),
+                            sl_gemm_avx2_scratch(n, nv) };
+    size_t mx = 0;
+    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
+        if (each[i] > mx) mx = each[i];
+    return mx;
+}

@@ -68,4 +68,12 @@ int sl_gemm_force(int mode);
 extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
 extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k, sl_gemm_avx2_q8_0;
 
+/* The SL_SCRATCH_GEMM bytes (kernels/scratch.h) the most demanding GEMM this build has asks for, per
+ * thread, for a product of width n against nv vectors: what the planner counts for each thread (0
+ * where the build has no GEMM).  Each GEMM sizes its request with its own function below, so the
+ * two cannot drift apart (tests/test_gemm.c checks the buffers against this bound). */
+size_t sl_gemm_scratch_bytes(int64_t n, int nv);
+size_t sl_gemm_amx_scratch(int64_t n, int nv), sl_gemm_vnni_scratch(int64_t n, int nv),
+       sl_gemm_avx512_scratch(int64_t n, int nv), sl_gemm_avx2_scratch(int64_t n, int nv);
+
 #endif

@@ -238,6 +238,21 @@ static void block_product(bool q4k, const work *wk, const uint8_t *y, size_t ys,
     }
 }
 
+/* Contract: the scratch bytes gemm_k asks for at width n (Q4_K's three planes: more than Q6_K's two). */
+static size_t scratch_bytes(bool q4k, int64_t n)
+{
+    const int64_t nsb = n / SL_QK_K;
+    const size_t planes = (size_t)nsb * (q4k ? 3 : 2) * PLANE_BYTES, dvec = (size_t)nsb * 16 * sizeof(float);
+    const size_t padb = ((size_t)16 * nsb * sizeof(sl_block_q8_k) + 63) & ~(size_t)63;
+    return planes + 2 * dvec + 3 * 1024 + padb + sizeof(rowmajor_planes);
+}
+
+size_t sl_gemm_amx_scratch(int64_t n, int nv)
+{
+    (void)nv;
+    return scratch_bytes(true, n);
+}
+
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for Q4_K (q4k) or Q6_K. */
 static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                    size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
@@ -246,8 +261,7 @@ static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t n
     const int np = q4k ? 3 : 2;
     const size_t planes = (size_t)nsb * np * PLANE_BYTES, dvec = (size_t)nsb * 16 * sizeof(float);
     const size_t padb = ((size_t)16 * nsb * sizeof(sl_block_q8_k) + 63) & ~(size_t)63;
-    const size_t total = planes + 2 * dvec + 3 * 1024 + padb + sizeof(rowmajor_planes);
-    uint8_t *s = sl_scratch(SL_SCRATCH_GEMM, total);
+    uint8_t *s = sl_scratch(SL_SCRATCH_GEMM, scratch_bytes(q4k, n));
     if (!s) return false;
     work wk = { s, (float *)(s + planes), (float *)(s + planes + dvec), (int32_t *)(s + planes + 2 * dvec),
                 s + planes + 2 * dvec + 3 * 1024, (rowmajor_planes *)(s + planes + 2 * dvec + 3 * 1024 + padb) };
@@ -282,4 +296,5 @@ const sl_qgemm_fn sl_gemm_amx_q4_k = gemm_q4_k, sl_gemm_amx_q6_k = gemm_q6_k;
 
 #else
 const sl_qgemm_fn sl_gemm_amx_q4_k = NULL, sl_gemm_amx_q6_k = NULL;
+size_t sl_gemm_amx_scratch(int64_t n, int nv) { (void)n; (void)nv; return 0; }
 #endif

@@ -106,12 +106,15 @@ AVX2 static void block_product(bool q4k, const sl_kpack *pk, int64_t nsb, const 
     }
 }
 
+/* Contract: the scratch bytes the K-quant GEMM asks for at width n (one packed row block). */
+static size_t k_scratch(int64_t n) { return (size_t)(n / SL_QK_K) * sizeof(sl_kpack); }
+
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for Q4_K (q4k) or Q6_K weights and Q8_K activations. */
 AVX2 static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                         size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nsb = n / SL_QK_K;
-    sl_kpack *pk = sl_scratch(SL_SCRATCH_GEMM, (size_t)nsb * sizeof(sl_kpack));
+    sl_kpack *pk = sl_scratch(SL_SCRATCH_GEMM, k_scratch(n));
     if (!pk) return false;
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
@@ -148,6 +151,21 @@ static bool gemm_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, c
 
 #define Q8_QUARTER 288                  /* |w| and w (4 x 32 bytes each), 8 f32 d (each row twice) */
 #define Q8_PACK (4 * Q8_QUARTER)        /* one block of 16 rows */
+
+/* Contract: the scratch bytes the Q8_0 GEMM asks for (its packing + the vectors' block scales), and the
+ * larger of the two GEMMs' at width n and nv vectors (kernels/gemm.h). */
+static size_t q8_scratch(int64_t n, int nv)
+{
+    const int64_t nblk = n / SL_QK;
+    return (size_t)nblk * Q8_PACK + (size_t)nv * (size_t)nblk * sizeof(float);
+}
+
+size_t sl_gemm_avx2_scratch(int64_t n, int nv)
+{
+    const size_t k = k_scratch(n), q = q8_scratch(n, nv);
+    return k > q ? k : q;
+}
+
 
 /* Contract: blocks i < nblk of rows r < nr (<= 16; the rest zero) into dst (Q8_PACK per block).
  * Per quarter, the 4 rows' 32 quants are a 4 x 4 matrix of qwords, transposed in registers. */
@@ -229,7 +247,7 @@ AVX2 static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nro
 {
     const int64_t nblk = n / SL_QK;
     const size_t packed = (size_t)nblk * Q8_PACK;
-    uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, packed + (size_t)nv * (size_t)nblk * sizeof(float));
+    uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, q8_scratch(n, nv));
     if (!pk) return false;
     float *yd = (float *)(pk + packed);   /* the vectors' block scales as f32, converted once */
     for (int v = 0; v < nv; v++) {
@@ -251,4 +269,5 @@ const sl_qgemm_fn sl_gemm_avx2_q4_k = gemm_q4_k, sl_gemm_avx2_q6_k = gemm_q6_k, 
 
 #else
 const sl_qgemm_fn sl_gemm_avx2_q4_k = NULL, sl_gemm_avx2_q6_k = NULL, sl_gemm_avx2_q8_0 = NULL;
+size_t sl_gemm_avx2_scratch(int64_t n, int nv) { (void)n; (void)nv; return 0; }
 #endif

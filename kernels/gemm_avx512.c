@@ -82,11 +82,17 @@ AVX512 static void block_product(const uint8_t *pk, int64_t nblk, const uint8_t 
 }
 
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for Q8_0 weights and Q8_0 activations. */
+size_t sl_gemm_avx512_scratch(int64_t n, int nv)
+{
+    (void)nv;
+    return (size_t)(n / SL_QK) * PACKED_BLOCK;
+}
+
 static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nblk = n / SL_QK;
-    uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, (size_t)nblk * PACKED_BLOCK);
+    uint8_t *pk = sl_scratch(SL_SCRATCH_GEMM, sl_gemm_avx512_scratch(n, nv));
     if (!pk) return false;
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
@@ -100,4 +106,5 @@ const sl_qgemm_fn sl_gemm_avx512_q8_0 = gemm_q8_0;
 
 #else
 const sl_qgemm_fn sl_gemm_avx512_q8_0 = NULL;
+size_t sl_gemm_avx512_scratch(int64_t n, int nv) { (void)n; (void)nv; return 0; }
 #endif

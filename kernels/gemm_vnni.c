@@ -99,12 +99,18 @@ VNNI static void block_product(bool q4k, const sl_kpack *pk, int64_t nsb, const 
     }
 }
 
+size_t sl_gemm_vnni_scratch(int64_t n, int nv)
+{
+    (void)nv;
+    return (size_t)(n / SL_QK_K) * sizeof(sl_kpack);
+}
+
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for Q4_K (q4k) or Q6_K weights and Q8_K activations. */
 VNNI static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                         size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nsb = n / SL_QK_K;
-    sl_kpack *pk = sl_scratch(SL_SCRATCH_GEMM, (size_t)nsb * sizeof(sl_kpack));
+    sl_kpack *pk = sl_scratch(SL_SCRATCH_GEMM, sl_gemm_vnni_scratch(n, nv));
     if (!pk) return false;
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
@@ -134,4 +140,5 @@ const sl_qgemm_fn sl_gemm_vnni_q4_k = gemm_q4_k, sl_gemm_vnni_q6_k = gemm_q6_k;
 
 #else
 const sl_qgemm_fn sl_gemm_vnni_q4_k = NULL, sl_gemm_vnni_q6_k = NULL;
+size_t sl_gemm_vnni_scratch(int64_t n, int nv) { (void)n; (void)nv; return 0; }
 #endif

@@ -78,6 +78,15 @@ static act_fmt fmt_for(const sl_kernel_set *ks, int type, bool exact)
     return f;
 }
 
+size_t sl_mm_scratch_bytes(int64_t cols, int nb)
+{
+    const size_t q8_0 = (size_t)(cols / 32) * SL_Q8_0_BYTES, q8_1 = (size_t)(cols / 32) * SL_Q8_1_BYTES,
+                 q8_k = (size_t)(cols / 256) * SL_Q8_K_BYTES;
+    size_t mx = q8_0 > q8_1 ? q8_0 : q8_1;
+    if (q8_k > mx) mx = q8_k;
+    return mx * (size_t)(nb > 0 ? nb : 0);
+}
+
 typedef struct quant_job {
     sl_actq_fn quant;
     const float *x;

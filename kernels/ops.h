@@ -64,6 +64,9 @@ typedef struct sl_mm_input {
 } sl_mm_input;
 
 void sl_mm_prepare(sl_pool *pool, int type, const float *x, int nb, int64_t cols, sl_mm_input *in);
+/* The SL_SCRATCH_ACT bytes sl_mm_prepare asks for, at most, for nb vectors of `cols` elements in any
+ * activation format (Q8_0, Q8_1, Q8_K): what the planner counts for the thread that prepares. */
+size_t sl_mm_scratch_bytes(int64_t cols, int nb);
 void sl_matmul_prepared(sl_pool *pool, const sl_mm_input *in, const void *w, int64_t rows, size_t row_bytes,
                         float *out, int64_t out_stride);
 

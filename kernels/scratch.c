@@ -26,12 +26,16 @@ static void free_slots(void *v)
 
 static void make_key(void) { g_key_ok = pthread_key_create(&g_key, free_slots) == 0; }
 
+size_t sl_scratch_cap(size_t bytes) { return (bytes + bytes / 4 + 63) & ~(size_t)63; }
+
+size_t sl_scratch_size(int slot) { return slot >= 0 && slot < SL_SCRATCH_SLOTS ? t_slots.cap[slot] : 0; }
+
 void *sl_scratch(int slot, size_t bytes)
 {
     if (slot < 0 || slot >= SL_SCRATCH_SLOTS) return NULL;
     if (bytes <= t_slots.cap[slot]) return t_slots.p[slot];
     pthread_once(&g_key_once, make_key);
-    const size_t cap = (bytes + bytes / 4 + 63) & ~(size_t)63;
+    const size_t cap = sl_scratch_cap(bytes);
     void *p = aligned_alloc(64, cap);
     if (!p) return NULL;
     free(t_slots.p[slot]);

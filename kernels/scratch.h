@@ -17,4 +17,11 @@ enum sl_scratch_slot {
  * memory (the previous buffer stays).  Valid until the thread's next call for the same slot. */
 void *sl_scratch(int slot, size_t bytes);
 
+/* The memory a request of `bytes` allocates (a buffer grows by a quarter beyond the request, so that
+ * slowly growing requests do not reallocate each time): what a plan must count for it. */
+size_t sl_scratch_cap(size_t bytes);
+
+/* Tests: the capacity of the calling thread's buffer for `slot` (0: none yet). */
+size_t sl_scratch_size(int slot);
+
 #endif

@@ -18,6 +18,9 @@
 #include "include/sluice.h"
 #include "runtime/api/api_internal.h"
 #include "runtime/engine/kvcache.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "util/golden.h"
 
@@ -276,6 +279,12 @@ Test(batch, plan_counts_what_parallel_sequences_allocate)
             }
             const sl_config *cf = &m->m->cfg;
             uint64_t fixed = (uint64_t)np * cf->vocab * 8 + m->m->tok_embd.row_bytes + (uint64_t)cf->dim * 4;
+            /* + the products' per-thread scratch at the widest input (kernels/scratch.h; tests/test_gemm.c
+             * checks the kernels keep to it) */
+            int64_t wmax = cf->dim > cf->ffn_dim ? cf->dim : cf->ffn_dim;
+            if ((int64_t)cf->n_heads * cf->head_dim > wmax) wmax = (int64_t)cf->n_heads * cf->head_dim;
+            fixed += sl_scratch_cap(sl_mm_scratch_bytes(wmax, pl->n_batch)) +
+                     2 * sl_scratch_cap(sl_gemm_scratch_bytes(wmax, pl->n_batch));
             cr_assert_eq(pl->act_bytes - fixed, scratch, "np %d: planned activations %zu, allocated %zu", np,
                          (size_t)(pl->act_bytes - fixed), scratch);
             if (!spill) cr_assert_eq(pl->kv_bytes, kv, "np %d: planned KV %zu, allocated %zu", np, (size_t)pl->kv_bytes, kv);

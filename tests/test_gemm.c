@@ -25,6 +25,7 @@
 #include "kernels/f16.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
+#include "kernels/scratch.h"
 #include "kernels/simd.h"
 #include "kernels/threadpool.h"
 #include "kernels/types.h"
@@ -368,4 +369,42 @@ Test(gemm, debug_env_applies_and_checks_sluice_gemm)
     }
     unsetenv("SLUICE_GEMM");
     sl_gemm_force(SL_GEMM_AUTO);
+}
+
+/* The planner counts, per thread, sl_gemm_scratch_bytes of the widest product and, for the thread
+ * that prepares, sl_mm_scratch_bytes (runtime/plan/planner.c): the buffers the kernels really grow
+ * must stay inside those bounds (a 2048-token prompt at 1 GiB was OOM-killed by 6 MiB of uncounted
+ * scratch).  Widths and vector counts grow, so the buffer's size is always the latest request's. */
+Test(gemm, scratch_stays_within_the_planned_bound)
+{
+    static const int64_t widths[] = { 512, 1536, 4096 };
+    static const int counts[] = { 16, 64, 300 };
+    for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
+        sl_qgemm_fn g[NKERNELS];
+        int path[NKERNELS];
+        const int ng = gemm_kernels_v(k_cases[ci].type, g, path, false);
+        for (int gi = 0; gi < ng; gi++)
+            for (size_t i = 0; i < 3; i++) {
+                tk_rng r = { 0x5c7a + ci };
+                cr_assert(check_gemm(&k_cases[ci], g[gi], &r, 16, widths[i], counts[i], false));
+                const size_t got = sl_scratch_size(SL_SCRATCH_GEMM);
+                const size_t bound = sl_scratch_cap(sl_gemm_scratch_bytes(widths[2], counts[2]));
+                cr_assert_leq(got, bound, "%s path %d n %lld nv %d: %zu bytes > the planned %zu", sl_type_name(k_cases[ci].type),
+                              path[gi], (long long)widths[i], counts[i], got, bound);
+            }
+    }
+    /* the activations: every quantized type's format at a width of 2304 (Q8_K and Q8_0 blocks) */
+    static const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q8_0, SL_TYPE_Q4_1, SL_TYPE_IQ2_XS };
+    const int64_t cols = 2304;
+    const int nb = 40;
+    float *x = malloc((size_t)nb * cols * sizeof *x);
+    cr_assert_not_null(x);
+    for (int64_t i = 0; i < nb * cols; i++) x[i] = (float)((i * 7919) % 201 - 100) / 37.0f;
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        sl_mm_input in;
+        sl_mm_prepare(NULL, types[t], x, nb, cols, &in);
+        cr_assert_leq(sl_scratch_size(SL_SCRATCH_ACT), sl_scratch_cap(sl_mm_scratch_bytes(cols, nb)), "%s",
+                      sl_type_name(types[t]));
+    }
+    free(x);
 }

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/scratch.h"
 #include "runtime/engine/expert_cache.h"
 #include "runtime/engine/forward.h"
 #include "runtime/engine/kvcache.h"
@@ -83,6 +86,18 @@ static int n_par(const sl_plan_req *req) { return req->n_parallel > 1 ? req->n_p
  * n_logits positions, at most a batch: runtime/api/api_ctx.c); or, for n_parallel
  * sequences, the batch workspace (n_batch positions, n_logits rows of logits per sequence) and each
  * sequence's own context (one position), plus a sampler each. */
+/* The matrix products' per-thread buffers (kernels/scratch.h) at the widest input a product takes:
+ * the quantized activations of a batch of B, prepared on one thread (kernels/ops.h), and each
+ * thread's unpacked weight block of the batched GEMMs (kernels/gemm.h), counted as the buffers grow. */
+static uint64_t mm_scratch_bytes(const sl_config *c, int B, int threads)
+{
+    int64_t w = c->dim;
+    const int64_t widths[] = { (int64_t)c->n_heads * c->head_dim, c->ffn_dim, c->expert_ffn, c->shexp_ffn };
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (widths[i] > w) w = widths[i];
+    return sl_scratch_cap(sl_mm_scratch_bytes(w, B)) + (uint64_t)threads * sl_scratch_cap(sl_gemm_scratch_bytes(w, B));
+}
+
 static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req)
 {
     const sl_config *c = &pm->cfg;
@@ -103,7 +118,8 @@ static uint64_t act_bytes(const sl_plan_model *pm, int B, const sl_plan_req *req
         scratch = sl_ctx_bytes(c, &work, threads) + (uint64_t)np * sl_ctx_bytes(c, &seq, threads);
     }
     return scratch + (uint64_t)np * (uint64_t)c->vocab * 8 +          /* sampler candidates */
-           pm->embd_row_bytes + (uint64_t)c->dim * 4;                  /* embedding row */
+           pm->embd_row_bytes + (uint64_t)c->dim * 4 +                 /* embedding row */
+           mm_scratch_bytes(c, B, threads);
 }
 
 /* The ring slack the request asks for (sl_plan_req.ring_slack; the engine's default rule). */
