@@ -217,6 +217,7 @@ run_attempt() {
                      read_gbs wait_s compute_s pred_tok_s blocks_resident backend drafter; do
                 R[$k]=$(json_get "$js" "$k")
             done
+            [ "${R[n_decode]:-0}" != 0 ] || R[decode_tok_s]=""   # -n 1: a prompt measurement, no decode rate
             [ "$(json_get "$js" status)" = 0 ] || [ "${R[status]}" != ok ] || { R[status]=fail; R[note]="stats status $(json_get "$js" status)"; }
             local np=${R[n_prompt]:-0} nb dp
             nb=$(json_get "$js" n_batch); [ "${nb:-0}" -gt 0 ] 2>/dev/null || nb=512
@@ -239,7 +240,11 @@ run_attempt() {
         R[prompt_tok_s]=$(grep 'prompt eval time' "$errf" | sed -n 's/.*, *\([0-9.]*\) tokens per second.*/\1/p' | tail -n1)
         R[n_prompt]=$(grep 'prompt eval time' "$errf" | sed -n 's/.*\/ *\([0-9]*\) tokens.*/\1/p' | tail -n1)
         R[peak_rss]=$(awk '$1 == "moe-bench-maxrss-kib" { printf "%.0f\n", $2 * 1024 }' "$errf" | tail -n1)
-        if [ "${R[status]}" = ok ] && [ -z "${R[decode_tok_s]}" ]; then
+        # -n 1: the prompt pass makes the only token and the eval line reads "0.00 ms / 1 runs ... inf tokens
+        # per second"; the run is a prompt measurement then, not a lost log.
+        local no_decode=""
+        [ "$NTOK" -gt 1 ] || ! grep 'eval time' "$errf" | grep -v 'prompt eval' | grep -q 'inf tokens per second' || no_decode=1
+        if [ "${R[status]}" = ok ] && [ -z "${R[decode_tok_s]}" ] && { [ -z "$no_decode" ] || [ -z "${R[prompt_tok_s]}" ]; }; then
             R[status]=nolog R[note]="no 'eval time' line in llama.cpp's output"
         fi
     fi
