@@ -89,19 +89,23 @@ static sl_qgemm_fn path_kernel(int path, int type)
  * nv 16 203 / 246, 32 370 / 300. */
 #define AMX_MIN_VECTORS_Q4_K 56
 #define AMX_MIN_VECTORS_Q6_K 24
+/* ... and only up to this width: at 14336 columns (an FFN down projection) the VNNI GEMM's packed row
+ * block (252 KiB) no longer stays in L1 and it falls to 100 GFLOP/s against AMX's 161 at 16 vectors
+ * (bench_kernels --gemm 0.3 832 Q4_K 14336, 1 thread). */
+#define VNNI_MAX_WIDTH 4096
 
 static bool mixed_q4_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return (nv < AMX_MIN_VECTORS_Q4_K ? sl_gemm_vnni_q4_k : sl_gemm_amx_q4_k)(w, row_bytes, nrows, y, y_stride, nv, n,
-                                                                               out, out_stride);
+    return (nv < AMX_MIN_VECTORS_Q4_K && n <= VNNI_MAX_WIDTH ? sl_gemm_vnni_q4_k : sl_gemm_amx_q4_k)(
+        w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 static bool mixed_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return (nv < AMX_MIN_VECTORS_Q6_K ? sl_gemm_vnni_q6_k : sl_gemm_amx_q6_k)(w, row_bytes, nrows, y, y_stride, nv, n,
-                                                                               out, out_stride);
+    return (nv < AMX_MIN_VECTORS_Q6_K && n <= VNNI_MAX_WIDTH ? sl_gemm_vnni_q6_k : sl_gemm_amx_q6_k)(
+        w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 /* The fastest available path (SL_GEMM_OFF when none). */
@@ -138,12 +142,17 @@ static void init_once(void)
     make_name();
 }
 
-/* The fastest allowed path at or below `cap` that has a kernel for `type`, SL_GEMM_OFF if none. */
+/* The fastest allowed path at or below `cap` that has a kernel for `type`, SL_GEMM_OFF if none.
+ * Auto leaves the AVX2 GEMMs out: end to end they are slower than the 4-vector dots (llama3-8b shape
+ * Q4_K_M, 512-token prompt: 9.1 against 10.9 tok/s, bench/prefill_paths.sh) — at the FFN widths their
+ * packed row blocks spill L1 (Q4_K at 14336 columns: 63-66 GFLOP/s against the dots' 75-97).  They
+ * stay exact and tested, and SLUICE_GEMM=avx2 runs them. */
 static int pick(int cap, int type)
 {
     if (cap == SL_GEMM_OFF) return SL_GEMM_OFF;
+    const bool is_auto = atomic_load_explicit(&g_auto, memory_order_relaxed);
     for (int p = cap; p <= SL_GEMM_AVX2; p++)
-        if (g_ok[p] && path_kernel(p, type)) return p;
+        if (g_ok[p] && path_kernel(p, type) && !(is_auto && p == SL_GEMM_AVX2)) return p;
     return SL_GEMM_OFF;
 }
 
@@ -175,8 +184,8 @@ static void make_name(void)
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, "%s%s %s", t ? ", " : "", sl_type_name(types[t]),
                               k_kernel_name[p]);
         if (mixes(p, types[t]))
-            o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (avx512-vnni below %d vectors)",
-                                  types[t] == SL_TYPE_Q4_K ? AMX_MIN_VECTORS_Q4_K : AMX_MIN_VECTORS_Q6_K);
+            o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (avx512-vnni below %d vectors and %d columns)",
+                                  types[t] == SL_TYPE_Q4_K ? AMX_MIN_VECTORS_Q4_K : AMX_MIN_VECTORS_Q6_K, VNNI_MAX_WIDTH);
     }
     if (!atomic_load(&g_auto))
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, cap == SL_GEMM_OFF ? " (turned off)" : " (forced: %s)",
@@ -185,6 +194,8 @@ static void make_name(void)
     if (!g_ok[SL_GEMM_AMX]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AMX: %s", g_why);
     if (!g_ok[SL_GEMM_VNNI]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI");
     if (!g_ok[SL_GEMM_AVX2]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX2");
+    else if (atomic_load(&g_auto) && !g_ok[SL_GEMM_VNNI])
+        o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the AVX2 GEMMs only with SLUICE_GEMM=avx2 (slower than the dots)");
 #else
     o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the GEMMs are x86 only");
 #endif

@@ -19,6 +19,8 @@
  *   AVX2 (kernels/gemm_avx2.c): Q4_K, Q6_K (vpmaddubsw sums added as exact int16, vpmaddwd by the
  *     scale) and Q8_0 (4 rows x 2 lanes of 4 products per ymm: 8 accumulators per vector fit the
  *     16 registers; 1.15-1.3x the 4-vector dots only, as both are bound by the same operations).
+ *     Not chosen by auto (only SLUICE_GEMM=avx2): at the FFN widths their packed row blocks spill
+ *     L1 and end to end they are slower than the dots (kernels/gemm.c pick).
  * Elsewhere (arm64, a CPU without AVX2, SLUICE_GEMM=off) there is no GEMM and sl_matmul keeps its
  * 4-vector dots (the same bits); sl_gemm_name says per type what runs and why not a faster path.
  * The Q4_K/Q6_K VNNI and AVX2 GEMMs share one unpacked layout (kernels/gemm_kpack.h).
