@@ -1,8 +1,8 @@
 /* kernels/gemm.c — which batched GEMM runs per weight type: CPUID, the OS's AMX permission, the
  * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K), AVX-512 VNNI
  * (Q4_K, Q6_K, Q8_0), AVX2 (Q4_K, Q6_K, Q8_0); a type takes the fastest path allowed that has it, and
- * the 4-vector dots when none does (every path gives the same bits).  Auto on an AMX machine runs
- * small batches of Q4_K / Q6_K on VNNI, which is faster there (AMX_MIN_VECTORS_*).
+ * the 4-vector dots when none does (every path gives the same bits).  Auto leaves the AVX2 GEMMs out
+ * (slower than the dots end to end: see pick).
  *
  * AMX tile data is an XSAVE component Linux enables per process on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM, kernel 5.16+); a tile instruction without it faults.  The request is made
@@ -34,7 +34,7 @@
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_ok[4];               /* [SL_GEMM_AMX..AVX2]: CPU, build (and OS for AMX) can run it */
 static atomic_int g_cap;           /* the fastest path allowed (SL_GEMM_AMX..AVX2), or SL_GEMM_OFF */
-static atomic_bool g_auto;         /* chosen by auto (not forced): small batches may leave AMX */
+static atomic_bool g_auto;         /* chosen by auto (not forced): the AVX2 GEMMs are left out */
 static char g_env_note[64];        /* a SLUICE_GEMM value that could not be honoured */
 #if defined(__x86_64__)
 static char g_why[96];             /* why there is no AMX, when there is none */
@@ -82,32 +82,10 @@ static sl_qgemm_fn path_kernel(int path, int type)
     }
 }
 
-/* Below these vector counts the VNNI GEMM beats the AMX one (auto only; same bits): AMX pays a
- * 4 KiB tile-plane layout per super-block and 16-vector tiles, VNNI packs 4.5 KiB once and runs 8
- * vectors per pass.  Single-call probe, 1024 x 4096, 1 thread, Sapphire Rapids VM (GFLOP/s, AMX /
- * VNNI): Q4_K nv 16 192 / 334, 32 311 / 396, 48 407 / 424, 64 465 / 438, 128 595 / 459; Q6_K
- * nv 16 203 / 246, 32 370 / 300. */
-#define AMX_MIN_VECTORS_Q4_K 56
-#define AMX_MIN_VECTORS_Q6_K 24
-/* ... and only up to this width: at 14336 columns (an FFN down projection) the VNNI GEMM's packed row
- * block (252 KiB) no longer stays in L1 and it falls to 100 GFLOP/s against AMX's 161 at 16 vectors
- * (bench_kernels --gemm 0.3 832 Q4_K 14336, 1 thread). */
-#define VNNI_MAX_WIDTH 4096
-
-static bool mixed_q4_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
-                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
-{
-    return (nv < AMX_MIN_VECTORS_Q4_K && n <= VNNI_MAX_WIDTH ? sl_gemm_vnni_q4_k : sl_gemm_amx_q4_k)(
-        w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
-}
-
-static bool mixed_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
-                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
-{
-    return (nv < AMX_MIN_VECTORS_Q6_K && n <= VNNI_MAX_WIDTH ? sl_gemm_vnni_q6_k : sl_gemm_amx_q6_k)(
-        w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
-}
-
+/* Auto on an AMX machine runs every Q4_K / Q6_K batch on AMX.  (Until this session small batches
+ * went to VNNI on a single-call probe; bench_kernels --gemm, interleaved, 1 thread, GFLOP/s AMX / VNNI:
+ * Q4_K 16 vectors 162.6 / 103.8, 64: 410 / 121, 512: 552 / 119; Q6_K 16: 148 / 84 — AMX wins at every
+ * batch, at 4096 and at 14336 columns.) */
 /* The fastest available path (SL_GEMM_OFF when none). */
 static int best_path(void)
 {
@@ -156,18 +134,10 @@ static int pick(int cap, int type)
     return SL_GEMM_OFF;
 }
 
-/* Auto on AMX with VNNI too: the kernel that picks per call by the vector count. */
-static bool mixes(int p, int type)
-{
-    return p == SL_GEMM_AMX && g_ok[SL_GEMM_VNNI] && atomic_load_explicit(&g_auto, memory_order_relaxed) &&
-           (type == SL_TYPE_Q4_K || type == SL_TYPE_Q6_K);
-}
-
 sl_qgemm_fn sl_gemm_for(int type)
 {
     pthread_once(&g_once, init_once);
     const int p = pick(atomic_load_explicit(&g_cap, memory_order_relaxed), type);
-    if (mixes(p, type)) return type == SL_TYPE_Q4_K ? mixed_q4_k : mixed_q6_k;
     return path_kernel(p, type);
 }
 
@@ -183,9 +153,6 @@ static void make_name(void)
         const int p = pick(cap, types[t]);
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, "%s%s %s", t ? ", " : "", sl_type_name(types[t]),
                               k_kernel_name[p]);
-        if (mixes(p, types[t]))
-            o += (size_t)snprintf(g_name + o, sizeof g_name - o, " (avx512-vnni below %d vectors and %d columns)",
-                                  types[t] == SL_TYPE_Q4_K ? AMX_MIN_VECTORS_Q4_K : AMX_MIN_VECTORS_Q6_K, VNNI_MAX_WIDTH);
     }
     if (!atomic_load(&g_auto))
         o += (size_t)snprintf(g_name + o, sizeof g_name - o, cap == SL_GEMM_OFF ? " (turned off)" : " (forced: %s)",

@@ -56,9 +56,8 @@ sl_qgemm_fn sl_gemm_for(int type);
 const char *sl_gemm_name(void);
 /* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off; SL_GEMM_AMX / VNNI / AVX2 allow that path
  * and the slower ones (each type takes the fastest allowed that has it: forced AMX runs Q8_0 on
- * VNNI); SL_GEMM_AUTO allows the fastest available and, on AMX machines, runs calls of few vectors
- * on the VNNI kernels (Q4_K below 56, Q6_K below 24: faster there, kernels/gemm.c), which a forced
- * path never does.
+ * VNNI); SL_GEMM_AUTO allows the fastest available except the AVX2 GEMMs (slower than the dots end
+ * to end, kernels/gemm.c pick), which only a forced SL_GEMM_AVX2 runs.
  * Returns 0; -ENOTSUP when the forced path cannot run here (CPU, build or OS), and nothing changes
  * (SL_GEMM_AUTO with no path at all: -ENOTSUP, the GEMM is off); -EINVAL for another mode.  Not
  * meant to be called while products run or sl_gemm_name is read. */
