@@ -113,19 +113,8 @@ static size_t k_scratch(int64_t n) { return (size_t)(n / SL_QK_K) * sizeof(sl_kp
 AVX2 static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                         size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    const int64_t nsb = n / SL_QK_K;
-    sl_kpack *pk = sl_scratch(SL_SCRATCH_GEMM, k_scratch(n));
-    if (!pk) return false;
-    for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
-        const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
-        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * row_bytes;
-        for (int64_t i = 0; i < nsb; i++) {
-            if (q4k) kpack_q4_k(wr, row_bytes, nr, i, true, pk + i);
-            else kpack_q6_k(wr, row_bytes, nr, i, true, pk + i);
-        }
-        block_product(q4k, pk, nsb, y, y_stride, nv, nr, out + r0, out_stride);
-    }
-    return true;
+    return kpack_gemm(q4k, true, block_product, sl_scratch(SL_SCRATCH_GEMM, k_scratch(n)), w, row_bytes, nrows, y,
+                      y_stride, nv, n, out, out_stride);
 }
 
 static bool gemm_q4_k(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,

@@ -182,4 +182,30 @@ static inline int32_t kpack_bsum2(const sl_block_q8_k *y, int t)
     return v;
 }
 
+/* The product of a packed 16-row block against every vector (the includer's kernel). */
+typedef void (*kpack_block_fn)(bool q4k, const sl_kpack *pk, int64_t nsb, const uint8_t *y, size_t ys, int nv, int nr,
+                               float *out, int64_t os);
+
+/* Contract: sl_qgemm_fn (kernels/gemm.h) for Q4_K (q4k) or Q6_K weights and Q8_K activations, as
+ * every K-quant GEMM that packs runs it: each block of 16 rows packed once into pk (nsb super-blocks,
+ * the includer's scratch; `pair` as kpack_q4_k's), then `block` against all nv vectors. */
+KPACK_TARGET static inline bool kpack_gemm(bool q4k, bool pair, kpack_block_fn block, sl_kpack *pk,
+                                           const void *restrict w, size_t row_bytes, int64_t nrows,
+                                           const void *restrict y, size_t y_stride, int nv, int64_t n,
+                                           float *restrict out, int64_t out_stride)
+{
+    const int64_t nsb = n / SL_QK_K;
+    if (!pk) return false;
+    for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
+        const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * row_bytes;
+        for (int64_t i = 0; i < nsb; i++) {
+            if (q4k) kpack_q4_k(wr, row_bytes, nr, i, pair, pk + i);
+            else kpack_q6_k(wr, row_bytes, nr, i, pair, pk + i);
+        }
+        block(q4k, pk, nsb, (const uint8_t *)y, y_stride, nv, nr, out + r0, out_stride);
+    }
+    return true;
+}
+
 #endif
