@@ -8,6 +8,7 @@
 #include "kernels/simd.h"
 
 #include <float.h>
+#include <math.h>
 
 /* ---- activation quantizers ----------------------------------------------------------------- */
 
@@ -109,21 +110,21 @@ float sl_qdot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_
     return lanes_reduce(acc);
 }
 
-/* Contract: canonical q8_0 x q8_0 dot of n (multiple of 32) elements. */
+/* Contract: canonical q8_0 x q8_0 dot of n (multiple of 32) elements: per block the exact int32
+ * sum of its 32 products, then one fused multiply-add per block into a single accumulator, blocks
+ * in order (kernels/simd.h).  |t| <= 32 * 128 * 127 < 2^24, so (float)t is exact. */
 float sl_qdot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q8_0 *w = vw;
     const sl_block_q8_0 *y = vy;
-    float acc[2][8] = {{0}};
+    float acc = 0.0f;
     for (int64_t i = 0; i < n / SL_QK; i++) {
         const float s = sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d);
-        for (int k = 0; k < 8; k++) {
-            int t = 0;
-            for (int e = 4 * k; e < 4 * k + 4; e++) t += w[i].qs[e] * y[i].qs[e];
-            acc[i & 1][k] = acc[i & 1][k] + s * (float)t;
-        }
+        int32_t t = 0;
+        for (int e = 0; e < SL_QK; e++) t += w[i].qs[e] * y[i].qs[e];
+        acc = fmaf(s, (float)t, acc);
     }
-    return lanes_reduce(acc);
+    return acc;
 }
 
 /* ---- K-quants ----------------------------------------------------------------------------------

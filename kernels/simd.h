@@ -35,7 +35,13 @@
  *
  * Canonical float steps of the integer dots (s_i: f32 block scale products, exact in f32 for the
  * f16 x f16 products of the 32-blocks):
- *   q4_0/q8_0 x q8_0, blocks of 32: lane k (0..7) of block i holds the exact integer sum of the
+ *   q8_0 x q8_0, blocks of 32: t_i = the exact int32 sum of block i's 32 products (|t_i| < 2^24);
+ *     acc = fmaf(s_i, (float)t_i, acc) for i = 0, 1, ... in order, acc starting at +0; result = acc.
+ *     One rounding per block and one accumulator per (row, vector) is what a GEMM computes
+ *     naturally (16 rows in the lanes of a VNNI register, or an AMX tile of 16 x 16 block sums), so
+ *     batched prefill reproduces it at full speed; until December 2026 Q8_0 had q4_0's steps below
+ *     (one rounding per 4 products), which held its GEMMs to ~0.85x llama.cpp (docs/benchmarks.md).
+ *   q4_0 x q8_0, blocks of 32: lane k (0..7) of block i holds the exact integer sum of the
  *     products of elements 4k..4k+3; acc[i % 2][k] = acc[i % 2][k] + s_i * (float)lane_k; result =
  *     pairwise sum of t[k] = acc[0][k] + acc[1][k] (t[k] += t[k+4]; t[k] += t[k+2]; t[0] + t[1]).
  *   q4_K/q5_K x q8_K, super-blocks of 256: S = sum_j sc_j * dot_j, M = sum_j m_j * (bsums of
@@ -230,6 +236,7 @@ void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict v, in
 float sl_avx2_adot_f32(const void *restrict w, const float *restrict x, int64_t n);
 float sl_avx2_adot_f16(const void *restrict w, const float *restrict x, int64_t n);
 void sl_avx2_dot4_q4_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+float sl_avx2_dot_q8_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
 void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q5_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);

@@ -152,25 +152,69 @@ AVX2 static inline __m256 q4_0_term(const void *vw, const void *vy, int64_t i, c
     return _mm256_mul_ps(s, lane_dots(q4_0_bytes(w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
-AVX2 static inline __m256 q8_0_term(const void *vw, const void *vy, int64_t i, const void *ctx)
-{
-    const sl_block_q8_0 *w = (const sl_block_q8_0 *)vw + i;
-    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
-    (void)ctx;
-    const __m256 s = _mm256_set1_ps(f16f(w->d) * f16f(y->d));
-    return _mm256_mul_ps(s, lane_dots(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_loadu_si256((const __m256i *)y->qs)));
-}
-
 /* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
 AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     return sum_blocks32(vw, sizeof(sl_block_q4_0), vy, n / SL_QK, q4_0_term, NULL);
 }
 
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
-AVX2 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+/* ---- Q8_0: one rounding per block (kernels/simd.h) --------------------------------------------- */
+
+/* The 8 int32 lanes whose sum is block (w, a)'s exact dot (a never -128; see lane_dots). */
+AVX2 static inline __m256i q8_0_lanes(__m256i w, __m256i a)
 {
-    return sum_blocks32(vw, sizeof(sl_block_q8_0), vy, n / SL_QK, q8_0_term, NULL);
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* Lane j = the sum of the 8 lanes of m[j]: 8 blocks' exact dots from their partial sums. */
+AVX2 static inline __m256i hsum8_i32x8(const __m256i m[8])
+{
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+    /* a = [0lo 1lo 2lo 3lo | 0hi 1hi 2hi 3hi] (lo/hi: lanes 0-3 / 4-7), b the same for 4..7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* The f32 scales of 8 consecutive Q8_0 blocks (34 bytes apart, d first). */
+AVX2 static inline __m256 q8_0_d8(const sl_block_q8_0 *b)
+{
+    const __m256i off = _mm256_setr_epi32(0, 34, 68, 102, 136, 170, 204, 238);
+    const __m256i g = _mm256_and_si256(_mm256_i32gather_epi32((const int *)(const void *)b, off, 1),
+                                       _mm256_set1_epi32(0xffff));
+    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+}
+
+/* acc = fma(s, t, acc) in f32, one rounding (the canonical step). */
+AVX2 static inline __m128 fma_ss(__m128 acc, float s, float t)
+{
+    return _mm_fmadd_ss(_mm_set_ss(s), _mm_set_ss(t), acc);
+}
+
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits).  Eight blocks' integer sums and scales are found
+ * side by side; only the fused multiply-adds into the one accumulator run in block order. */
+AVX2 float sl_avx2_dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_q8_0 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    __m128 acc = _mm_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        sl_prefetch_ahead(&w[i], 8 * sizeof w[i]);
+        __m256i m[8];
+        for (int j = 0; j < 8; j++)
+            m[j] = q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[i + j].qs), _mm256_loadu_si256((const __m256i *)y[i + j].qs));
+        float t[8], sc[8];
+        _mm256_storeu_ps(t, _mm256_cvtepi32_ps(hsum8_i32x8(m)));
+        _mm256_storeu_ps(sc, _mm256_mul_ps(q8_0_d8(&w[i]), q8_0_d8(&y[i])));
+        for (int j = 0; j < 8; j++) acc = fma_ss(acc, sc[j], t[j]);
+    }
+    for (; i < nb; i++) {
+        const int32_t t = hsum_i32x8(q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        acc = fma_ss(acc, f16f(w[i].d) * f16f(y[i].d), (float)t);
+    }
+    return _mm_cvtss_f32(acc);
 }
 
 /* ---- K-quants -------------------------------------------------------------------------------- */
@@ -366,20 +410,29 @@ AVX2 void sl_avx2_dot4_q4_0_q8_0(const void *restrict vw, const void *restrict v
     for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc0[v], acc1[v]);
 }
 
-/* Contract: out[v] = dot_q8_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
+/* Contract: out[v] = dot_q8_0_q8_0(w, y + v*ys, n) bit for bit, v < 4: lane v of the accumulator
+ * is vector v's chain of fused multiply-adds. */
 AVX2 void sl_avx2_dot4_q8_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 {
     const sl_block_q8_0 *w = vw;
     const int64_t nb = n / SL_QK;
-    __m256 acc0[4], acc1[4];
-    for (int v = 0; v < 4; v++) acc0[v] = acc1[v] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
-        dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i + 1].qs), vy, ys, i + 1, f16f(w[i + 1].d), acc1);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const __m256i wq = _mm256_loadu_si256((const __m256i *)w[i].qs), aw = _mm256_sign_epi8(wq, wq);
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i m[4];
+        float yd[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_0 *y = YV(sl_block_q8_0, v, i);
+            const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), wq));
+            m[v] = _mm256_madd_epi16(p, ones);
+            yd[v] = f16f(y->d);
+        }
+        const __m128 t = _mm_cvtepi32_ps(hsum4_i32x8(m[0], m[1], m[2], m[3]));
+        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(f16f(w[i].d)), _mm_loadu_ps(yd)), t, acc);
     }
-    if (i < nb) dot4_blocks32(_mm256_loadu_si256((const __m256i *)w[i].qs), vy, ys, i, f16f(w[i].d), acc0);
-    for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc0[v], acc1[v]);
+    _mm_storeu_ps(out, acc);
 }
 
 /* Shared tail of the Q4_K / Q5_K 4-vector dots: the 4 vectors' S and M reduced together, then the
@@ -574,7 +627,7 @@ AVX2 void sl_avx2_axpy_f16(float *restrict o, float a, const uint16_t *restrict 
 const sl_kernel_set sl_kernels_avx2_set = {
     "avx2",
     sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
-    dot_q4_0_q8_0, dot_q8_0_q8_0,
+    dot_q4_0_q8_0, sl_avx2_dot_q8_0_q8_0,
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
     sl_avx2_adot_f32, sl_avx2_adot_f16, dot_bf16,
     sl_avx2_axpy_f32, sl_avx2_axpy_f16,

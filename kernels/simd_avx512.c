@@ -134,30 +134,6 @@ AVX512 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict 
     return lanes_reduce(a0, hi_ps(acc));
 }
 
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
-AVX512 static float dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
-{
-    const sl_block_q8_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    __m512 acc = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        sl_prefetch_ahead(&w[i], 2 * sizeof w[i]);
-        const float s0 = f16f(w[i].d) * f16f(y[i].d);
-        const float s1 = f16f(w[i + 1].d) * f16f(y[i + 1].d);
-        const __m512 l = lane_dots2(join256(ld256(w[i].qs), ld256(w[i + 1].qs)),
-                                    join256(ld256(y[i].qs), ld256(y[i + 1].qs)));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(join_ps(_mm256_set1_ps(s0), _mm256_set1_ps(s1)), l));
-    }
-    __m256 a0 = _mm512_castps512_ps256(acc);
-    if (i < nb) {
-        const float s = f16f(w[i].d) * f16f(y[i].d);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(s), lane_dots1(ld256(w[i].qs), ld256(y[i].qs))));
-    }
-    return lanes_reduce(a0, hi_ps(acc));
-}
-
 /* ---- K-quants ----------------------------------------------------------------------------------
  * Each super-block's integer work leaves a vector of int32 partial sums (S, and for Q4_K/Q5_K the
  * eight lanes of M); four super-blocks' vectors are reduced together by one transposing reduction
@@ -311,7 +287,7 @@ FLOAT_DOT(dot_bf16, uint16_t, ld16_bf16, sl_bf16_to_f32)
 const sl_kernel_set sl_kernels_avx512_set = {
     "avx512",
     sl_avx2_quantize_q8_0, sl_avx2_quantize_q8_k,
-    dot_q4_0_q8_0, dot_q8_0_q8_0,
+    dot_q4_0_q8_0, sl_avx2_dot_q8_0_q8_0,   /* Q8_0: no 512-bit form (its chain of FMAs is the bound) */
     dot_q4_k_q8_k, dot_q5_k_q8_k, dot_q6_k_q8_k,
     dot_f32, dot_f16, dot_bf16,
     sl_avx2_axpy_f32, sl_avx2_axpy_f16,   /* head_dim rows are short: 256-bit is enough */
