@@ -7,20 +7,18 @@
  * and runs the same float steps in the same order gives the same bits, whatever the batch size,
  * the row range or the vector grouping — the batching contract of kernels/ops.h.
  *
- * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it
- * (auto on AMX machines: small batches on VNNI, see sl_gemm_force):
- *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW and
- *     VNNI once Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
- *     per process).
+ * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it:
+ *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, Q8_0, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW
+ *     and VNNI once Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
+ *     per process).  Q8_0: one tile product per 32-block gives its exact sums (its canonical step
+ *     is one FMA per block, kernels/simd.h).
  *   AVX-512 VNNI: Q4_K, Q6_K (kernels/gemm_vnni.c: vpdpbusd sums per sub-block and row lane, vpmulld
- *     by the scale) and Q8_0 (kernels/gemm_avx512.c: its canonical steps round in f32 once per 4
- *     products, a granularity a tile product, 64 products per sum, cannot reproduce exactly, but
- *     one vpdpbusd lane can).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
+ *     by the scale) and Q8_0 (kernels/gemm_avx512.c: 8 vpdpbusd per block and 16 row lanes, then
+ *     one multiply and one FMA).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
  *   AVX2 (kernels/gemm_avx2.c): Q4_K, Q6_K (vpmaddubsw sums added as exact int16, vpmaddwd by the
- *     scale) and Q8_0 (4 rows x 2 lanes of 4 products per ymm: 8 accumulators per vector fit the
- *     16 registers; 1.15-1.3x the 4-vector dots only, as both are bound by the same operations).
- *     Not chosen by auto (only SLUICE_GEMM=avx2): at the FFN widths their packed row blocks spill
- *     L1 and end to end they are slower than the dots (kernels/gemm.c pick).
+ *     scale).  Not chosen by auto (only SLUICE_GEMM=avx2): at the FFN widths their packed row blocks
+ *     spill L1 and end to end they are slower than the dots (kernels/gemm.c pick).  Q8_0 has none
+ *     (no fewer operations than its 4-vector dots: kernels/gemm_avx2.c).
  * Elsewhere (arm64, a CPU without AVX2, SLUICE_GEMM=off) there is no GEMM and sl_matmul keeps its
  * 4-vector dots (the same bits); sl_gemm_name says per type what runs and why not a faster path.
  * The Q4_K/Q6_K VNNI and AVX2 GEMMs share one unpacked layout (kernels/gemm_kpack.h).
@@ -55,8 +53,8 @@ sl_qgemm_fn sl_gemm_for(int type);
  * its contents change with sl_gemm_force. */
 const char *sl_gemm_name(void);
 /* Tests and benchmarks: SL_GEMM_OFF turns the GEMM off; SL_GEMM_AMX / VNNI / AVX2 allow that path
- * and the slower ones (each type takes the fastest allowed that has it: forced AMX runs Q8_0 on
- * VNNI); SL_GEMM_AUTO allows the fastest available except the AVX2 GEMMs (slower than the dots end
+ * and the slower ones (each type takes the fastest allowed that has it: forced AVX2 runs Q8_0 on
+ * the dots); SL_GEMM_AUTO allows the fastest available except the AVX2 GEMMs (slower than the dots end
  * to end, kernels/gemm.c pick), which only a forced SL_GEMM_AVX2 runs.
  * Returns 0; -ENOTSUP when the forced path cannot run here (CPU, build or OS), and nothing changes
  * (SL_GEMM_AUTO with no path at all: -ENOTSUP, the GEMM is off); -EINVAL for another mode.  Not
@@ -66,8 +64,8 @@ int sl_gemm_force(int mode);
 /* The kernels, each NULL where the build has no code for it: kernels/gemm_amx.c (non-x86, or a
  * compiler without AMX), kernels/gemm_vnni.c, kernels/gemm_avx512.c, kernels/gemm_avx2.c (off
  * x86).  Callers go through sl_gemm_for, which checks the CPU. */
-extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_avx512_q8_0;
-extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k, sl_gemm_avx2_q8_0;
+extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_amx_q8_0, sl_gemm_avx512_q8_0;
+extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k;
 
 /* The SL_SCRATCH_GEMM bytes (kernels/scratch.h) the most demanding GEMM this build has asks for, per
  * thread, for a product of width n against nv vectors: what the planner counts for each thread (0

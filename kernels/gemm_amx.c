@@ -1,5 +1,5 @@
-/* kernels/gemm_amx.c — Q4_K and Q6_K x Q8_K batched products on AMX-INT8 tiles, with exactly the
- * bits of the single dots (kernels/gemm.h; canonical steps in kernels/simd.h).
+/* kernels/gemm_amx.c — Q4_K and Q6_K x Q8_K, Q8_0 x Q8_0 batched products on AMX-INT8 tiles, with
+ * exactly the bits of the single dots (kernels/gemm.h; canonical steps in kernels/simd.h).
  *
  * Built with -mamx-tile -mamx-int8 and AVX-512 for this file only (CMakeLists.txt, x86-64); it runs
  * only where kernels/gemm.c found AMX, AVX-512 BW/VNNI and the OS's tile-data permission.
@@ -40,8 +40,10 @@ typedef struct {
 } tile_config;
 
 /* Each thread's tile state is its own: configured at the start of every call (ldtilecfg is cheap
- * next to a call's work), released at the end so an idle thread carries no tile state. */
-static void tiles_configure(void)
+ * next to a call's work), released at the end so an idle thread carries no tile state.  K-quants:
+ * every tile 16 rows x 64 bytes.  Q8_0 (one 32-block per tile product): tmm0, tmm1 = A, 16 x 32
+ * bytes; tmm2, tmm3 = B, 8 x 64 bytes; tmm4, tmm5 = C, 16 x 64 bytes. */
+static void tiles_configure(bool q8_0)
 {
     tile_config c;
     memset(&c, 0, sizeof c);
@@ -50,6 +52,14 @@ static void tiles_configure(void)
         c.colsb[t] = 64;
         c.rows[t] = 16;
     }
+    if (q8_0) {
+        c.colsb[0] = c.colsb[1] = 32;
+        c.rows[2] = c.rows[3] = 8;
+        c.rows[6] = 0, c.colsb[6] = 0;
+    }
+    /* GCC 12 does not treat ldtilecfg as reading the structure: without this barrier it dropped the
+     * stores above (the tile instructions then fault on an invalid configuration) */
+    __asm__ __volatile__("" : : "r"(&c) : "memory");
     _tile_loadconfig(&c);
 }
 
@@ -247,10 +257,12 @@ static size_t scratch_bytes(bool q4k, int64_t n)
     return planes + 2 * dvec + 3 * 1024 + padb + sizeof(rowmajor_planes);
 }
 
+static size_t q8_scratch(int64_t n, int nv);
+
 size_t sl_gemm_amx_scratch(int64_t n, int nv)
 {
-    (void)nv;
-    return scratch_bytes(true, n);
+    const size_t k = scratch_bytes(true, n), q = q8_scratch(n, nv);
+    return k > q ? k : q;
 }
 
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for Q4_K (q4k) or Q6_K. */
@@ -265,7 +277,7 @@ static bool gemm_k(bool q4k, const void *restrict w, size_t row_bytes, int64_t n
     if (!s) return false;
     work wk = { s, (float *)(s + planes), (float *)(s + planes + dvec), (int32_t *)(s + planes + 2 * dvec),
                 s + planes + 2 * dvec + 3 * 1024, (rowmajor_planes *)(s + planes + 2 * dvec + 3 * 1024 + padb) };
-    tiles_configure();
+    tiles_configure(false);
     for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
         const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
         const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * row_bytes;
@@ -292,9 +304,138 @@ static bool gemm_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, c
     return gemm_k(false, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
-const sl_qgemm_fn sl_gemm_amx_q4_k = gemm_q4_k, sl_gemm_amx_q6_k = gemm_q6_k;
+/* ---- Q8_0 -------------------------------------------------------------------------------------
+ * Canonical step (kernels/simd.h): acc = fma(d_w * d_y, (float)t, acc) per 32-block, t the block's
+ * exact integer dot.  One TDPBSSD with K = 32 gives t for 16 vectors x 16 rows (C[v][r]); A is read
+ * straight from the vectors' Q8_0 blocks (rows of 32 bytes at the vector stride), B is the block of
+ * 16 rows in VNNI order (tile row k = the rows' quants 4k..4k+3), unpacked once per group of vectors.
+ * Then per vector: convert C's row (16 rows' t), multiply d_w by the vector's d (exact), one FMA into
+ * the vector's accumulator — 3 vector instructions per 512 products.  Two blocks per step, so the
+ * tile unit works on one while the vector unit finishes the other. */
+
+#define Q8_PACKED 576         /* one block of 16 rows: B (8 x 64 bytes) and 16 f32 d */
+#define Q8_VGROUP 256         /* vectors per pass over the unpacked row block (bounds the scratch) */
+
+/* Contract: blocks i < nblk of rows r < nr (< 16: the rest zero) into dst (Q8_PACKED per block). */
+static void unpack_q8_0(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
+{
+    const __mmask16 m = (__mmask16)((1u << nr) - 1);
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)row_bytes));
+    for (int64_t i = 0; i < nblk; i++) {
+        const uint8_t *b = w + (size_t)i * sizeof(sl_block_q8_0);
+        uint8_t *o = dst + (size_t)i * Q8_PACKED;
+        for (int k = 0; k < 8; k++)
+            _mm512_store_si512(o + 64 * k, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, b + 2 + 4 * k, 1));
+        const __m512i dh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, b, 1);
+        _mm512_store_ps(o + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dh, _mm512_set1_epi32(0xffff)))));
+    }
+}
+
+typedef struct {
+    uint8_t *packed;        /* nblk x Q8_PACKED */
+    float *yd;              /* the group's vectors' block d as f32: [vector][block] */
+    int32_t *cbuf;          /* two C tiles: 2 x 16 x 16 */
+    uint8_t *pad;           /* a partial group of 16 vectors, zero-padded */
+} q8_work;
+
+/* C tile `c` (block i) into the 16 accumulators: acc[v] = fma(d_w * d_y[v][i], C[v][.], acc[v]). */
+static inline __attribute__((always_inline)) void q8_finish(__m512 acc[16], const int32_t *cb, const uint8_t *pk,
+                                                            const float *yd, int64_t nblk, int64_t i)
+{
+    const __m512 dw = _mm512_load_ps(pk + (size_t)i * Q8_PACKED + 512);
+    for (int v = 0; v < 16; v++) {
+        const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(yd[(size_t)v * nblk + i]));
+        acc[v] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_load_si512(cb + 16 * v)), acc[v]);
+    }
+}
+
+/* Vectors [0, 16) at a (stride as; block i's quants at a + 34 i + 2) against the unpacked rows. */
+static void q8_group(const q8_work *wk, const uint8_t *a, size_t as, const float *yd, int64_t nblk, int nc,
+                     __mmask16 rows_mask, float *out, int64_t os)
+{
+    __m512 acc[16];
+    for (int v = 0; v < 16; v++) acc[v] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nblk; i += 2) {
+        _tile_loadd(0, a + (size_t)i * sizeof(sl_block_q8_0) + 2, as);
+        _tile_loadd(1, a + (size_t)(i + 1) * sizeof(sl_block_q8_0) + 2, as);
+        _tile_loadd(2, wk->packed + (size_t)i * Q8_PACKED, 64);
+        _tile_loadd(3, wk->packed + (size_t)(i + 1) * Q8_PACKED, 64);
+        _tile_zero(4);
+        _tile_zero(5);
+        _tile_dpbssd(4, 0, 2);
+        _tile_dpbssd(5, 1, 3);
+        _tile_stored(4, wk->cbuf, 64);
+        _tile_stored(5, wk->cbuf + 256, 64);
+        q8_finish(acc, wk->cbuf, wk->packed, yd, nblk, i);
+        q8_finish(acc, wk->cbuf + 256, wk->packed, yd, nblk, i + 1);
+    }
+    if (i < nblk) {
+        _tile_loadd(0, a + (size_t)i * sizeof(sl_block_q8_0) + 2, as);
+        _tile_loadd(2, wk->packed + (size_t)i * Q8_PACKED, 64);
+        _tile_zero(4);
+        _tile_dpbssd(4, 0, 2);
+        _tile_stored(4, wk->cbuf, 64);
+        q8_finish(acc, wk->cbuf, wk->packed, yd, nblk, i);
+    }
+    for (int v = 0; v < nc; v++) _mm512_mask_storeu_ps(out + (size_t)v * os, rows_mask, acc[v]);
+}
+
+/* Contract: the scratch bytes gemm_q8_0 asks for at width n and nv vectors. */
+static size_t q8_scratch(int64_t n, int nv)
+{
+    const size_t nblk = (size_t)(n / SL_QK), g = (size_t)(nv < Q8_VGROUP ? nv : Q8_VGROUP);
+    const size_t padb = (16 * nblk * sizeof(sl_block_q8_0) + 63) & ~(size_t)63;
+    return nblk * Q8_PACKED + ((g + 15) & ~(size_t)15) * nblk * sizeof(float) + 2 * 1024 + padb;
+}
+
+/* Contract: sl_qgemm_fn (kernels/gemm.h) for Q8_0 weights and Q8_0 activations. */
+static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
+                      size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
+{
+    const int64_t nblk = n / SL_QK;
+    uint8_t *s = sl_scratch(SL_SCRATCH_GEMM, q8_scratch(n, nv));
+    if (!s) return false;
+    const size_t g = (size_t)(nv < Q8_VGROUP ? nv : Q8_VGROUP);
+    q8_work wk = { s, (float *)(s + (size_t)nblk * Q8_PACKED), NULL, NULL };
+    wk.cbuf = (int32_t *)((uint8_t *)wk.yd + ((g + 15) & ~(size_t)15) * (size_t)nblk * sizeof(float));
+    wk.pad = (uint8_t *)wk.cbuf + 2 * 1024;
+    const size_t vb = (size_t)nblk * sizeof(sl_block_q8_0);
+    tiles_configure(true);
+    for (int v0 = 0; v0 < nv; v0 += Q8_VGROUP) {
+        const int gv = nv - v0 < Q8_VGROUP ? nv - v0 : Q8_VGROUP;
+        const uint8_t *yg = (const uint8_t *)y + (size_t)v0 * y_stride;
+        for (int v = 0; v < ((gv + 15) & ~15); v++)
+            for (int64_t i = 0; i < nblk; i++)
+                wk.yd[(size_t)v * nblk + i] =
+                    v < gv ? sl_f16_to_f32(((const sl_block_q8_0 *)(yg + (size_t)v * y_stride))[i].d) : 0.0f;
+        for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
+            const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
+            unpack_q8_0((const uint8_t *)w + (size_t)r0 * row_bytes, row_bytes, nr, nblk, wk.packed);
+            for (int c0 = 0; c0 < gv; c0 += 16) {
+                const int nc = gv - c0 < 16 ? gv - c0 : 16;
+                const uint8_t *a = yg + (size_t)c0 * y_stride;
+                size_t as = y_stride;
+                if (nc < 16) {   /* the tile reads 16 vectors: copy the last few beside zeros */
+                    for (int c = 0; c < 16; c++) {
+                        if (c < nc) memcpy(wk.pad + c * vb, a + (size_t)c * y_stride, vb);
+                        else memset(wk.pad + c * vb, 0, vb);
+                    }
+                    a = wk.pad, as = vb;
+                }
+                q8_group(&wk, a, as, wk.yd + (size_t)c0 * nblk, nblk, nc, (__mmask16)((1u << nr) - 1),
+                         out + (size_t)(v0 + c0) * out_stride + r0, out_stride);
+            }
+        }
+    }
+    _tile_release();
+    return true;
+}
+
+const sl_qgemm_fn sl_gemm_amx_q4_k = gemm_q4_k, sl_gemm_amx_q6_k = gemm_q6_k, sl_gemm_amx_q8_0 = gemm_q8_0;
 
 #else
-const sl_qgemm_fn sl_gemm_amx_q4_k = NULL, sl_gemm_amx_q6_k = NULL;
+const sl_qgemm_fn sl_gemm_amx_q4_k = NULL, sl_gemm_amx_q6_k = NULL, sl_gemm_amx_q8_0 = NULL;
 size_t sl_gemm_amx_scratch(int64_t n, int nv) { (void)n; (void)nv; return 0; }
 #endif
