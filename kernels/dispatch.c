@@ -67,11 +67,11 @@ typedef struct type_pref {
 
 static const type_pref k_prefs[] = {
     /* Intel Xeon (Sapphire Rapids), matvec, median avx512/avx2 speed: Q4_0 0.84 (1 thread), 0.94
-     * (2).  Q8_0 stays on AVX2 (1.00 / 1.02: no measured gain).  Since the K-quant AVX-512 dots
+     * (2).  Q8_0: the AVX-512 set runs the AVX2 forms (a 512-bit rows form, tried in December 2026,
+     * decoded no faster end to end: 2.90-2.95 against 2.95-3.11 tok/s).  Since the K-quant AVX-512 dots
      * batch their reductions (docs/benchmarks.md, "Decode kernels at memory bandwidth"), AVX-512
      * wins Q4_K 1.04 / 1.05, Q5_K 1.07 / 1.07, Q6_K 1.11 / 1.11 and runs them (no row); F16 1.08,
      * BF16 1.12, F32 1.01 from the earlier table */
-    { "intel", 0, SL_KPATH_AVX512, SL_TYPE_Q8_0, SL_KPATH_AVX2 },
     { "intel", 0, SL_KPATH_AVX512, SL_TYPE_Q4_0, SL_KPATH_AVX2 },
     /* The issue-16 types have no row: AVX-512 measured fastest on this CPU for all eight SIMD
      * ones (bench_kernels 512 MiB, 3 interleaved rounds, 2T by CPU time, avx512 / avx2 medians:
@@ -101,7 +101,7 @@ typedef struct qtraits { int type, act; size_t dot, dot4, dotr; } qtraits;
 #define QT(T, A, d, d4, dr) { SL_TYPE_##T, SL_ACT_##A, KS(d), d4, dr }
 static const qtraits k_qtraits[] = {
     QT(Q4_0, Q8_0, dot_q4_0_q8_0, KS(dot4_q4_0_q8_0), 0),
-    QT(Q8_0, Q8_0, dot_q8_0_q8_0, KS(dot4_q8_0_q8_0), 0),
+    QT(Q8_0, Q8_0, dot_q8_0_q8_0, KS(dot4_q8_0_q8_0), KS(dotr_q8_0_q8_0)),
     QT(Q5_0, Q8_0, dot_q5_0_q8_0, KS(dot4_q5_0_q8_0), KS(dotr_q5_0_q8_0)),
     QT(IQ4_NL, Q8_0, dot_iq4_nl_q8_0, KS(dot4_iq4_nl_q8_0), KS(dotr_iq4_nl_q8_0)),
     QT(MXFP4, Q8_0, dot_mxfp4_q8_0, KS(dot4_mxfp4_q8_0), 0),

@@ -137,6 +137,9 @@ typedef struct sl_kernel_set {
     /* MXFP4 with Q8_0 activations, and its 4-vector form (NULL: the single dot; AVX-512 has it) */
     sl_qdot_fn  dot_mxfp4_q8_0;
     sl_qdot4_fn dot4_mxfp4_q8_0;
+    /* Q8_0's rows form (NULL: the single dot row by row; the x86 sets have it: one row's chain of
+     * FMAs is latency-bound, four rows side by side are not) */
+    sl_qdotr_fn dotr_q8_0_q8_0;
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -237,6 +240,8 @@ float sl_avx2_adot_f32(const void *restrict w, const float *restrict x, int64_t 
 float sl_avx2_adot_f16(const void *restrict w, const float *restrict x, int64_t n);
 void sl_avx2_dot4_q4_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 float sl_avx2_dot_q8_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+void sl_avx2_dotr_q8_0_q8_0(const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n, int64_t nrows,
+                            float *restrict out);
 void sl_avx2_dot4_q8_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q4_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx2_dot4_q5_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);

@@ -167,6 +167,13 @@ AVX2 static inline __m256i q8_0_lanes(__m256i w, __m256i a)
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
+/* [sum of lanes of a, of b, of c, of d]. */
+AVX2 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
 /* Lane j = the sum of the 8 lanes of m[j]: 8 blocks' exact dots from their partial sums. */
 AVX2 static inline __m256i hsum8_i32x8(const __m256i m[8])
 {
@@ -217,6 +224,42 @@ AVX2 float sl_avx2_dot_q8_0_q8_0(const void *restrict vw, const void *restrict v
     return _mm_cvtss_f32(acc);
 }
 
+/* Contract: out[r] = dot_q8_0_q8_0(row r, vy, n) bit for bit, r < nrows.  Four rows at a time, lane
+ * r of the accumulator holding row r's chain of FMAs: one row alone is bound by that chain's
+ * latency (each block's FMA waits for the last), four in a register are not. */
+AVX2 void sl_avx2_dotr_q8_0_q8_0(const void *restrict vw, size_t row_bytes, const void *restrict vy, int64_t n,
+                                 int64_t nrows, float *restrict out)
+{
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const sl_block_q8_0 *w[4];
+        for (int k = 0; k < 4; k++) w[k] = (const sl_block_q8_0 *)((const uint8_t *)vw + (size_t)(r + k) * row_bytes);
+        __m128 acc = _mm_setzero_ps();
+        for (int64_t i = 0; i < nb; i++) {
+            const __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            __m256i m[4];
+            float wd[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                if (!(i & 1)) {
+                    const char *pf = (const char *)&w[k][i] + SL_PREFETCH_AHEAD;
+                    if (pf >= (const char *)(w[k] + nb)) pf += 3 * row_bytes;
+                    __builtin_prefetch(pf, 0, 3);
+                    __builtin_prefetch(pf + 64, 0, 3);
+                }
+                m[k] = q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[k][i].qs), a);
+                wd[k] = f16f(w[k][i].d);
+            }
+            const __m128 t = _mm_cvtepi32_ps(hsum4_i32x8(m[0], m[1], m[2], m[3]));
+            acc = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps(wd), _mm_set1_ps(f16f(y[i].d))), t, acc);
+        }
+        _mm_storeu_ps(out + r, acc);
+    }
+    for (; r < nrows; r++) out[r] = sl_avx2_dot_q8_0_q8_0((const uint8_t *)vw + (size_t)r * row_bytes, vy, n);
+}
+
 /* ---- K-quants -------------------------------------------------------------------------------- */
 
 /* int16 broadcast of scale j from 8 scales held (as int16) in both 128-bit halves of v. */
@@ -241,13 +284,6 @@ AVX2 static inline void hsum2_i32x8(__m256i s, __m256i mv, int32_t *S, int32_t *
     u = _mm_hadd_epi32(u, u);                             /* S M S M */
     *S = _mm_cvtsi128_si32(u);
     *M = _mm_extract_epi32(u, 1);
-}
-
-/* [sum of lanes of a, of b, of c, of d]. */
-AVX2 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
 /* Contract: as sl_qdot_q4_k_q8_k (same bits).  maddubs pairs <= 2*15*127, times scale <= 63. */
@@ -647,6 +683,7 @@ const sl_kernel_set sl_kernels_avx2_set = {
     .dot_q2_k_q8_k = sl_avx2_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx2_dot_q3_k_q8_k,
     .dot_iq4_xs_q8_k = sl_avx2_dot_iq4_xs_q8_k,
     .dot_mxfp4_q8_0 = sl_avx2_dot_mxfp4_q8_0,
+    .dotr_q8_0_q8_0 = sl_avx2_dotr_q8_0_q8_0,
 };
 
 #else   /* not x86: dispatch.c never hands this set out */

@@ -321,6 +321,44 @@ Test(qdot, four_vector_forms_equal_single_dots)
     fprintf(stderr, "qdot: %d 4-vector dots bit-identical to single dots (%s)\n", checked, paths_ran());
 }
 
+/* The rows forms return each row's single dot bits, whatever the row count (the forms take rows in
+ * groups and finish the rest one by one) and block count (groups of 16 blocks and a tail); rows sit
+ * further apart than their size, with junk between them. */
+Test(qdot, rows_forms_equal_single_dots)
+{
+    tk_rng r = { 109 };
+    int checked = 0;
+    for (int ci = 0; ci < N_CASES; ci++) {
+        const qcase *c = &k_cases[ci];
+        const int nbs[] = { 1, 3, 16, 17, 37, 128, 448, 513 }, rowss[] = { 1, 3, 4, 5, 8, 9 };
+        for (int k = 0; k < 8; k++) {
+            const int nrows = rowss[k % 6];
+            const int64_t n = (int64_t)nbs[k] * c->blck;
+            const size_t rb = (size_t)nbs[k] * c->bytes + 3 * (size_t)(k + 1);
+            const size_t ybytes = c->k ? (size_t)(n / 256) * SL_Q8_K_BYTES : (size_t)(n / 32) * SL_Q8_0_BYTES;
+            uint8_t *w = malloc(rb * nrows), *y = malloc(ybytes);
+            float *x = malloc(n * sizeof *x), got[9];
+            memset(w, 0x5a, rb * nrows);
+            for (int row = 0; row < nrows; row++) fill_weights(&r, c, w + row * rb, nbs[k], k & 1 ? -14 : -3, k & 1 ? 15 : 3);
+            fill_acts(&r, x, n);
+            (c->k ? sl_quantize_act_q8_k : sl_quantize_act_q8_0)(x, y, n);
+            for (int p = 0; p < SL_KPATH_COUNT; p++) {
+                const sl_kernel_set *ks = sl_kernels_for(p);
+                if (!ks || !sl_kernels_qdotr(ks, c->type)) continue;
+                sl_kernels_qdotr(ks, c->type)(w, rb, y, n, nrows, got);
+                for (int row = 0; row < nrows; row++) {
+                    const float want = sl_kernels_qdot(portable(), c->type)(w + row * rb, y, n);
+                    cr_assert_eq(tk_fbits(got[row]), tk_fbits(want), "%s dotr %s x %d blocks, row %d of %d: %a != %a",
+                                 ks->name, sl_type_name(c->type), nbs[k], row, nrows, got[row], want);
+                }
+                checked++;
+            }
+            free(w); free(y); free(x);
+        }
+    }
+    fprintf(stderr, "qdot: %d rows forms bit-identical to single dots (%s)\n", checked, paths_ran());
+}
+
 /* ---- float dots ------------------------------------------------------------------------------ */
 
 Test(fdot, every_path_within_bound_of_exact_sum)
