@@ -6,8 +6,23 @@
  *              sum of the products of bytes 4k..4k+3 (sdot's lanes)
  * Every function returns the portable reference's bits (kernels/qdot.c): the integer sums are
  * exact in any order, and the float steps are the canonical ones of kernels/simd.h, written with
- * separate multiplies and adds (k_common.h turns contraction off, so no FMLA is formed).
+ * separate multiplies and adds (k_common.h turns contraction off, so no FMLA is formed) except
+ * where the canonical step is itself a fused multiply-add (q8_0 x q8_0), written explicitly
+ * (fmaf / vfmaq_f32: one rounding, as the reference's fmaf).
  */
+
+/* Exact int32 sum of 32 weight bytes times 32 activation bytes (in lanes: any order is exact). */
+static inline int32x4_t NQ(dot32)(int32x4_t acc, int8x16_t w0, int8x16_t w1, const int8_t *a)
+{
+    return NQ_DOT16(NQ_DOT16(acc, w0, vld1q_s8(a)), w1, vld1q_s8(a + 16));
+}
+
+/* Lane j = the sum of the 4 lanes of l[j] (exact: integers), for 4 sums reduced at once instead of
+ * four across-vector adds. */
+static inline int32x4_t NQ(hsum4)(int32x4_t l0, int32x4_t l1, int32x4_t l2, int32x4_t l3)
+{
+    return vpaddq_s32(vpaddq_s32(l0, l1), vpaddq_s32(l2, l3));
+}
 
 /* ---- blocks of 32: 8 canonical lanes in two float32x4 (lanes 0-3 = bytes 0-15, 4-7 = 16-31) ---- */
 
@@ -32,29 +47,42 @@ static float NQ(dot_q4_0_q8_0)(const void *restrict vw, const void *restrict vy,
     return neon_lanes_reduce(acc);
 }
 
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
+/* ---- q8_0 x q8_0: one fused multiply-add per 32-block into one accumulator ------------------- */
+
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits): t_i = exact int32 sum of block i's 32 products,
+ * acc = fmaf(s_i, (float)t_i, acc) in block order from +0 (|t_i| < 2^24, so (float)t_i is exact;
+ * s_i, a product of two halfs, is exact too).  Four blocks' sums are found side by side and reduced
+ * together; only the fused multiply-adds, a serial chain, run one block at a time. */
 static float NQ(dot_q8_0_q8_0)(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_q8_0 *w = vw;
     const sl_block_q8_0 *y = vy;
-    float32x4_t acc[2][2] = { { vdupq_n_f32(0), vdupq_n_f32(0) }, { vdupq_n_f32(0), vdupq_n_f32(0) } };
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        const int32x4_t l0 = NQ_DOT16(vdupq_n_s32(0), vld1q_s8(w[i].qs), vld1q_s8(y[i].qs));
-        const int32x4_t l1 = NQ_DOT16(vdupq_n_s32(0), vld1q_s8(w[i].qs + 16), vld1q_s8(y[i].qs + 16));
-        const float32x4_t s = vdupq_n_f32(sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d));
-        acc[i & 1][0] = vaddq_f32(acc[i & 1][0], vmulq_f32(s, vcvtq_f32_s32(l0)));
-        acc[i & 1][1] = vaddq_f32(acc[i & 1][1], vmulq_f32(s, vcvtq_f32_s32(l1)));
+    const int64_t nb = n / SL_QK;
+    const int32x4_t z = vdupq_n_s32(0);
+    float acc = 0.0f;
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        int32x4_t l[4];
+        float s[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            l[j] = NQ(dot32)(z, vld1q_s8(w[i + j].qs), vld1q_s8(w[i + j].qs + 16), y[i + j].qs);
+            s[j] = sl_f16_to_f32(w[i + j].d) * sl_f16_to_f32(y[i + j].d);
+        }
+        const float32x4_t t = vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3]));
+        acc = fmaf(s[0], vgetq_lane_f32(t, 0), acc);
+        acc = fmaf(s[1], vgetq_lane_f32(t, 1), acc);
+        acc = fmaf(s[2], vgetq_lane_f32(t, 2), acc);
+        acc = fmaf(s[3], vgetq_lane_f32(t, 3), acc);
     }
-    return neon_lanes_reduce(acc);
+    for (; i < nb; i++) {
+        const int32_t t = vaddvq_s32(NQ(dot32)(z, vld1q_s8(w[i].qs), vld1q_s8(w[i].qs + 16), y[i].qs));
+        acc = fmaf(sl_f16_to_f32(w[i].d) * sl_f16_to_f32(y[i].d), (float)t, acc);
+    }
+    return acc;
 }
 
 /* ---- K-quants: S and M exactly in int32, then acc + (d*S - dmin*M) ---------------------------- */
-
-/* Exact int32 sum of 32 weight bytes (0..31) times 32 activation bytes. */
-static inline int32x4_t NQ(dot32)(int32x4_t acc, int8x16_t w0, int8x16_t w1, const int8_t *a)
-{
-    return NQ_DOT16(NQ_DOT16(acc, w0, vld1q_s8(a)), w1, vld1q_s8(a + 16));
-}
 
 /* Contract: as sl_qdot_q4_k_q8_k (same bits). */
 static float NQ(dot_q4_k_q8_k)(const void *restrict vw, const void *restrict vy, int64_t n)
@@ -196,16 +224,29 @@ static void NQ(dot4_q4_0_q8_0)(const void *restrict vw, const void *restrict vy,
     for (int v = 0; v < 4; v++) out[v] = neon_lanes_reduce(acc[v]);
 }
 
-/* Contract: out[v] = dot_q8_0_q8_0(w, vy + v*ys, n) bit for bit, v < 4. */
+/* Contract: out[v] = dot_q8_0_q8_0(w, vy + v*ys, n) bit for bit, v < 4: lane v of the accumulator
+ * is vector v's chain of fused multiply-adds, with s = dw * dy_v (the single dot's product, exact)
+ * and t = vector v's exact block sum in lane v. */
 static void NQ(dot4_q8_0_q8_0)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
                                float *restrict out)
 {
     const sl_block_q8_0 *w = vw;
-    float32x4_t acc[4][2][2];
-    for (int v = 0; v < 4; v++) acc[v][0][0] = acc[v][0][1] = acc[v][1][0] = acc[v][1][1] = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / SL_QK; i++)
-        NQ(blocks32_x4)(vld1q_s8(w[i].qs), vld1q_s8(w[i].qs + 16), sl_f16_to_f32(w[i].d), vy, ys, i, acc);
-    for (int v = 0; v < 4; v++) out[v] = neon_lanes_reduce(acc[v]);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        const int8x16_t q0 = vld1q_s8(w[i].qs), q1 = vld1q_s8(w[i].qs + 16);
+        int32x4_t l[4];
+        float yd[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_0 *y = NQ_YV(sl_block_q8_0, v, i);
+            l[v] = NQ(dot32)(z, q0, q1, y->qs);
+            yd[v] = sl_f16_to_f32(y->d);
+        }
+        const float32x4_t s = vmulq_f32(vdupq_n_f32(sl_f16_to_f32(w[i].d)), vld1q_f32(yd));
+        acc = vfmaq_f32(acc, s, vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3])));
+    }
+    vst1q_f32(out, acc);
 }
 
 /* Q4_K / Q5_K: the 8 unpacked sub-blocks of a super-block (q[j][0..1] = its 32 weights) against the
