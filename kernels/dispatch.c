@@ -104,7 +104,7 @@ static const qtraits k_qtraits[] = {
     QT(Q8_0, Q8_0, dot_q8_0_q8_0, KS(dot4_q8_0_q8_0), KS(dotr_q8_0_q8_0)),
     QT(Q5_0, Q8_0, dot_q5_0_q8_0, KS(dot4_q5_0_q8_0), KS(dotr_q5_0_q8_0)),
     QT(IQ4_NL, Q8_0, dot_iq4_nl_q8_0, KS(dot4_iq4_nl_q8_0), KS(dotr_iq4_nl_q8_0)),
-    QT(MXFP4, Q8_0, dot_mxfp4_q8_0, KS(dot4_mxfp4_q8_0), 0),
+    QT(MXFP4, Q8_0, dot_mxfp4_q8_0, KS(dot4_mxfp4_q8_0), KS(dotr_mxfp4_q8_0)),
     QT(Q4_1, Q8_1, dot_q4_1_q8_1, 0, 0),
     QT(Q5_1, Q8_1, dot_q5_1_q8_1, 0, 0),
     QT(Q2_K, Q8_K, dot_q2_k_q8_k, KS(dot4_q2_k_q8_k), 0),

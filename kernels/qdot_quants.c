@@ -7,6 +7,8 @@
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
 
+#include <math.h>
+
 #include <float.h>
 
 /* Contract: x[0..n) (n a multiple of 32) -> n/32 Q8_1 blocks: as sl_quantize_act_q8_0 (d =
@@ -102,23 +104,21 @@ float sl_qdot_iq4_nl_q8_0(const void *restrict vw, const void *restrict vy, int6
     return lanes_reduce(acc);
 }
 
-/* Contract: canonical mxfp4 x q8_0 dot (the q4_0 steps with q = kvalues_mxfp4, |q| <= 12, and
- * s = e8m0_half(e) * f16(y.d): a power of two times a half, exact in f32 unless it leaves the f32
- * range) of n (multiple of 32) elements. */
+/* Contract: canonical mxfp4 x q8_0 dot (the q8_0 steps, one fused multiply-add per block, with
+ * q = kvalues_mxfp4, |q| <= 12, and s = e8m0_half(e) * f16(y.d): a power of two times a half,
+ * exact in f32 unless it leaves the f32 range) of n (multiple of 32) elements. */
 float sl_qdot_mxfp4_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
     const sl_block_mxfp4 *w = vw;
     const sl_block_q8_0 *y = vy;
-    float acc[2][8] = {{0}};
+    float acc = 0.0f;
     for (int64_t i = 0; i < n / SL_QK; i++) {
-        int8_t q[SL_QK];
-        for (int j = 0; j < 16; j++) {
-            q[j]      = sl_kvalues_mxfp4[w[i].qs[j] & 0x0f];
-            q[j + 16] = sl_kvalues_mxfp4[w[i].qs[j] >> 4];
-        }
-        lanes_add(acc[i & 1], sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d), q, y[i].qs);
+        int32_t t = 0;   /* |t| <= 32 * 12 * 127 */
+        for (int j = 0; j < 16; j++)
+            t += sl_kvalues_mxfp4[w[i].qs[j] & 0x0f] * y[i].qs[j] + sl_kvalues_mxfp4[w[i].qs[j] >> 4] * y[i].qs[j + 16];
+        acc = fmaf(sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d), (float)t, acc);
     }
-    return lanes_reduce(acc);
+    return acc;
 }
 
 /* Contract: canonical q4_1 x q8_1 dot of n (multiple of 32) elements: the q4_0 lanes with q in

@@ -56,10 +56,11 @@
  *     iq1_s/iq1_m: G = sum L * sum grid_e * q_e, D = sum L * (±1 shift sign) * sum q_e (int32);
  *       acc = acc + (f16(d) * y.d) * ((float)G + 0.125f * (float)D).
  *   q5_0 x q8_0, iq4_nl x q8_0: the q4_0 steps, with q = 5-bit value - 16 / kvalues[nibble].
- *   mxfp4 x q8_0 (as ggml pairs them): the q4_0 steps with q = kvalues_mxfp4[nibble] (the E2M1
- *     values doubled, |q| <= 12) and s_i = e8m0_half(w.e) * f16(y.d), e8m0_half(e) = 2^(e-128) as
- *     an f32 (subnormal for e < 2; k_quants.h sl_e8m0_half).  s_i is exact unless it leaves the f32
- *     range (then IEEE rounding, the same on every path: no path flushes subnormals).
+ *   mxfp4 x q8_0 (as ggml pairs them): the q8_0 steps (one fused multiply-add per block, since
+ *     December 2026; before, the q4_0 steps) with q = kvalues_mxfp4[nibble] (the E2M1 values
+ *     doubled, |q| <= 12) and s_i = e8m0_half(w.e) * f16(y.d), e8m0_half(e) = 2^(e-128) as an f32
+ *     (subnormal for e < 2; k_quants.h sl_e8m0_half).  s_i is exact unless it leaves the f32 range
+ *     (then IEEE rounding, the same on every path: no path flushes subnormals).
  *   q4_1/q5_1 x q8_1: the q4_0 lanes with q = the unsigned 4/5-bit value, plus one more f32
  *     accumulator mn = mn + f16(w.m) * f16(y.s) per block (exact product); result =
  *     (pairwise lane sum) + mn.
@@ -134,12 +135,13 @@ typedef struct sl_kernel_set {
     sl_qdot4_fn dot4_q5_0_q8_0, dot4_iq4_nl_q8_0, dot4_q2_k_q8_k, dot4_q3_k_q8_k, dot4_iq4_xs_q8_k;
     /* and rows forms of the two 32-block ones (NULL: the single dot row by row; the AVX-512 set has them) */
     sl_qdotr_fn dotr_q5_0_q8_0, dotr_iq4_nl_q8_0;
-    /* MXFP4 with Q8_0 activations, and its 4-vector form (NULL: the single dot; AVX-512 has it) */
+    /* MXFP4 with Q8_0 activations, its 4-vector form (NULL: the single dot; the x86 sets have it) */
     sl_qdot_fn  dot_mxfp4_q8_0;
     sl_qdot4_fn dot4_mxfp4_q8_0;
     /* Q8_0's rows form (NULL: the single dot row by row; the x86 sets have it: one row's chain of
      * FMAs is latency-bound, four rows side by side are not) */
     sl_qdotr_fn dotr_q8_0_q8_0;
+    sl_qdotr_fn dotr_mxfp4_q8_0;   /* the same for MXFP4 */
 } sl_kernel_set;
 
 /* Bytes of one quantized activation block and its element count. */
@@ -303,19 +305,20 @@ float sl_avx2_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int6
 float sl_avx2_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx2_dot_mxfp4_q8_0(const void *restrict w, const void *restrict y, int64_t n);
+void sl_avx2_dot4_mxfp4_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
+void sl_avx2_dotr_mxfp4_q8_0(const void *restrict w, size_t row_bytes, const void *restrict y, int64_t n, int64_t nrows,
+                             float *restrict out);
 /* AVX-512 versions (kernels/simd_avx512_quants.c). */
 float sl_avx512_dot_q5_0_q8_0(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq4_nl_q8_0(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_q2_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_q3_k_q8_k(const void *restrict w, const void *restrict y, int64_t n);
 float sl_avx512_dot_iq4_xs_q8_k(const void *restrict w, const void *restrict y, int64_t n);
-float sl_avx512_dot_mxfp4_q8_0(const void *restrict w, const void *restrict y, int64_t n);
 void sl_avx512_dot4_q5_0_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_iq4_nl_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_q2_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_q3_k_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 void sl_avx512_dot4_iq4_xs_q8_k(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
-void sl_avx512_dot4_mxfp4_q8_0(const void *restrict w, const void *restrict y, size_t ys, int64_t n, float *restrict out);
 /* Tests only: the AVX-512 low-bit dots above without GFNI even where the CPU has it (their GFNI
  * build is the one that runs there), so that both are tested natively. */
 void sl_avx512_quants_force_plain(bool on);

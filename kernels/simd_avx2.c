@@ -20,6 +20,7 @@
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #include "kernels/simd_avx2_util.h"
+#include "kernels/simd_avx2_fma32.h"
 
 AVX2 static inline int32_t hsum_i32x8(__m256i v)
 {
@@ -158,106 +159,27 @@ AVX2 static float dot_q4_0_q8_0(const void *restrict vw, const void *restrict vy
     return sum_blocks32(vw, sizeof(sl_block_q4_0), vy, n / SL_QK, q4_0_term, NULL);
 }
 
-/* ---- Q8_0: one rounding per block (kernels/simd.h) --------------------------------------------- */
+/* ---- Q8_0: one fused multiply-add per block (kernels/simd.h; the forms in simd_avx2_fma32.h) ---- */
 
-/* The 8 int32 lanes whose sum is block (w, a)'s exact dot (a never -128; see lane_dots). */
-AVX2 static inline __m256i q8_0_lanes(__m256i w, __m256i a)
+FMA32_INLINE __m256i q8_0_weights(const void *w, int64_t i, const void *ctx)
 {
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    (void)ctx;
+    return _mm256_loadu_si256((const __m256i *)((const sl_block_q8_0 *)w)[i].qs);
 }
 
-/* [sum of lanes of a, of b, of c, of d]. */
-AVX2 static inline __m128i hsum4_i32x8(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-    const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
-}
+FMA32_INLINE float q8_0_scale(const void *w, int64_t i) { return f16f(((const sl_block_q8_0 *)w)[i].d); }
 
-/* Lane j = the sum of the 8 lanes of m[j]: 8 blocks' exact dots from their partial sums. */
-AVX2 static inline __m256i hsum8_i32x8(const __m256i m[8])
-{
-    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
-    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
-    /* a = [0lo 1lo 2lo 3lo | 0hi 1hi 2hi 3hi] (lo/hi: lanes 0-3 / 4-7), b the same for 4..7 */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
-
-/* The f32 scales of 8 consecutive Q8_0 blocks (34 bytes apart, d first). */
-AVX2 static inline __m256 q8_0_d8(const sl_block_q8_0 *b)
-{
-    const __m256i off = _mm256_setr_epi32(0, 34, 68, 102, 136, 170, 204, 238);
-    const __m256i g = _mm256_and_si256(_mm256_i32gather_epi32((const int *)(const void *)b, off, 1),
-                                       _mm256_set1_epi32(0xffff));
-    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
-}
-
-/* acc = fma(s, t, acc) in f32, one rounding (the canonical step). */
-AVX2 static inline __m128 fma_ss(__m128 acc, float s, float t)
-{
-    return _mm_fmadd_ss(_mm_set_ss(s), _mm_set_ss(t), acc);
-}
-
-/* Contract: as sl_qdot_q8_0_q8_0 (same bits).  Eight blocks' integer sums and scales are found
- * side by side; only the fused multiply-adds into the one accumulator run in block order. */
+/* Contract: as sl_qdot_q8_0_q8_0 (same bits). */
 AVX2 float sl_avx2_dot_q8_0_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const sl_block_q8_0 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    __m128 acc = _mm_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= nb; i += 8) {
-        sl_prefetch_ahead(&w[i], 8 * sizeof w[i]);
-        __m256i m[8];
-        for (int j = 0; j < 8; j++)
-            m[j] = q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[i + j].qs), _mm256_loadu_si256((const __m256i *)y[i + j].qs));
-        float t[8], sc[8];
-        _mm256_storeu_ps(t, _mm256_cvtepi32_ps(hsum8_i32x8(m)));
-        _mm256_storeu_ps(sc, _mm256_mul_ps(q8_0_d8(&w[i]), q8_0_d8(&y[i])));
-        for (int j = 0; j < 8; j++) acc = fma_ss(acc, sc[j], t[j]);
-    }
-    for (; i < nb; i++) {
-        const int32_t t = hsum_i32x8(q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs)));
-        acc = fma_ss(acc, f16f(w[i].d) * f16f(y[i].d), (float)t);
-    }
-    return _mm_cvtss_f32(acc);
+    return fma32_dot(vw, sizeof(sl_block_q8_0), vy, n / SL_QK, q8_0_weights, q8_0_scale, NULL);
 }
 
-/* Contract: out[r] = dot_q8_0_q8_0(row r, vy, n) bit for bit, r < nrows.  Four rows at a time, lane
- * r of the accumulator holding row r's chain of FMAs: one row alone is bound by that chain's
- * latency (each block's FMA waits for the last), four in a register are not. */
+/* Contract: out[r] = dot_q8_0_q8_0(row r, vy, n) bit for bit, r < nrows. */
 AVX2 void sl_avx2_dotr_q8_0_q8_0(const void *restrict vw, size_t row_bytes, const void *restrict vy, int64_t n,
                                  int64_t nrows, float *restrict out)
 {
-    const sl_block_q8_0 *y = vy;
-    const int64_t nb = n / SL_QK;
-    int64_t r = 0;
-    for (; r + 4 <= nrows; r += 4) {
-        const sl_block_q8_0 *w[4];
-        for (int k = 0; k < 4; k++) w[k] = (const sl_block_q8_0 *)((const uint8_t *)vw + (size_t)(r + k) * row_bytes);
-        __m128 acc = _mm_setzero_ps();
-        for (int64_t i = 0; i < nb; i++) {
-            const __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
-            __m256i m[4];
-            float wd[4];
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                if (!(i & 1)) {
-                    const char *pf = (const char *)&w[k][i] + SL_PREFETCH_AHEAD;
-                    if (pf >= (const char *)(w[k] + nb)) pf += 3 * row_bytes;
-                    __builtin_prefetch(pf, 0, 3);
-                    __builtin_prefetch(pf + 64, 0, 3);
-                }
-                m[k] = q8_0_lanes(_mm256_loadu_si256((const __m256i *)w[k][i].qs), a);
-                wd[k] = f16f(w[k][i].d);
-            }
-            const __m128 t = _mm_cvtepi32_ps(hsum4_i32x8(m[0], m[1], m[2], m[3]));
-            acc = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps(wd), _mm_set1_ps(f16f(y[i].d))), t, acc);
-        }
-        _mm_storeu_ps(out + r, acc);
-    }
-    for (; r < nrows; r++) out[r] = sl_avx2_dot_q8_0_q8_0((const uint8_t *)vw + (size_t)r * row_bytes, vy, n);
+    fma32_dotr(vw, row_bytes, sizeof(sl_block_q8_0), vy, n / SL_QK, nrows, q8_0_weights, q8_0_scale, NULL, out);
 }
 
 /* ---- K-quants -------------------------------------------------------------------------------- */
@@ -446,29 +368,10 @@ AVX2 void sl_avx2_dot4_q4_0_q8_0(const void *restrict vw, const void *restrict v
     for (int v = 0; v < 4; v++) out[v] = lanes_reduce(acc0[v], acc1[v]);
 }
 
-/* Contract: out[v] = dot_q8_0_q8_0(w, y + v*ys, n) bit for bit, v < 4: lane v of the accumulator
- * is vector v's chain of fused multiply-adds. */
+/* Contract: out[v] = dot_q8_0_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
 AVX2 void sl_avx2_dot4_q8_0_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 {
-    const sl_block_q8_0 *w = vw;
-    const int64_t nb = n / SL_QK;
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const __m256i wq = _mm256_loadu_si256((const __m256i *)w[i].qs), aw = _mm256_sign_epi8(wq, wq);
-        const __m256i ones = _mm256_set1_epi16(1);
-        __m256i m[4];
-        float yd[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) {
-            const sl_block_q8_0 *y = YV(sl_block_q8_0, v, i);
-            const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), wq));
-            m[v] = _mm256_madd_epi16(p, ones);
-            yd[v] = f16f(y->d);
-        }
-        const __m128 t = _mm_cvtepi32_ps(hsum4_i32x8(m[0], m[1], m[2], m[3]));
-        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(f16f(w[i].d)), _mm_loadu_ps(yd)), t, acc);
-    }
-    _mm_storeu_ps(out, acc);
+    fma32_dot4(vw, vy, ys, n / SL_QK, q8_0_weights, q8_0_scale, NULL, out);
 }
 
 /* Shared tail of the Q4_K / Q5_K 4-vector dots: the 4 vectors' S and M reduced together, then the
@@ -484,8 +387,8 @@ AVX2 static inline __m128 k_finish4(const __m256i s[4], const uint8_t m[8], floa
         mv[v] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), md);
         yd[v] = y->d;
     }
-    const __m128 S = _mm_cvtepi32_ps(hsum4_i32x8(s[0], s[1], s[2], s[3]));
-    const __m128 M = _mm_cvtepi32_ps(hsum4_i32x8(mv[0], mv[1], mv[2], mv[3]));
+    const __m128 S = _mm_cvtepi32_ps(fma32_hsum4(s[0], s[1], s[2], s[3]));
+    const __m128 M = _mm_cvtepi32_ps(fma32_hsum4(mv[0], mv[1], mv[2], mv[3]));
     const __m128 ydv = _mm_loadu_ps(yd);
     const __m128 d = _mm_mul_ps(_mm_set1_ps(d16), ydv), dmin = _mm_mul_ps(_mm_set1_ps(dmin16), ydv);
     return _mm_add_ps(acc, _mm_sub_ps(_mm_mul_ps(d, S), _mm_mul_ps(dmin, M)));
@@ -590,7 +493,7 @@ AVX2 void sl_avx2_dot4_q6_k_q8_k(const void *restrict vw, const void *restrict v
         const __m128 ydv = _mm_setr_ps(YV(sl_block_q8_k, 0, i)->d, YV(sl_block_q8_k, 1, i)->d,
                                        YV(sl_block_q8_k, 2, i)->d, YV(sl_block_q8_k, 3, i)->d);
         const __m128 d = _mm_mul_ps(_mm_set1_ps(f16f(w[i].d)), ydv);
-        acc = _mm_add_ps(acc, _mm_mul_ps(d, _mm_cvtepi32_ps(hsum4_i32x8(s[0], s[1], s[2], s[3]))));
+        acc = _mm_add_ps(acc, _mm_mul_ps(d, _mm_cvtepi32_ps(fma32_hsum4(s[0], s[1], s[2], s[3]))));
     }
     _mm_storeu_ps(out, acc);
 }
@@ -682,7 +585,8 @@ const sl_kernel_set sl_kernels_avx2_set = {
     .dot_q4_1_q8_1 = sl_avx2_dot_q4_1_q8_1, .dot_q5_1_q8_1 = sl_avx2_dot_q5_1_q8_1,
     .dot_q2_k_q8_k = sl_avx2_dot_q2_k_q8_k, .dot_q3_k_q8_k = sl_avx2_dot_q3_k_q8_k,
     .dot_iq4_xs_q8_k = sl_avx2_dot_iq4_xs_q8_k,
-    .dot_mxfp4_q8_0 = sl_avx2_dot_mxfp4_q8_0,
+    .dot_mxfp4_q8_0 = sl_avx2_dot_mxfp4_q8_0, .dot4_mxfp4_q8_0 = sl_avx2_dot4_mxfp4_q8_0,
+    .dotr_mxfp4_q8_0 = sl_avx2_dotr_mxfp4_q8_0,
     .dotr_q8_0_q8_0 = sl_avx2_dotr_q8_0_q8_0,
 };
 

@@ -19,6 +19,7 @@
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #include "kernels/simd_avx2_util.h"
+#include "kernels/simd_avx2_fma32.h"
 
 AVX2 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -109,20 +110,41 @@ AVX2 float sl_avx2_dot_iq4_nl_q8_0(const void *restrict vw, const void *restrict
     return sum_blocks32(vw, sizeof(sl_block_iq4_nl), vy, n / SL_QK, iq4_nl_term, &kv);
 }
 
-/* ctx: kvalues_mxfp4 in both 128-bit halves.  The scale is the portable one: e8m0_half(e) * f16(y.d). */
-AVX2 static inline __m256 mxfp4_term(const void *vw, const void *vy, int64_t i, const void *ctx)
+/* ---- MXFP4: one fused multiply-add per block (kernels/simd.h; the forms in simd_avx2_fma32.h) --- */
+
+/* ctx: kvalues_mxfp4 in both 128-bit halves (the E2M1 values doubled, |q| <= 12). */
+FMA32_INLINE __m256i mxfp4_weights(const void *w, int64_t i, const void *ctx)
 {
-    const sl_block_mxfp4 *w = (const sl_block_mxfp4 *)vw + i;
-    const sl_block_q8_0 *y = (const sl_block_q8_0 *)vy + i;
-    const __m256i q = _mm256_shuffle_epi8(*(const __m256i *)ctx, nibbles32(w->qs));
-    return _mm256_mul_ps(_mm256_set1_ps(sl_e8m0_half(w->e) * f16_at(&y->d)), _mm256_cvtepi32_ps(lane_dots_signed(q, ld(y->qs))));
+    return _mm256_shuffle_epi8(*(const __m256i *)ctx, nibbles32(((const sl_block_mxfp4 *)w)[i].qs));
+}
+
+FMA32_INLINE float mxfp4_scale(const void *w, int64_t i) { return sl_e8m0_half(((const sl_block_mxfp4 *)w)[i].e); }
+
+AVX2 static inline __m256i mxfp4_table(void)
+{
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4));
 }
 
 /* Contract: as sl_qdot_mxfp4_q8_0 (same bits). */
 AVX2 float sl_avx2_dot_mxfp4_q8_0(const void *restrict vw, const void *restrict vy, int64_t n)
 {
-    const __m256i kv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4));
-    return sum_blocks32(vw, sizeof(sl_block_mxfp4), vy, n / SL_QK, mxfp4_term, &kv);
+    const __m256i kv = mxfp4_table();
+    return fma32_dot(vw, sizeof(sl_block_mxfp4), vy, n / SL_QK, mxfp4_weights, mxfp4_scale, &kv);
+}
+
+/* Contract: out[v] = sl_qdot_mxfp4_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
+AVX2 void sl_avx2_dot4_mxfp4_q8_0(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
+{
+    const __m256i kv = mxfp4_table();
+    fma32_dot4(vw, vy, ys, n / SL_QK, mxfp4_weights, mxfp4_scale, &kv, out);
+}
+
+/* Contract: out[r] = sl_qdot_mxfp4_q8_0(row r, vy, n) bit for bit, r < nrows. */
+AVX2 void sl_avx2_dotr_mxfp4_q8_0(const void *restrict vw, size_t row_bytes, const void *restrict vy, int64_t n,
+                                  int64_t nrows, float *restrict out)
+{
+    const __m256i kv = mxfp4_table();
+    fma32_dotr(vw, row_bytes, sizeof(sl_block_mxfp4), vy, n / SL_QK, nrows, mxfp4_weights, mxfp4_scale, &kv, out);
 }
 
 /* The term s * (float)lanes of a Q4_1 / Q5_1 block; the min terms stay scalar (one chain). */

@@ -1,5 +1,5 @@
 /* kernels/simd_avx512_quants.c — AVX-512 (F, BW, VL, VNNI) integer dots of Q2_K, Q3_K, IQ4_XS
- * (with Q8_K) and IQ4_NL, Q5_0, MXFP4 (with Q8_0).
+ * (with Q8_K) and IQ4_NL, Q5_0 (with Q8_0; MXFP4's one-FMA-per-block step runs the AVX2 forms).
  *
  * Same contract as simd_avx512.c: the portable reference's bits (kernels/qdot_quants.c), integer
  * sums exact, the float steps of kernels/simd.h in the same order (no FMA: k_common.h).  A 512-bit
@@ -7,7 +7,7 @@
  *   - Q2_K/Q3_K: sub-blocks 4m..4m+3 (elements 64m..64m+63 of the super-block), built from one
  *     32-byte load of 2-bit fields shifted by a different amount in each 256-bit half (vpsrlvw);
  *     vpmaddubsw + vpmaddwd apply four sub-block scales at once (vpermw picks them);
- *   - IQ4_XS: two sub-blocks of 32, IQ4_NL/Q5_0/MXFP4: two blocks of 32 (block i in lanes 0-7, block i+1
+ *   - IQ4_XS: two sub-blocks of 32, IQ4_NL/Q5_0: two blocks of 32 (block i in lanes 0-7, block i+1
  *     in lanes 8-15: the canonical acc[i % 2] split, as simd_avx512.c's Q4_0).
  * Signed weights times signed activations go through vpdpbusd as |w| x (a with w's sign); the
  * activations are never -128, so nothing saturates or wraps.
@@ -47,7 +47,7 @@
 #define QDOT4_DECL(name) \
     void sl_avx512_##name(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n, float *restrict out)
 QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
-QDOT_DECL(dot_iq4_xs_q8_k); QDOT_DECL(dot_mxfp4_q8_0);
+QDOT_DECL(dot_iq4_xs_q8_k);
 
 AVX512 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 AVX512 static inline __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -142,31 +142,10 @@ AVX512 static inline pair32 iq4_nl_pair(const sl_block_iq4_nl *b, unsigned nblk)
     return (pair32){ _mm512_shuffle_epi8(_mm512_abs_epi8(kvalues_table512()), nib), _mm512_testn_epi8_mask(nib, _mm512_set1_epi8(8)) };
 }
 
-/* MXFP4 blocks i, i + 1 (17 bytes each, so qs sits at odd offsets and nibbles_pair's vpermw cannot
- * place it): each block's 16 qs bytes broadcast into two 128-bit lanes (plain loads), then split
- * into low and high nibbles as nibbles_pair's layout; |kvalue| by table, negative exactly for
- * nibbles >= 8 (8 itself is -0 = 0, so its sign does not matter). */
-AVX512 static inline pair32 mxfp4_pair(const sl_block_mxfp4 *b, unsigned nblk)
-{
-    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[0].qs));
-    const __m256i hi = nblk > 1 ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[1].qs)) : _mm256_setzero_si256();
-    const __m512i nib = nibbles_lo_hi(join256(lo, hi));
-    const __m512i absk = _mm512_abs_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4)));
-    return (pair32){ _mm512_shuffle_epi8(absk, nib), _mm512_test_epi8_mask(nib, _mm512_set1_epi8(8)) };
-}
-
 /* The block scales of the pair (lanes 0-7 block i, 8-15 block i + 1) and of a last single block:
- * f16(w.d) * f16(y.d) for Q5_0/IQ4_NL, e8m0_half(w.e) * f16(y.d) for MXFP4 (kernels/simd.h). */
+ * f16(w.d) * f16(y.d) for Q5_0/IQ4_NL (kernels/simd.h; MXFP4 runs the AVX2 forms). */
 #define F16_SCALE2(w, y) scale_pair((w)[0].d, (w)[1].d, (y)[0].d, (y)[1].d)
 #define F16_SCALE1(w, y) (f16f((w)->d) * f16f((y)->d))
-#define E8M0_SCALE1(w, y) (sl_e8m0_half((w)->e) * f16f((y)->d))
-AVX512 static inline __m512 e8m0_scale_pair(const sl_block_mxfp4 *w, const sl_block_q8_0 *y)
-{
-    const __m128 s = _mm_mul_ps(_mm_setr_ps(sl_e8m0_half(w[0].e), sl_e8m0_half(w[1].e), 0, 0),
-                                _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(y[0].d), y[1].d, 1)));
-    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(s));
-}
-#define E8M0_SCALE2(w, y) e8m0_scale_pair(w, y)
 
 /* Lane k of each block = exact sum of its elements 4k..4k+3 times the activations a. */
 AVX512 static inline __m512 pair_lanes(pair32 w, __m512i a)
@@ -236,27 +215,9 @@ AVX512 QDOT4_DECL(dot4_iq4_nl_q8_0)
     BLOCKS32_DOT(sl_block_iq4_nl, iq4_nl_pair, 4, F16_SCALE2, F16_SCALE1)
 }
 #endif
-/* Contract: as sl_qdot_mxfp4_q8_0 (same bits). */
-AVX512 QDOT_DECL(dot_mxfp4_q8_0)
-{
-    const size_t ys = 0;
-    float out[1];
-    BLOCKS32_DOT(sl_block_mxfp4, mxfp4_pair, 1, E8M0_SCALE2, E8M0_SCALE1)
-    return out[0];
-}
-
-#if !SL_AVX512Q_GFNI
-/* Contract: out[v] = sl_qdot_mxfp4_q8_0(w, y + v*ys, n) bit for bit, v < 4. */
-AVX512 QDOT4_DECL(dot4_mxfp4_q8_0)
-{
-    BLOCKS32_DOT(sl_block_mxfp4, mxfp4_pair, 4, E8M0_SCALE2, E8M0_SCALE1)
-}
-#endif
 #undef BLOCKS32_DOT
 #undef F16_SCALE2
 #undef F16_SCALE1
-#undef E8M0_SCALE2
-#undef E8M0_SCALE1
 
 /* ---- super-blocks with Q8_K: each super-block's weights unpacked once into 4 groups of 64
  * elements (sub-blocks 4g..4g+3 for the 16-element ones, 2g and 2g+1 for IQ4_XS) with their int16
@@ -533,7 +494,7 @@ AVX512 QDOT4_DECL(dot4_iq4_xs_q8_k)
 #undef QEXPORT
 #define QEXPORT(name) sl_avx512gfni_##name
 QDOT_DECL(dot_q5_0_q8_0); QDOT_DECL(dot_iq4_nl_q8_0); QDOT_DECL(dot_q2_k_q8_k); QDOT_DECL(dot_q3_k_q8_k);
-QDOT_DECL(dot_iq4_xs_q8_k); QDOT_DECL(dot_mxfp4_q8_0);
+QDOT_DECL(dot_iq4_xs_q8_k);
 
 static atomic_bool g_force_plain;
 void sl_avx512_quants_force_plain(bool on) { atomic_store_explicit(&g_force_plain, on, memory_order_relaxed); }
@@ -546,7 +507,7 @@ static bool use_gfni(void) { return !atomic_load_explicit(&g_force_plain, memory
         return use_gfni() ? sl_avx512gfni_##name(w, y, n) : sl_avx512plain_##name(w, y, n);          \
     }
 QDOT_ENTRY(dot_q5_0_q8_0) QDOT_ENTRY(dot_iq4_nl_q8_0) QDOT_ENTRY(dot_q2_k_q8_k) QDOT_ENTRY(dot_q3_k_q8_k)
-QDOT_ENTRY(dot_iq4_xs_q8_k) QDOT_ENTRY(dot_mxfp4_q8_0)
+QDOT_ENTRY(dot_iq4_xs_q8_k)
 #undef QDOT_ENTRY
 #endif
 
