@@ -271,16 +271,25 @@ static int count_char(const char *s, char c)
 
 Test(cli, ignore_eos_generates_n_tokens_and_never_an_end_token)
 {
-    /* with this seed micro-llama samples EOS (id 2) after ~30 tokens */
-    result a = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", "7", "--json"));
-    result b = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", "7", "--json",
+    /* the first seed with which micro-llama samples EOS (id 2) within 200 tokens: which seed that is
+     * depends on the kernels' rounding (seed 7 until Q8_0's dot changed to one FMA per block) */
+    char seed[16] = "";
+    result a = { 0 };
+    for (int s = 1; s <= 64 && !*seed; s++) {
+        char sv[16];
+        snprintf(sv, sizeof sv, "%d", s);
+        a = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", sv, "--json"));
+        cr_assert_eq(a.status, 0, "%s", a.err);
+        if (strstr(a.out, "{\"id\":2,")) memcpy(seed, sv, sizeof seed);
+        else result_free(&a);
+    }
+    cr_assert(*seed, "no seed in 1..64 sampled EOS within 200 tokens");
+    result b = run(ARGV("run", "-m", MICRO, "-p", "Once", "-n", "200", "-c", "256", "--temp", "1", "--seed", seed, "--json",
                         "--ignore-eos"));
-    cr_assert_eq(a.status, 0, "%s", a.err);
     cr_assert_eq(b.status, 0, "%s", b.err);
     cr_expect_lt(count_char(a.out, '\n'), 200, "without --ignore-eos the run should stop at EOS");
-    cr_expect(strstr(a.out, "{\"id\":2,"), "the test expects an EOS without --ignore-eos");
     cr_expect_eq(count_char(b.out, '\n'), 200);
-    cr_expect(!strstr(b.out, "{\"id\":2,"), "EOS was generated with --ignore-eos");
+    cr_expect(!strstr(b.out, "{\"id\":2,"), "EOS was generated with --ignore-eos (seed %s)", seed);
     result_free(&a);
     result_free(&b);
 }
