@@ -1,6 +1,6 @@
 /* kernels/gemm.c — which batched GEMM runs per weight type: CPUID, the OS's AMX permission, the
- * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K, Q8_0), AVX-512
- * VNNI (Q4_K, Q6_K, Q8_0), AVX2 (Q4_K, Q6_K); a type takes the fastest path allowed that has it, and
+ * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K, Q8_0, MXFP4),
+ * AVX-512 VNNI (Q4_K, Q6_K, Q8_0, MXFP4), AVX2 (Q4_K, Q6_K); a type takes the fastest path allowed that has it, and
  * the 4-vector dots when none does (every path gives the same bits).  Auto leaves the AVX2 GEMMs out
  * (slower than the dots end to end: see pick).
  *
@@ -73,10 +73,10 @@ static sl_qgemm_fn path_kernel(int path, int type)
     switch (path) {
     case SL_GEMM_AMX:
         return type == SL_TYPE_Q4_K ? sl_gemm_amx_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_amx_q6_k
-             : type == SL_TYPE_Q8_0 ? sl_gemm_amx_q8_0 : NULL;
+             : type == SL_TYPE_Q8_0 ? sl_gemm_amx_q8_0 : type == SL_TYPE_MXFP4 ? sl_gemm_amx_mxfp4 : NULL;
     case SL_GEMM_VNNI:
         return type == SL_TYPE_Q4_K ? sl_gemm_vnni_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_vnni_q6_k
-             : type == SL_TYPE_Q8_0 ? sl_gemm_avx512_q8_0 : NULL;
+             : type == SL_TYPE_Q8_0 ? sl_gemm_avx512_q8_0 : type == SL_TYPE_MXFP4 ? sl_gemm_avx512_mxfp4 : NULL;
     case SL_GEMM_AVX2:
         return type == SL_TYPE_Q4_K ? sl_gemm_avx2_q4_k : type == SL_TYPE_Q6_K ? sl_gemm_avx2_q6_k : NULL;
     default: return NULL;
@@ -147,7 +147,7 @@ static char g_name[320];
 
 static void make_name(void)
 {
-    static const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0 };
+    static const int types[] = { SL_TYPE_Q4_K, SL_TYPE_Q6_K, SL_TYPE_Q8_0, SL_TYPE_MXFP4 };
     const int cap = atomic_load(&g_cap);
     size_t o = 0;
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {

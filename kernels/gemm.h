@@ -8,13 +8,13 @@
  * the row range or the vector grouping — the batching contract of kernels/ops.h.
  *
  * Paths, fastest first; a weight type runs on the fastest one this machine allows that has it:
- *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, Q8_0, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW
+ *   AMX-INT8 (kernels/gemm_amx.c): Q4_K, Q6_K, Q8_0, MXFP4, on x86 CPUs with AMX_TILE, AMX_INT8, AVX512_BW
  *     and VNNI once Linux grants the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
- *     per process).  Q8_0: one tile product per 32-block gives its exact sums (its canonical step
- *     is one FMA per block, kernels/simd.h).
+ *     per process).  Q8_0, MXFP4: one tile product per 32-block gives its exact sums (their
+ *     canonical step is one FMA per block, kernels/simd.h).
  *   AVX-512 VNNI: Q4_K, Q6_K (kernels/gemm_vnni.c: vpdpbusd sums per sub-block and row lane, vpmulld
- *     by the scale) and Q8_0 (kernels/gemm_avx512.c: 8 vpdpbusd per block and 16 row lanes, then
- *     one multiply and one FMA).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
+ *     by the scale) and Q8_0, MXFP4 (kernels/gemm_avx512.c: 8 vpdpbusd per block and 16 row
+ *     lanes, then one multiply and one FMA).  AMD Zen 4, Intel parts before Sapphire Rapids, AMX refused.
  *   AVX2 (kernels/gemm_avx2.c): Q4_K, Q6_K (vpmaddubsw sums added as exact int16, vpmaddwd by the
  *     scale).  Not chosen by auto (only SLUICE_GEMM=avx2): at the FFN widths their packed row blocks
  *     spill L1 and end to end they are slower than the dots (kernels/gemm.c pick).  Q8_0 has none
@@ -64,7 +64,8 @@ int sl_gemm_force(int mode);
 /* The kernels, each NULL where the build has no code for it: kernels/gemm_amx.c (non-x86, or a
  * compiler without AMX), kernels/gemm_vnni.c, kernels/gemm_avx512.c, kernels/gemm_avx2.c (off
  * x86).  Callers go through sl_gemm_for, which checks the CPU. */
-extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_amx_q8_0, sl_gemm_avx512_q8_0;
+extern const sl_qgemm_fn sl_gemm_amx_q4_k, sl_gemm_amx_q6_k, sl_gemm_amx_q8_0, sl_gemm_amx_mxfp4;
+extern const sl_qgemm_fn sl_gemm_avx512_q8_0, sl_gemm_avx512_mxfp4;
 extern const sl_qgemm_fn sl_gemm_vnni_q4_k, sl_gemm_vnni_q6_k, sl_gemm_avx2_q4_k, sl_gemm_avx2_q6_k;
 
 /* The SL_SCRATCH_GEMM bytes (kernels/scratch.h) the most demanding GEMM this build has asks for, per

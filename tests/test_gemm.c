@@ -37,12 +37,14 @@ typedef struct {
     sl_actq_fn quant;
     int act_bytes;
     int64_t odd_width;   /* a width with an odd block count (Q8_0: the dot's unpaired last block) */
+    int e8m0_off;        /* MXFP4: the exponent byte, random in 2^-10..2^9 unless `wide` (-1: none) */
 } gcase;
 
 static const gcase k_cases[] = {
-    { SL_TYPE_Q4_K, 256, 144, { 0, 2 }, sl_qdot_q4_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 2304 },
-    { SL_TYPE_Q6_K, 256, 210, { 208, -1 }, sl_qdot_q6_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 768 },
-    { SL_TYPE_Q8_0, 32, 34, { 0, -1 }, sl_qdot_q8_0_q8_0, sl_quantize_act_q8_0, SL_Q8_0_BYTES, 96 },
+    { SL_TYPE_Q4_K, 256, 144, { 0, 2 }, sl_qdot_q4_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 2304, -1 },
+    { SL_TYPE_Q6_K, 256, 210, { 208, -1 }, sl_qdot_q6_k_q8_k, sl_quantize_act_q8_k, SL_Q8_K_BYTES, 768, -1 },
+    { SL_TYPE_Q8_0, 32, 34, { 0, -1 }, sl_qdot_q8_0_q8_0, sl_quantize_act_q8_0, SL_Q8_0_BYTES, 96, -1 },
+    { SL_TYPE_MXFP4, 32, 17, { -1, -1 }, sl_qdot_mxfp4_q8_0, sl_quantize_act_q8_0, SL_Q8_0_BYTES, 96, 0 },
 };
 
 /* rows x n random weights of case c; `wide`: d/dmin any finite half, else exponents in [-14, -6]. */
@@ -58,6 +60,8 @@ static uint8_t *make_weights(tk_rng *r, const gcase *c, int64_t rows, int64_t n,
                 const uint16_t h = wide ? tk_finite_half(r) : tk_half_in(r, -14, -6);
                 memcpy(w + b * (size_t)c->bytes + c->d_off[k], &h, 2);
             }
+    if (c->e8m0_off >= 0 && !wide)   /* wide: any byte, 2^-128..2^127 (infinities and NaNs follow) */
+        for (size_t b = 0; b < nblk; b++) w[b * (size_t)c->bytes + c->e8m0_off] = (uint8_t)(118 + tk_next(r) % 20);
     return w;
 }
 
@@ -197,13 +201,13 @@ Test(gemm, odd_shapes_and_wide_scales_match_the_dot)
 }
 
 /* The largest integer sums the layouts allow: every Q4_K nibble 15, every Q6_K q 63, every Q8_0
- * quant -128 (scales and d random), against activations all +127, all -127 and alternating: the
+ * quant -128, every MXFP4 value +12 (scales and d random), against activations all +127, all -127 and alternating: the
  * AVX2 path's int16 partial sums reach their bound (Q4_K 8 * 2 * 15 * 127, Q6_K 2 * 2 * 63 * 127,
  * Q8_0 pairs 2 * 128 * 127) and must stay exact. */
 Test(gemm, extreme_quants_stay_exact)
 {
     skip_without_gemm();
-    static const int qoff[] = { 16, 0, 2 }, qlen[] = { 128, 192, 32 }, qval[] = { 0xff, 0xff, 0x80 };
+    static const int qoff[] = { 16, 0, 2, 1 }, qlen[] = { 128, 192, 32, 16 }, qval[] = { 0xff, 0xff, 0x80, 0x77 };
     for (size_t ci = 0; ci < sizeof k_cases / sizeof *k_cases; ci++) {
         const gcase *c = &k_cases[ci];
         sl_qgemm_fn g[NKERNELS];
@@ -216,7 +220,7 @@ Test(gemm, extreme_quants_stay_exact)
         uint8_t *w = make_weights(&r, c, rows, n, false), *y = malloc(ys * nv);
         float *x = malloc((size_t)n * sizeof *x), *out = malloc((size_t)rows * nv * sizeof *out);
         cr_assert(y && x && out);
-        for (int64_t b = 0; b < rows * (n / c->blck); b++)   /* Q4_K qs; Q6_K ql, qh; Q8_0 qs */
+        for (int64_t b = 0; b < rows * (n / c->blck); b++)   /* Q4_K qs; Q6_K ql, qh; Q8_0 qs; MXFP4 qs (all +12) */
             memset(w + (size_t)b * (size_t)c->bytes + qoff[ci], qval[ci], (size_t)qlen[ci]);
         for (int v = 0; v < nv; v++) {
             for (int64_t i = 0; i < n; i++) x[i] = v % 3 == 0 ? 1.0f : v % 3 == 1 ? -1.0f : (i & 1 ? -2.0f : 2.0f);
@@ -337,8 +341,13 @@ Test(gemm, force_reports_and_keeps_the_setting)
             cr_assert_not_null(sl_gemm_for(SL_TYPE_Q4_K));
             cr_assert_not_null(sl_gemm_for(SL_TYPE_Q6_K));
             cr_assert_null(sl_gemm_for(SL_TYPE_Q5_K));
-            if (k_paths[p] == SL_GEMM_AVX2) cr_assert_null(sl_gemm_for(SL_TYPE_Q8_0));   /* no AVX2 Q8_0 GEMM */
-            else cr_assert_not_null(sl_gemm_for(SL_TYPE_Q8_0));
+            if (k_paths[p] == SL_GEMM_AVX2) {   /* no AVX2 Q8_0 or MXFP4 GEMM */
+                cr_assert_null(sl_gemm_for(SL_TYPE_Q8_0));
+                cr_assert_null(sl_gemm_for(SL_TYPE_MXFP4));
+            } else {
+                cr_assert_not_null(sl_gemm_for(SL_TYPE_Q8_0));
+                cr_assert_not_null(sl_gemm_for(SL_TYPE_MXFP4));
+            }
         } else {
             cr_assert_eq(rc, -ENOTSUP);
         }
