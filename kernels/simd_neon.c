@@ -8,10 +8,10 @@
  * attention is bit-identical to the portable path; F32/F16/BF16 weight rows use the attention
  * order too (any order would do: within the gamma_n bound).  Only the integer dots differ between
  * the two paths (sdot pays there; everything else is shared), with their 4-vector forms for batched
- * prefill.  The low-bit types (Q5_0, IQ4_NL, Q4_1, Q5_1, Q2_K, Q3_K, IQ4_XS) have single dots
- * (kernels/simd_neon_quants.h); the codebook types (IQ1/IQ2/IQ3) have none yet, so sl_matmul runs
- * their portable dots.  dispatch.c selects a path from getauxval(AT_HWCAP).  On other architectures the file
- * defines empty sets only.
+ * prefill.  The low-bit types (Q5_0, IQ4_NL, MXFP4, Q4_1, Q5_1, Q2_K, Q3_K, IQ4_XS) have single
+ * dots, MXFP4 a 4-vector form too (kernels/simd_neon_quants.h); the codebook types (IQ1/IQ2/IQ3)
+ * have none yet, so sl_matmul runs their portable dots.  dispatch.c selects a path from
+ * getauxval(AT_HWCAP).  On other architectures the file defines empty sets only.
  */
 #include "kernels/k_quants.h"
 #include "kernels/simd.h"
@@ -230,6 +230,7 @@ static void neon_axpy_f16(float *restrict o, float a, const uint16_t *restrict v
         .dot_q4_1_q8_1 = dot_q4_1_q8_1_##SFX, .dot_q5_1_q8_1 = dot_q5_1_q8_1_##SFX,                    \
         .dot_q2_k_q8_k = dot_q2_k_q8_k_##SFX, .dot_q3_k_q8_k = dot_q3_k_q8_k_##SFX,                    \
         .dot_iq4_xs_q8_k = dot_iq4_xs_q8_k_##SFX, .dot_mxfp4_q8_0 = dot_mxfp4_q8_0_##SFX,              \
+        .dot4_mxfp4_q8_0 = dot4_mxfp4_q8_0_##SFX,                                                      \
     }
 
 const sl_kernel_set sl_kernels_neon_set = NEON_SET("neon", neon);

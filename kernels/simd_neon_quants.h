@@ -4,7 +4,9 @@
  *
  * Each returns the bits of its portable reference in kernels/qdot_quants.c: the integer sums are
  * exact (the bounds are there), and the float steps are the canonical ones of kernels/simd.h, in
- * the same order, as separate multiplies and adds.
+ * the same order, as separate multiplies and adds, except MXFP4's, whose canonical step is a fused
+ * multiply-add per block (written explicitly, as in kernels/simd_neon_qdot.h's Q8_0).  MXFP4 also
+ * has a 4-vector form for batched prefill.
  */
 
 /* ---- blocks of 32: the q4_0 steps on the 2 x 8 canonical lanes ---------------------------------- */
@@ -65,23 +67,6 @@ static float NQ(dot_iq4_nl_q8_0)(const void *restrict vw, const void *restrict v
     return neon_lanes_reduce(acc);
 }
 
-/* Contract: as sl_qdot_mxfp4_q8_0 (same bits); kvalues_mxfp4 by table lookup (|q| <= 12), the
- * scale e8m0_half(e) * f16(y.d) as the portable dot computes it. */
-static float NQ(dot_mxfp4_q8_0)(const void *restrict vw, const void *restrict vy, int64_t n)
-{
-    const sl_block_mxfp4 *w = vw;
-    const sl_block_q8_0 *y = vy;
-    const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    const int8x16_t grid = vld1q_s8(sl_kvalues_mxfp4);
-    float32x4_t acc[2][2] = { { vdupq_n_f32(0), vdupq_n_f32(0) }, { vdupq_n_f32(0), vdupq_n_f32(0) } };
-    for (int64_t i = 0; i < n / SL_QK; i++) {
-        const uint8x16_t raw = vld1q_u8(w[i].qs);
-        NQ(lanes32_add)(acc[i & 1], vqtbl1q_s8(grid, vandq_u8(raw, m4)), vqtbl1q_s8(grid, vshrq_n_u8(raw, 4)), y[i].qs,
-                        sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d));
-    }
-    return neon_lanes_reduce(acc);
-}
-
 /* Contract: as sl_qdot_q4_1_q8_1 (same bits): the lanes with q in 0..15, plus the f32 min term
  * mn = mn + f16(w.m) * f16(y.s) per block, added after the lane reduction. */
 static float NQ(dot_q4_1_q8_1)(const void *restrict vw, const void *restrict vy, int64_t n)
@@ -118,6 +103,86 @@ static float NQ(dot_q5_1_q8_1)(const void *restrict vw, const void *restrict vy,
         mn = mn + sl_f16_to_f32(w[i].m) * sl_f16_to_f32(y[i].s);
     }
     return neon_lanes_reduce(acc) + mn;
+}
+
+/* ---- MXFP4: the q8_0 steps, one fused multiply-add per 32-block into one accumulator -------------
+ * q = kvalues_mxfp4 by table lookup (|q| <= 12: |t_i| <= 32 * 12 * 127 < 2^24, so (float)t_i is
+ * exact); s_i = e8m0_half(e) * f16(y.d) as the portable dot computes it (exact unless it leaves the
+ * f32 range, then the same IEEE rounding: AArch64 NEON does not flush subnormals with FPCR.FZ
+ * clear, as Linux leaves it).  The fused multiply-adds are written (fmaf / vfmaq_f32) because the
+ * build does not contract. */
+
+/* A block's 32 weights as int8: *q0 = elements 0..15 (low nibbles), *q1 = 16..31 (high nibbles). */
+static inline void NQ(mxfp4_q)(const sl_block_mxfp4 *b, int8x16_t grid, int8x16_t *q0, int8x16_t *q1)
+{
+    const uint8x16_t raw = vld1q_u8(b->qs);
+    *q0 = vqtbl1q_s8(grid, vandq_u8(raw, vdupq_n_u8(0x0f)));
+    *q1 = vqtbl1q_s8(grid, vshrq_n_u8(raw, 4));
+}
+
+/* Contract: as sl_qdot_mxfp4_q8_0 (same bits): acc = fmaf(s_i, (float)t_i, acc) in block order
+ * from +0.  As in dot_q8_0_q8_0, four blocks' sums are found side by side and reduced together;
+ * only the fused multiply-adds, a serial chain, run one block at a time. */
+static float NQ(dot_mxfp4_q8_0)(const void *restrict vw, const void *restrict vy, int64_t n)
+{
+    const sl_block_mxfp4 *w = vw;
+    const sl_block_q8_0 *y = vy;
+    const int64_t nb = n / SL_QK;
+    const int8x16_t grid = vld1q_s8(sl_kvalues_mxfp4);
+    const int32x4_t z = vdupq_n_s32(0);
+    float acc = 0.0f;
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        int32x4_t l[4];
+        float s[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            int8x16_t q0, q1;
+            NQ(mxfp4_q)(&w[i + j], grid, &q0, &q1);
+            l[j] = NQ(dot32)(z, q0, q1, y[i + j].qs);
+            s[j] = sl_e8m0_half(w[i + j].e) * sl_f16_to_f32(y[i + j].d);
+        }
+        const float32x4_t t = vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3]));
+        acc = fmaf(s[0], vgetq_lane_f32(t, 0), acc);
+        acc = fmaf(s[1], vgetq_lane_f32(t, 1), acc);
+        acc = fmaf(s[2], vgetq_lane_f32(t, 2), acc);
+        acc = fmaf(s[3], vgetq_lane_f32(t, 3), acc);
+    }
+    for (; i < nb; i++) {
+        int8x16_t q0, q1;
+        NQ(mxfp4_q)(&w[i], grid, &q0, &q1);
+        const int32_t t = vaddvq_s32(NQ(dot32)(z, q0, q1, y[i].qs));
+        acc = fmaf(sl_e8m0_half(w[i].e) * sl_f16_to_f32(y[i].d), (float)t, acc);
+    }
+    return acc;
+}
+
+/* Contract: out[v] = dot_mxfp4_q8_0(w, vy + v*ys, n) bit for bit, v < 4: the weights are looked up
+ * once per block; lane v of the accumulator is vector v's chain of fused multiply-adds, with
+ * s = e8m0_half(e) * f16(y_v.d) (the single dot's product, the same IEEE multiply per lane) and
+ * t = vector v's exact block sum in lane v. */
+static void NQ(dot4_mxfp4_q8_0)(const void *restrict vw, const void *restrict vy, size_t ys, int64_t n,
+                                float *restrict out)
+{
+    const sl_block_mxfp4 *w = vw;
+    const int8x16_t grid = vld1q_s8(sl_kvalues_mxfp4);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / SL_QK; i++) {
+        int8x16_t q0, q1;
+        NQ(mxfp4_q)(&w[i], grid, &q0, &q1);
+        int32x4_t l[4];
+        float yd[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const sl_block_q8_0 *y = (const sl_block_q8_0 *)((const unsigned char *)vy + (size_t)v * ys) + i;
+            l[v] = NQ(dot32)(z, q0, q1, y->qs);
+            yd[v] = sl_f16_to_f32(y->d);
+        }
+        const float32x4_t s = vmulq_f32(vdupq_n_f32(sl_e8m0_half(w[i].e)), vld1q_f32(yd));
+        acc = vfmaq_f32(acc, s, vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3])));
+    }
+    vst1q_f32(out, acc);
 }
 
 /* ---- super-blocks of 256 with Q8_K ------------------------------------------------------------- */
