@@ -325,6 +325,7 @@ void sl_avx512_quants_force_plain(bool on);
 bool sl_avx512_quants_has_gfni(void);
 /* Their rows forms (kernels/simd_avx512_rows32.c): the activations prepared once per call. */
 void sl_avx512_dotr_q5_0_q8_0(SL_DOTR_ARGS);
+void sl_avx512_dotr_mxfp4_q8_0(SL_DOTR_ARGS);   /* kernels/simd_avx512_mxfp4.c */
 void sl_avx512_dotr_iq4_nl_q8_0(SL_DOTR_ARGS);
 
 #endif

@@ -317,7 +317,7 @@ const sl_kernel_set sl_kernels_avx512_set = {
     .dot4_iq4_xs_q8_k = sl_avx512_dot4_iq4_xs_q8_k,
     .dotr_q5_0_q8_0 = sl_avx512_dotr_q5_0_q8_0, .dotr_iq4_nl_q8_0 = sl_avx512_dotr_iq4_nl_q8_0,
     .dot_mxfp4_q8_0 = sl_avx2_dot_mxfp4_q8_0, .dot4_mxfp4_q8_0 = sl_avx2_dot4_mxfp4_q8_0,
-    .dotr_mxfp4_q8_0 = sl_avx2_dotr_mxfp4_q8_0,
+    .dotr_mxfp4_q8_0 = sl_avx512_dotr_mxfp4_q8_0,
     .dotr_q8_0_q8_0 = sl_avx2_dotr_q8_0_q8_0,   /* a 512-bit form (vpdpbusd, 16 blocks per register) ran no faster */
 };
 
