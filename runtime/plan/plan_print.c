@@ -133,12 +133,17 @@ void sl_plan_print(const sl_plan *p, const sl_plan_model *pm, const sl_plan_req 
         if (c->n_expert) {
             uint64_t one = 0;
             for (int k = 0; k < SL_EXPERT_MATS; k++) one += pm->expert_bytes[0][k];
+            /* the experts' share of the stream; when nothing dense streams it is all of it */
+            char share[64] = "all of the stream";
+            if (p->stream_bytes > p->expert_stream_bytes + 0.05 * MiB)
+                snprintf(share, sizeof share, "of %.1f MiB streamed in all", p->stream_bytes / MiB);
             fprintf(f, "experts:  %d routed experts per block, %d per token, %.2f MiB each, read when picked; expert "
-                    "cache %.1f MiB (%lld of %lld experts, %.1f%%): %.1f MiB of the %.1f MiB per token at a hit rate of "
-                    "%.1f%% (the cache's share of the experts: uniform, independent routing; trained models hit more)\n",
+                    "cache %.1f MiB (%lld of %lld experts, %.1f%%): %.1f MiB read from them per token (%s) at a hit "
+                    "rate of %.1f%% (the cache's share of the experts: uniform, independent routing; trained models "
+                    "hit more)\n",
                     c->n_expert, c->n_expert_used, one / MiB, p->expert_cache_bytes / MiB,
                     (long long)p->expert_cache_entries, (long long)c->n_layers * c->n_expert,
-                    100.0 * p->expert_hit_rate, p->expert_stream_bytes / MiB, p->stream_bytes / MiB, 100.0 * p->expert_hit_rate);
+                    100.0 * p->expert_hit_rate, p->expert_stream_bytes / MiB, share, 100.0 * p->expert_hit_rate);
         }
         if (p->kv == SL_PLAN_KV_SPILL)
             fprintf(f, "KV file:  %.1f MiB at full context%s, read and appended per layer\n", p->kv_file_bytes / MiB,
