@@ -379,6 +379,7 @@ static inline __attribute__((always_inline)) void q8_finish(__m512 acc[16], cons
                                                             const float *yd, int64_t nblk, int64_t i)
 {
     const __m512 dw = _mm512_load_ps(pk + (size_t)i * Q8_PACKED + 512);
+#pragma GCC unroll 16
     for (int v = 0; v < 16; v++) {
         const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(yd[(size_t)v * nblk + i]));
         acc[v] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_load_si512(cb + 16 * v)), acc[v]);

@@ -42,11 +42,13 @@ AVX2 static inline __attribute__((always_inline)) void group(bool q4k, const sl_
                                                              float *out, int64_t os, __m256i mask)
 {
     __m256 acc[VG];
+#pragma GCC unroll 8
     for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const sl_kpack *p = pk + i;
         const sl_block_q8_k *yb[VG];
         __m256i S[VG], M[VG];
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             yb[v] = YB(y, ys, v0 + v, i);
             S[v] = M[v] = _mm256_setzero_si256();
@@ -55,21 +57,27 @@ AVX2 static inline __attribute__((always_inline)) void group(bool q4k, const sl_
         const int run = q4k ? 8 : 2, nruns = 64 / run;
         for (int u = 0; u < nruns; u++) {
             __m256i a[VG];
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_si256();
+#pragma GCC unroll 8
             for (int k = run * u; k < run * u + run; k++) {
                 const __m256i wk = _mm256_loadu_si256((const __m256i *)&p->w[k][8 * h]);
+#pragma GCC unroll 8
                 for (int v = 0; v < nv; v++)
                     a[v] = _mm256_add_epi16(a[v], _mm256_maddubs_epi16(wk, _mm256_set1_epi32(kpack_act4(yb[v], k))));
             }
             const __m256i sc = _mm256_loadu_si256((const __m256i *)&p->sc[q4k ? u : u / 2][8 * h]);
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++) S[v] = _mm256_add_epi32(S[v], _mm256_madd_epi16(a[v], sc));
         }
         for (int t = 0; t < 8; t++) {
             const __m256i mp = _mm256_loadu_si256((const __m256i *)&p->mp[t][8 * h]);
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++)
                 M[v] = _mm256_add_epi32(M[v], _mm256_madd_epi16(mp, _mm256_set1_epi32(kpack_bsum2(yb[v], t))));
         }
         const __m256 wd = _mm256_loadu_ps(p->d + 8 * h), wm = _mm256_loadu_ps(p->dmin + 8 * h);
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             const __m256 yd = _mm256_set1_ps(yb[v]->d), d = _mm256_mul_ps(wd, yd);
             if (q4k) {
@@ -82,6 +90,7 @@ AVX2 static inline __attribute__((always_inline)) void group(bool q4k, const sl_
             }
         }
     }
+#pragma GCC unroll 8
     for (int v = 0; v < nv; v++) _mm256_maskstore_ps(out + (size_t)(v0 + v) * os + 8 * h, mask, acc[v]);
 }
 

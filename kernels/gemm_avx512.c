@@ -100,16 +100,20 @@ AVX512 static inline __attribute__((always_inline)) void cols_product(const uint
                                                                       int64_t os, __mmask16 m)
 {
     __m512 acc[NCOL];
+#pragma GCC unroll 8
     for (int c = 0; c < NCOL; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nblk; i++) {
         const uint8_t *p = pk + (size_t)i * PACKED_BLOCK;
         __m512i wk[8];
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) wk[k] = _mm512_load_si512(p + 64 * k);
         const __m512 dw = _mm512_load_ps(p + 512);
+#pragma GCC unroll 8
         for (int c = 0; c < nc; c++) {
             const uint8_t *q = y + (size_t)c * ys + (size_t)i * sizeof(sl_block_q8_0) + 2;
             const yblock b = yb[(size_t)c * nblk + i];
             __m512i t = _mm512_set1_epi32(b.corr);
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
                 int32_t a;
                 memcpy(&a, q + 4 * k, 4);
@@ -118,6 +122,7 @@ AVX512 static inline __attribute__((always_inline)) void cols_product(const uint
             acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(b.d)), _mm512_cvtepi32_ps(t), acc[c]);
         }
     }
+#pragma GCC unroll 8
     for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(out + (size_t)c * os, m, acc[c]);
 }
 

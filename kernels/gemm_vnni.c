@@ -38,11 +38,13 @@ VNNI static inline __attribute__((always_inline)) void group(bool q4k, const sl_
                                                              float *out, int64_t os, __mmask16 m)
 {
     __m512 acc[VG];
+#pragma GCC unroll 8
     for (int v = 0; v < nv; v++) acc[v] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const sl_kpack *p = pk + i;
         const sl_block_q8_k *yb[VG];
         __m512i S[VG], M[VG];
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             yb[v] = YB(y, ys, v0 + v, i);
             S[v] = M[v] = _mm512_setzero_si512();
@@ -50,19 +52,25 @@ VNNI static inline __attribute__((always_inline)) void group(bool q4k, const sl_
         const int nsub = q4k ? 8 : 16, per = 64 / nsub;   /* sub-blocks, dwords per sub-block */
         for (int s = 0; s < nsub; s++) {
             __m512i a[VG];
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++) a[v] = _mm512_setzero_si512();
+#pragma GCC unroll 8
             for (int k = per * s; k < per * s + per; k++) {
                 const __m512i wk = _mm512_loadu_si512(p->w[k]);
+#pragma GCC unroll 8
                 for (int v = 0; v < nv; v++) a[v] = _mm512_dpbusd_epi32(a[v], wk, _mm512_set1_epi32(kpack_act4(yb[v], k)));
             }
             const __m512i sc = _mm512_loadu_si512(p->sc[s]);
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++) S[v] = _mm512_add_epi32(S[v], _mm512_mullo_epi32(a[v], sc));
         }
         for (int t = 0; t < 8; t++) {
             const __m512i mp = _mm512_loadu_si512(p->mp[t]);
+#pragma GCC unroll 8
             for (int v = 0; v < nv; v++) M[v] = _mm512_dpwssd_epi32(M[v], mp, _mm512_set1_epi32(kpack_bsum2(yb[v], t)));
         }
         const __m512 wd = _mm512_loadu_ps(p->d), wm = _mm512_loadu_ps(p->dmin);
+#pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             const __m512 yd = _mm512_set1_ps(yb[v]->d), d = _mm512_mul_ps(wd, yd);
             if (q4k) {
@@ -75,6 +83,7 @@ VNNI static inline __attribute__((always_inline)) void group(bool q4k, const sl_
             }
         }
     }
+#pragma GCC unroll 8
     for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(out + (size_t)(v0 + v) * os, m, acc[v]);
 }
 
