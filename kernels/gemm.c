@@ -1,8 +1,7 @@
 /* kernels/gemm.c — which batched GEMM runs per weight type: CPUID, the OS's AMX permission, the
  * build, SLUICE_GEMM / sl_gemm_force.  Paths, fastest first: AMX-INT8 (Q4_K, Q6_K, Q8_0, MXFP4),
  * AVX-512 VNNI (Q4_K, Q6_K, Q8_0, MXFP4), AVX2 (Q4_K, Q6_K); a type takes the fastest path allowed that has it, and
- * the 4-vector dots when none does (every path gives the same bits).  Auto leaves the AVX2 GEMMs out
- * (slower than the dots end to end: see pick).
+ * the 4-vector dots when none does (every path gives the same bits).
  *
  * AMX tile data is an XSAVE component Linux enables per process on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM, kernel 5.16+); a tile instruction without it faults.  The request is made
@@ -34,7 +33,7 @@
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_ok[4];               /* [SL_GEMM_AMX..AVX2]: CPU, build (and OS for AMX) can run it */
 static atomic_int g_cap;           /* the fastest path allowed (SL_GEMM_AMX..AVX2), or SL_GEMM_OFF */
-static atomic_bool g_auto;         /* chosen by auto (not forced): the AVX2 GEMMs are left out */
+static atomic_bool g_auto;         /* chosen by auto (not forced) */
 static char g_env_note[64];        /* a SLUICE_GEMM value that could not be honoured */
 #if defined(__x86_64__)
 static char g_why[96];             /* why there is no AMX, when there is none */
@@ -122,16 +121,14 @@ static void init_once(void)
 }
 
 /* The fastest allowed path at or below `cap` that has a kernel for `type`, SL_GEMM_OFF if none.
- * Auto leaves the AVX2 GEMMs out: end to end they are slower than the 4-vector dots (llama3-8b shape
- * Q4_K_M, 512-token prompt: 9.1 against 10.9 tok/s, bench/prefill_paths.sh) — at the FFN widths their
- * packed row blocks spill L1 (Q4_K at 14336 columns: 63-66 GFLOP/s against the dots' 75-97).  They
- * stay exact and tested, and SLUICE_GEMM=avx2 runs them. */
+ * (Until December 2026 auto left the AVX2 GEMMs out, slower than the dots end to end: GCC 12 at -O2
+ * had kept their per-vector loops over stack arrays.  Unrolled, the llama3-8b shape Q4_K_M's
+ * 512-token prompt runs 16.6 tok/s on them against the dots' 9.3, bench/prefill_paths.sh.) */
 static int pick(int cap, int type)
 {
     if (cap == SL_GEMM_OFF) return SL_GEMM_OFF;
-    const bool is_auto = atomic_load_explicit(&g_auto, memory_order_relaxed);
     for (int p = cap; p <= SL_GEMM_AVX2; p++)
-        if (g_ok[p] && path_kernel(p, type) && !(is_auto && p == SL_GEMM_AVX2)) return p;
+        if (g_ok[p] && path_kernel(p, type)) return p;
     return SL_GEMM_OFF;
 }
 
@@ -162,8 +159,6 @@ static void make_name(void)
     if (!g_ok[SL_GEMM_AMX]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AMX: %s", g_why);
     if (!g_ok[SL_GEMM_VNNI]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX-512 VNNI");
     if (!g_ok[SL_GEMM_AVX2]) o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; no AVX2");
-    else if (atomic_load(&g_auto) && !g_ok[SL_GEMM_VNNI])
-        o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the AVX2 GEMMs only with SLUICE_GEMM=avx2 (slower than the dots)");
 #else
     o += (size_t)snprintf(g_name + o, sizeof g_name - o, "; the GEMMs are x86 only");
 #endif
