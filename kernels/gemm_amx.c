@@ -31,6 +31,9 @@
     defined(__AVX512VNNI__)
 #include <immintrin.h>
 
+#define PACK32_TARGET
+#include "kernels/gemm_pack32.h"
+
 #define PLANE_BYTES 4096     /* 4 steps of 64 elements x 16 rows: one plane of one super-block */
 #define Q8K_QS 4             /* offsetof(sl_block_q8_k, qs) */
 
@@ -314,58 +317,8 @@ static bool gemm_q6_k(const void *restrict w, size_t row_bytes, int64_t nrows, c
  * the vector's accumulator — 3 vector instructions per 512 products.  Two blocks per step, so the
  * tile unit works on one while the vector unit finishes the other. */
 
-#define Q8_PACKED 576         /* one block of 16 rows: B (8 x 64 bytes) and 16 f32 d */
+#define Q8_PACKED PACK32_BYTES   /* one block of 16 rows: the B tile and 16 f32 d (kernels/gemm_pack32.h) */
 #define Q8_VGROUP 256         /* vectors per pass over the unpacked row block (bounds the scratch) */
-
-/* Contract: one block of rows r < nr (< 16: the rest zero), row r's 32 int8 weights at
- * src + r * stride, into o's B tile (dword r of tile row k = row r's weights 4k..4k+3). */
-static void store_b_tile(const uint8_t *src, size_t stride, int nr, uint8_t *o)
-{
-    const __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)stride));
-    for (int k = 0; k < 8; k++)
-        _mm512_store_si512(o + 64 * k, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, src + 4 * k, 1));
-}
-
-/* Contract: blocks i < nblk of rows r < nr (< 16: the rest zero) of a Q8_0 matrix into dst
- * (Q8_PACKED per block: the B tile, then the 16 rows' d as f32). */
-static void unpack_q8_0(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
-{
-    const __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)row_bytes));
-    for (int64_t i = 0; i < nblk; i++) {
-        const uint8_t *b = w + (size_t)i * sizeof(sl_block_q8_0);
-        uint8_t *o = dst + (size_t)i * Q8_PACKED;
-        store_b_tile(b + 2, row_bytes, nr, o);
-        const __m512i dh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, b, 1);
-        _mm512_store_ps(o + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dh, _mm512_set1_epi32(0xffff)))));
-    }
-}
-
-/* Contract: as unpack_q8_0 for MXFP4: the weights decoded (kvalues_mxfp4, |q| <= 12), the scale
- * e8m0_half(e) per row. */
-static void unpack_mxfp4(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
-{
-    const __m128i kv = _mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4), m4 = _mm_set1_epi8(0x0f);
-    _Alignas(64) uint8_t q[16][32];
-    for (int64_t i = 0; i < nblk; i++) {
-        uint8_t *o = dst + (size_t)i * Q8_PACKED;
-        float d[16] = { 0 };
-        for (int r = 0; r < nr; r++) {
-            const sl_block_mxfp4 *b = (const sl_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            const __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
-            _mm_store_si128((__m128i *)q[r], _mm_shuffle_epi8(kv, _mm_and_si128(raw, m4)));
-            _mm_store_si128((__m128i *)(q[r] + 16), _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)));
-            d[r] = sl_e8m0_half(b->e);
-        }
-        store_b_tile(q[0], 32, nr, o);
-        memcpy(o + 512, d, sizeof d);
-    }
-}
-
-typedef void (*q8_unpack_fn)(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst);
 
 typedef struct {
     uint8_t *packed;        /* nblk x Q8_PACKED */
@@ -427,8 +380,8 @@ static size_t q8_scratch(int64_t n, int nv)
 }
 
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for 32-block weights with Q8_0 activations whose canonical
- * step is one FMA per block (Q8_0, MXFP4), the weights unpacked by `unpack`. */
-static bool gemm_fma32(q8_unpack_fn unpack, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
+ * step is one FMA per block (Q8_0, MXFP4 when mxfp4). */
+static bool gemm_fma32(bool mxfp4, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nblk = n / SL_QK;
@@ -449,7 +402,7 @@ static bool gemm_fma32(q8_unpack_fn unpack, const void *restrict w, size_t row_b
                     v < gv ? sl_f16_to_f32(((const sl_block_q8_0 *)(yg + (size_t)v * y_stride))[i].d) : 0.0f;
         for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
             const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
-            unpack((const uint8_t *)w + (size_t)r0 * row_bytes, row_bytes, nr, nblk, wk.packed);
+            pack32_rows(mxfp4, 0, (const uint8_t *)w + (size_t)r0 * row_bytes, row_bytes, nr, nblk, wk.packed);
             for (int c0 = 0; c0 < gv; c0 += 16) {
                 const int nc = gv - c0 < 16 ? gv - c0 : 16;
                 const uint8_t *a = yg + (size_t)c0 * y_stride;
@@ -473,13 +426,13 @@ static bool gemm_fma32(q8_unpack_fn unpack, const void *restrict w, size_t row_b
 static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return gemm_fma32(unpack_q8_0, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
+    return gemm_fma32(false, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 static bool gemm_mxfp4(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return gemm_fma32(unpack_mxfp4, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
+    return gemm_fma32(true, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 const sl_qgemm_fn sl_gemm_amx_q4_k = gemm_q4_k, sl_gemm_amx_q6_k = gemm_q6_k, sl_gemm_amx_q8_0 = gemm_q8_0,

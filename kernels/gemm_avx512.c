@@ -19,64 +19,15 @@
 #include <immintrin.h>
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
-#define PACKED_BLOCK 576     /* one block of 16 rows: 8 x 64 bytes of weights, 16 f32 scales */
+#define PACK32_TARGET AVX512
+#include "kernels/gemm_pack32.h"
+
+#define PACKED_BLOCK PACK32_BYTES   /* one block of 16 rows: biased weights, 16 f32 scales (gemm_pack32.h) */
 #define VGROUP       64      /* vectors per pass over an unpacked row block (bounds the per-vector scratch) */
 #define NCOL         4       /* vectors per register block: 4 accumulators + 4 sums + 8 weights */
 
 /* A vector block's f32 scale and its bias correction -128 * (sum of its 32 quants). */
 typedef struct { float d; int32_t corr; } yblock;
-
-/* Contract: one block of rows r < nr (<= 16; the rest zero weights), row r's 32 int8 weights at
- * src + r * stride, into o: dword r of register k = row r's weights 4k..4k+3, each + 128. */
-AVX512 static void store_rows(const uint8_t *src, size_t stride, int nr, uint8_t *o)
-{
-    const __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)stride));
-    const __m512i bias = _mm512_set1_epi32((int)0x80808080u);
-    for (int k = 0; k < 8; k++) {
-        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, src + 4 * k, 1);
-        _mm512_store_si512(o + 64 * k, _mm512_xor_si512(v, bias));
-    }
-}
-
-/* Contract: blocks i < nblk of rows r < nr of a Q8_0 matrix into dst (PACKED_BLOCK per block: the
- * biased weights, then the rows' d as f32; rows past nr zero). */
-AVX512 static void unpack_q8_0(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
-{
-    const __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)row_bytes));
-    for (int64_t i = 0; i < nblk; i++) {
-        const uint8_t *b = w + (size_t)i * sizeof(sl_block_q8_0);
-        uint8_t *o = dst + (size_t)i * PACKED_BLOCK;
-        store_rows(b + 2, row_bytes, nr, o);
-        const __m512i dh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, b, 1);
-        _mm512_store_ps(o + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dh, _mm512_set1_epi32(0xffff)))));
-    }
-}
-
-/* Contract: as unpack_q8_0 for MXFP4: the weights decoded (kvalues_mxfp4), d = e8m0_half(e). */
-AVX512 static void unpack_mxfp4(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst)
-{
-    const __m128i kv = _mm_loadu_si128((const __m128i *)sl_kvalues_mxfp4), m4 = _mm_set1_epi8(0x0f);
-    _Alignas(64) uint8_t q[16][32];
-    for (int64_t i = 0; i < nblk; i++) {
-        uint8_t *o = dst + (size_t)i * PACKED_BLOCK;
-        float d[16] = { 0 };
-        for (int r = 0; r < nr; r++) {
-            const sl_block_mxfp4 *b = (const sl_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            const __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
-            _mm_store_si128((__m128i *)q[r], _mm_shuffle_epi8(kv, _mm_and_si128(raw, m4)));
-            _mm_store_si128((__m128i *)(q[r] + 16), _mm_shuffle_epi8(kv, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)));
-            d[r] = sl_e8m0_half(b->e);
-        }
-        store_rows(q[0], 32, nr, o);
-        memcpy(o + 512, d, sizeof d);
-    }
-}
-
-typedef void (*unpack_fn)(const uint8_t *w, size_t row_bytes, int nr, int64_t nblk, uint8_t *dst);
 
 /* Contract: yb[v * nblk + i] = { d, corr } of block i of vector v, v < nv. */
 AVX512 static void prepare_vectors(const uint8_t *y, size_t ys, int nv, int64_t nblk, yblock *yb)
@@ -146,8 +97,8 @@ size_t sl_gemm_avx512_scratch(int64_t n, int nv)
 }
 
 /* Contract: sl_qgemm_fn (kernels/gemm.h) for 32-block weights with Q8_0 activations whose canonical
- * step is one FMA per block (Q8_0, MXFP4), the weights unpacked by `unpack`. */
-static bool gemm_fma32(unpack_fn unpack, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
+ * step is one FMA per block (Q8_0, MXFP4 when mxfp4). */
+static bool gemm_fma32(bool mxfp4, const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
     const int64_t nblk = n / SL_QK;
@@ -160,7 +111,7 @@ static bool gemm_fma32(unpack_fn unpack, const void *restrict w, size_t row_byte
         prepare_vectors(yg, y_stride, gv, nblk, yb);
         for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
             const int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
-            unpack((const uint8_t *)w + (size_t)r0 * row_bytes, row_bytes, nr, nblk, pk);
+            pack32_rows(mxfp4, 0x80808080u, (const uint8_t *)w + (size_t)r0 * row_bytes, row_bytes, nr, nblk, pk);
             block_product(pk, nblk, yg, y_stride, yb, gv, nr, out + (size_t)v0 * out_stride + r0, out_stride);
         }
     }
@@ -170,13 +121,13 @@ static bool gemm_fma32(unpack_fn unpack, const void *restrict w, size_t row_byte
 static bool gemm_q8_0(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                       size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return gemm_fma32(unpack_q8_0, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
+    return gemm_fma32(false, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 static bool gemm_mxfp4(const void *restrict w, size_t row_bytes, int64_t nrows, const void *restrict y,
                        size_t y_stride, int nv, int64_t n, float *restrict out, int64_t out_stride)
 {
-    return gemm_fma32(unpack_mxfp4, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
+    return gemm_fma32(true, w, row_bytes, nrows, y, y_stride, nv, n, out, out_stride);
 }
 
 const sl_qgemm_fn sl_gemm_avx512_q8_0 = gemm_q8_0, sl_gemm_avx512_mxfp4 = gemm_mxfp4;
