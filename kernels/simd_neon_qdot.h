@@ -24,6 +24,16 @@ static inline int32x4_t NQ(hsum4)(int32x4_t l0, int32x4_t l1, int32x4_t l2, int3
     return vpaddq_s32(vpaddq_s32(l0, l1), vpaddq_s32(l2, l3));
 }
 
+/* Four blocks of the one-FMA-per-block chain (Q8_0, MXFP4: kernels/simd.h), in block order:
+ * acc = fmaf(s[j], t[j], acc), j = 0..3. */
+static inline float NQ(fma_chain4)(float acc, const float s[4], float32x4_t t)
+{
+    acc = fmaf(s[0], vgetq_lane_f32(t, 0), acc);
+    acc = fmaf(s[1], vgetq_lane_f32(t, 1), acc);
+    acc = fmaf(s[2], vgetq_lane_f32(t, 2), acc);
+    return fmaf(s[3], vgetq_lane_f32(t, 3), acc);
+}
+
 /* ---- blocks of 32: 8 canonical lanes in two float32x4 (lanes 0-3 = bytes 0-15, 4-7 = 16-31) ---- */
 
 /* Contract: as sl_qdot_q4_0_q8_0 (same bits). */
@@ -70,10 +80,7 @@ static float NQ(dot_q8_0_q8_0)(const void *restrict vw, const void *restrict vy,
             s[j] = sl_f16_to_f32(w[i + j].d) * sl_f16_to_f32(y[i + j].d);
         }
         const float32x4_t t = vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3]));
-        acc = fmaf(s[0], vgetq_lane_f32(t, 0), acc);
-        acc = fmaf(s[1], vgetq_lane_f32(t, 1), acc);
-        acc = fmaf(s[2], vgetq_lane_f32(t, 2), acc);
-        acc = fmaf(s[3], vgetq_lane_f32(t, 3), acc);
+        acc = NQ(fma_chain4)(acc, s, t);
     }
     for (; i < nb; i++) {
         const int32_t t = vaddvq_s32(NQ(dot32)(z, vld1q_s8(w[i].qs), vld1q_s8(w[i].qs + 16), y[i].qs));

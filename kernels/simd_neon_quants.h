@@ -143,10 +143,7 @@ static float NQ(dot_mxfp4_q8_0)(const void *restrict vw, const void *restrict vy
             s[j] = sl_e8m0_half(w[i + j].e) * sl_f16_to_f32(y[i + j].d);
         }
         const float32x4_t t = vcvtq_f32_s32(NQ(hsum4)(l[0], l[1], l[2], l[3]));
-        acc = fmaf(s[0], vgetq_lane_f32(t, 0), acc);
-        acc = fmaf(s[1], vgetq_lane_f32(t, 1), acc);
-        acc = fmaf(s[2], vgetq_lane_f32(t, 2), acc);
-        acc = fmaf(s[3], vgetq_lane_f32(t, 3), acc);
+        acc = NQ(fma_chain4)(acc, s, t);
     }
     for (; i < nb; i++) {
         int8x16_t q0, q1;
